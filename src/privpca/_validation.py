@@ -1,0 +1,218 @@
+"""Parameter checks, input validation, row-norm clipping and RNG handling.
+
+Every estimator validates in ``fit`` (never in ``__init__``), with messages that name the
+parameter, the allowed range and the value given, in scikit-learn's wording.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from privpca.exceptions import RowClippingWarning
+
+__all__ = [
+    "check_data",
+    "check_delta",
+    "check_epsilon",
+    "check_in_range",
+    "check_n_components",
+    "check_options",
+    "check_random_state",
+    "clip_rows",
+]
+
+
+def _owner(owner: object | None) -> str:
+    if owner is None:
+        return ""
+    name = owner if isinstance(owner, str) else type(owner).__name__
+    return f" of {name}"
+
+
+def check_in_range(
+    value: Any,
+    name: str,
+    *,
+    low: float = -np.inf,
+    high: float = np.inf,
+    low_closed: bool = False,
+    high_closed: bool = False,
+    integer: bool = False,
+    owner: object | None = None,
+) -> float:
+    """Check that ``value`` is a real number (or integer) in an interval and return it.
+
+    Raises
+    ------
+    ValueError
+        With a message such as ``The 'epsilon' parameter of LocalGaussianPCA must be a float
+        in the range (0, inf). Got -1 instead.``
+    """
+    kind = "an int" if integer else "a float"
+    left = "[" if low_closed else "("
+    right = "]" if high_closed else ")"
+    interval = f"{left}{_fmt(low)}, {_fmt(high)}{right}"
+    message = (
+        f"The '{name}' parameter{_owner(owner)} must be {kind} in the range {interval}. "
+        f"Got {value!r} instead."
+    )
+    if isinstance(value, bool):
+        raise ValueError(message)
+    if integer and not isinstance(value, numbers.Integral):
+        raise ValueError(message)
+    if not isinstance(value, numbers.Real):
+        raise ValueError(message)
+    value_f = float(value)
+    if not np.isfinite(value_f) and not (value_f == np.inf and high == np.inf and high_closed):
+        raise ValueError(message)
+    below = value_f < low or (value_f == low and not low_closed)
+    above = value_f > high or (value_f == high and not high_closed)
+    if below or above:
+        raise ValueError(message)
+    return value_f
+
+
+def _fmt(x: float) -> str:
+    if np.isinf(x):
+        return "-inf" if x < 0 else "inf"
+    return f"{x:g}"
+
+
+def check_epsilon(epsilon: Any, *, owner: object | None = None, name: str = "epsilon") -> float:
+    """Return ε as a float after checking 0 < ε < ∞."""
+    return check_in_range(epsilon, name, low=0.0, owner=owner)
+
+
+def check_delta(delta: Any, *, owner: object | None = None, name: str = "delta") -> float:
+    """Return δ as a float after checking 0 < δ < 1."""
+    return check_in_range(delta, name, low=0.0, high=1.0, owner=owner)
+
+
+def check_options(
+    value: Any, name: str, options: tuple[str, ...], *, owner: object | None = None
+) -> str:
+    """Check that ``value`` is one of the string ``options``."""
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(
+            f"The '{name}' parameter{_owner(owner)} must be a str among "
+            f"{sorted(options)}. Got {value!r} instead."
+        )
+    return value
+
+
+def check_n_components(n_components: Any, n_features: int, *, owner: object | None = None) -> int:
+    """Check 1 ≤ ``n_components`` ≤ ``n_features`` and return it as an int."""
+    k = int(
+        check_in_range(
+            n_components, "n_components", low=1, low_closed=True, integer=True, owner=owner
+        )
+    )
+    if k > n_features:
+        raise ValueError(
+            f"n_components={k} must be between 1 and n_features={n_features}"
+            f"{_owner(owner).replace(' of', ' for')}."
+        )
+    return k
+
+
+def check_data(X: ArrayLike, *, name: str = "X") -> NDArray[np.float64]:
+    """Return ``X`` as a 2-D float64 array, refusing NaN, infinity and empty input.
+
+    The caller's array is never modified; a copy is made only when the dtype or layout
+    requires one.
+    """
+    try:
+        arr = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric; could not convert it to float: {exc}") from exc
+    if arr.ndim != 2:
+        raise ValueError(
+            f"Expected a 2-D array for {name}, got an array with {arr.ndim} dimension(s); "
+            "reshape your data with X.reshape(-1, 1) for a single feature or "
+            "X.reshape(1, -1) for a single sample."
+        )
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(f"{name} is empty: found array with shape {arr.shape}.")
+    finite = np.isfinite(arr)
+    if not finite.all():
+        bad_rows = int((~finite).any(axis=1).sum())
+        raise ValueError(
+            f"{name} contains NaN or infinity in {bad_rows} row(s). Differentially private "
+            "estimators cannot impute or drop rows silently: remove or impute them first."
+        )
+    return arr
+
+
+def clip_rows(
+    X: NDArray[np.float64], data_norm: float, *, owner: object | None = None
+) -> tuple[NDArray[np.float64], int]:
+    """Scale rows whose L2 norm exceeds ``data_norm`` down to ``data_norm``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Data; NaN or infinity raises ValueError. Never modified: a copy is returned
+        when any row is clipped.
+    data_norm : float
+        The public bound on every row's L2 norm that the privacy analysis assumes.
+
+    Returns
+    -------
+    X_clipped : ndarray of shape (n_samples, n_features)
+        ``X`` itself when nothing needed clipping, else a clipped copy.
+    n_clipped : int
+        How many rows were clipped.
+
+    Warns
+    -----
+    RowClippingWarning
+        When at least one row was clipped, saying how many.
+    """
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    if not np.all(np.isfinite(norms)):
+        # One pass over X for the norms doubles as the NaN/inf check (a NaN or inf entry makes
+        # its row's norm non-finite); find the culprits only on this error path.
+        bad = ~np.isfinite(X).all(axis=1)
+        if bad.any():
+            raise ValueError(
+                f"X contains NaN or infinity in {int(bad.sum())} row(s). Differentially "
+                "private estimators cannot impute or drop rows silently: remove or impute "
+                "them first."
+            )
+        raise ValueError("X has rows whose norm overflows float64; rescale the data.")
+    over = norms > data_norm * (1.0 + 1e-12)
+    n_clipped = int(over.sum())
+    if n_clipped == 0:
+        return X, 0
+    X_clipped = X.copy()
+    X_clipped[over] *= (data_norm / norms[over])[:, None]
+    warnings.warn(
+        f"{n_clipped} of {X.shape[0]} rows{_owner(owner).replace(' of', ' passed to')} had an "
+        f"L2 norm above data_norm={data_norm:g} and were clipped to it (largest norm "
+        f"{norms.max():.4g}). The privacy guarantee holds; the estimate is biased. Rescale your "
+        "data or raise data_norm (which adds noise) if this is unexpected.",
+        RowClippingWarning,
+        stacklevel=3,
+    )
+    return X_clipped, n_clipped
+
+
+def check_random_state(random_state: Any) -> np.random.Generator:
+    """Turn ``None``, an int seed, a ``SeedSequence`` or a ``Generator`` into a Generator.
+
+    The global NumPy RNG is never used. A legacy ``RandomState`` is refused, because
+    mixing it in would make runs irreproducible in a way users do not expect.
+    """
+    if random_state is None or isinstance(random_state, numbers.Integral | np.random.SeedSequence):
+        return np.random.default_rng(random_state)  # type: ignore[arg-type]
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    raise ValueError(
+        "random_state must be None, an int, a numpy SeedSequence or a numpy Generator. "
+        f"Got {random_state!r} instead."
+    )

@@ -1,0 +1,95 @@
+"""Composition of privacy losses with Google's ``dp-accounting``.
+
+Convention used throughout privpca: every :class:`dp_accounting.GaussianDpEvent` carries the
+noise multiplier ``σ/Δ``, where ``Δ`` is the L2 sensitivity *already derived for privpca's own
+neighbouring relation* (usually replace-one). Such an event is a Gaussian mechanism whose two
+neighbouring output distributions are ``N(0, σ²)`` and ``N(Δ, σ²)``; in ``dp-accounting`` that
+is exactly the ``ADD_OR_REMOVE_ONE`` accounting of a unit-sensitivity query (its
+``REPLACE_ONE`` mode would double the sensitivity a second time). The accountants below are
+therefore always built with ``ADD_OR_REMOVE_ONE``; the neighbouring relation of the data is
+stated in each :class:`~privpca.accounting.PrivacyRecord`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import dp_accounting
+from dp_accounting import pld, rdp
+
+__all__ = ["compose_epsilon", "compose_events", "gaussian_noise_multiplier_for_composition"]
+
+AccountantName = Literal["pld", "rdp"]
+_NEIGHBOURS = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+
+
+def _make_accountant(accountant: str) -> dp_accounting.PrivacyAccountant:
+    if accountant == "pld":
+        return pld.PLDAccountant(_NEIGHBOURS, value_discretization_interval=1e-4)
+    if accountant == "rdp":
+        return rdp.RdpAccountant(neighboring_relation=_NEIGHBOURS)
+    raise ValueError(f"accountant must be 'pld' or 'rdp'. Got {accountant!r} instead.")
+
+
+def compose_events(events: Iterable[dp_accounting.DpEvent]) -> dp_accounting.DpEvent:
+    """One ``ComposedDpEvent`` of ``events`` (a single event is returned as is)."""
+    events = list(events)
+    if len(events) == 1:
+        return events[0]
+    return dp_accounting.ComposedDpEvent(events)
+
+
+def compose_epsilon(
+    events: Sequence[dp_accounting.DpEvent], delta: float, *, accountant: str = "pld"
+) -> float:
+    """An upper bound on ε at ``delta`` for the adaptive composition of ``events``.
+
+    Parameters
+    ----------
+    events : sequence of dp_accounting.DpEvent
+        Events following the module's convention (noise multiplier σ/Δ).
+    delta : float
+        Target δ of the composed guarantee.
+    accountant : {"pld", "rdp"}, default="pld"
+        Privacy-loss-distribution accounting (tight) or Rényi-DP accounting (looser, faster).
+
+    Returns
+    -------
+    epsilon : float
+        ``inf`` if any event is non-private.
+    """
+    if not events:
+        return 0.0
+    acc = _make_accountant(accountant)
+    acc.compose(compose_events(events))
+    eps = float(acc.get_epsilon(delta))
+    return eps if math.isfinite(eps) else math.inf
+
+
+def gaussian_noise_multiplier_for_composition(
+    epsilon: float, delta: float, count: int, *, accountant: str = "pld"
+) -> float:
+    """The noise multiplier σ/Δ such that ``count`` Gaussian releases compose to (ε, δ).
+
+    Solved by ``dp_accounting.calibrate_dp_mechanism`` (bisection on the accountant).
+    """
+    if count < 1:
+        raise ValueError(f"count must be a positive int. Got {count!r} instead.")
+    single = float(dp_accounting.get_sigma_gaussian(epsilon, delta))
+    if count == 1:
+        return single
+    # count releases need at least the single-release multiplier and at most √count times it
+    # (the latter with a margin for the accountant's discretisation).
+    bracket = dp_accounting.ExplicitBracketInterval(single, 1.1 * single * math.sqrt(count))
+    return float(
+        dp_accounting.calibrate_dp_mechanism(
+            lambda: _make_accountant(accountant),
+            lambda m: dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(m), count),
+            epsilon,
+            delta,
+            bracket,
+            tol=1e-6,
+        )
+    )

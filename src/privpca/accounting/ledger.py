@@ -1,0 +1,145 @@
+"""A privacy ledger: records every fit's spend and enforces an optional budget.
+
+Estimators take ``ledger=None`` (the process-wide :func:`default_ledger`) or a
+:class:`PrivacyLedger` of the user's. The ledger is a *shared sink*: scikit-learn's ``clone``
+(used by ``GridSearchCV``, ``cross_val_score``, pipelines) deep-copies non-estimator
+parameters, which in a peer library silently sends the spends of every cross-validation fit to a
+throw-away copy. :class:`PrivacyLedger` returns itself from ``__deepcopy__`` so clones charge
+the same ledger, and it refuses to be pickled, so a process-parallel search
+(``n_jobs > 1`` with the default loky backend) fails loudly instead of losing spends.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from privpca.accounting.composition import compose_epsilon
+from privpca.accounting.record import PrivacyRecord
+from privpca.exceptions import BudgetExceededError
+
+__all__ = ["PrivacyLedger", "default_ledger"]
+
+
+class PrivacyLedger:
+    """Records :class:`PrivacyRecord` spends and composes them with ``dp-accounting``.
+
+    Parameters
+    ----------
+    epsilon_budget : float or None, default=None
+        Total ε allowed at ``delta_budget``; ``None`` records without limit.
+    delta_budget : float or None, default=None
+        The δ at which the budget is checked; required with ``epsilon_budget``. Each spend's
+        own δ is part of its events, so the composed ε at ``delta_budget`` is what is checked.
+    accountant : {"pld", "rdp"}, default="pld"
+        Composition method of ``dp-accounting``.
+
+    Examples
+    --------
+    >>> from privpca import LocalGaussianPCA, PrivacyLedger
+    >>> ledger = PrivacyLedger(epsilon_budget=3.0, delta_budget=1e-4)
+    >>> est = LocalGaussianPCA(n_components=1, epsilon=1.0, delta=1e-6, ledger=ledger)
+    """
+
+    def __init__(
+        self,
+        epsilon_budget: float | None = None,
+        delta_budget: float | None = None,
+        *,
+        accountant: str = "pld",
+    ) -> None:
+        if (epsilon_budget is None) != (delta_budget is None):
+            raise ValueError("epsilon_budget and delta_budget must be given together.")
+        if epsilon_budget is not None and not epsilon_budget > 0:
+            raise ValueError(f"epsilon_budget must be > 0. Got {epsilon_budget!r} instead.")
+        if delta_budget is not None and not 0 < delta_budget < 1:
+            raise ValueError(f"delta_budget must be in (0, 1). Got {delta_budget!r} instead.")
+        self.epsilon_budget = epsilon_budget
+        self.delta_budget = delta_budget
+        self.accountant = accountant
+        self._records: list[tuple[str, PrivacyRecord]] = []
+        self._lock = threading.Lock()
+
+    # A ledger is an identity, not a value: clones of an estimator must charge this object.
+    def __deepcopy__(self, memo: dict[int, Any]) -> PrivacyLedger:
+        return self
+
+    def __copy__(self) -> PrivacyLedger:
+        return self
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "A PrivacyLedger cannot be sent to another process: spends made there would never "
+            "reach this ledger. Run model selection with n_jobs=1 (or a threading backend)."
+        )
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __iter__(self) -> Iterator[tuple[str, PrivacyRecord]]:
+        return iter(list(self._records))
+
+    def __repr__(self) -> str:
+        budget = (
+            f"epsilon_budget={self.epsilon_budget}, delta_budget={self.delta_budget}"
+            if self.epsilon_budget is not None
+            else "no budget"
+        )
+        return f"PrivacyLedger({budget}, spends={len(self)})"
+
+    @property
+    def records(self) -> list[tuple[str, PrivacyRecord]]:
+        """``(label, record)`` pairs in the order they were spent."""
+        return list(self._records)
+
+    def epsilon(self, delta: float | None = None) -> float:
+        """Composed ε at ``delta`` (default: ``delta_budget``) over every recorded spend."""
+        delta = self._delta(delta)
+        return self._compose([r for _, r in self._records], delta)
+
+    def _delta(self, delta: float | None) -> float:
+        if delta is None:
+            if self.delta_budget is None:
+                raise ValueError("Give delta: this ledger has no delta_budget.")
+            return self.delta_budget
+        return delta
+
+    def _compose(self, records: list[PrivacyRecord], delta: float) -> float:
+        if not records:
+            return 0.0
+        if len(records) == 1 and records[0].delta <= delta and len(records[0].spends) <= 1:
+            return records[0].epsilon
+        events = [e for r in records for e in r.events()]
+        if any(len(r.spends) == 0 for r in records):
+            return math.inf  # a record we cannot compose is never assumed free
+        return compose_epsilon(events, delta, accountant=self.accountant)
+
+    def check(self, record: PrivacyRecord) -> None:
+        """Raise :class:`BudgetExceededError` if spending ``record`` would exceed the budget."""
+        if self.epsilon_budget is None:
+            return
+        assert self.delta_budget is not None
+        records = [r for _, r in self._records] + [record]
+        total = self._compose(records, self.delta_budget)
+        if total > self.epsilon_budget * (1 + 1e-9):
+            raise BudgetExceededError(
+                f"This fit would bring the ledger to epsilon={total:.4g} at "
+                f"delta={self.delta_budget:g}, over its budget epsilon_budget="
+                f"{self.epsilon_budget:g}. Nothing was released."
+            )
+
+    def spend(self, record: PrivacyRecord, label: str = "") -> None:
+        """Check the budget, then record ``record`` under ``label``."""
+        with self._lock:
+            self.check(record)
+            self._records.append((label, record))
+
+
+_DEFAULT_LEDGER = PrivacyLedger()
+
+
+def default_ledger() -> PrivacyLedger:
+    """The process-wide ledger used by estimators whose ``ledger`` parameter is ``None``."""
+    return _DEFAULT_LEDGER

@@ -1,0 +1,137 @@
+"""What a fitted estimator spent: :class:`PrivacySpend` and :class:`PrivacyRecord`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import dp_accounting
+
+from privpca.accounting.composition import compose_epsilon
+
+__all__ = ["PrivacyRecord", "PrivacySpend"]
+
+
+@dataclass(frozen=True)
+class PrivacySpend:
+    """One mechanism call on the private data.
+
+    Attributes
+    ----------
+    mechanism : str
+        Human-readable name (e.g. ``"gaussian: upper triangle of x xᵀ"``).
+    epsilon, delta : float
+        The guarantee this call certifies on its own.
+    sensitivity : float
+        L2 sensitivity Δ of the released quantity under the record's neighbouring relation.
+    noise_scale : float
+        Standard deviation σ of the noise added per coordinate.
+    count : int
+        How many identical releases of this kind were made (composed by the accountant).
+    dp_event : dp_accounting.DpEvent
+        The event composed by ``dp-accounting`` (noise multiplier σ/Δ).
+    """
+
+    mechanism: str
+    epsilon: float
+    delta: float
+    sensitivity: float
+    noise_scale: float
+    count: int = 1
+    dp_event: dp_accounting.DpEvent | None = field(default=None, compare=False)
+
+    def event(self) -> dp_accounting.DpEvent:
+        """The composed event of all ``count`` releases."""
+        if self.dp_event is None:
+            raise ValueError(f"spend {self.mechanism!r} has no dp_event to compose")
+        if self.count == 1:
+            return self.dp_event
+        return dp_accounting.SelfComposedDpEvent(self.dp_event, self.count)
+
+
+@dataclass(frozen=True)
+class PrivacyRecord:
+    """The privacy guarantee of one fitted estimator (its ``privacy_`` attribute).
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        The overall guarantee certified for the released output (the composition of
+        ``spends`` by ``dp-accounting`` when there are several).
+    model : {"local", "central", "distributed"}
+        The trust model: who sees unnoised data.
+    neighbouring : str
+        The neighbouring relation of the guarantee (e.g. ``"replace one user's record"``).
+    sensitivity : float
+        L2 sensitivity of the (main) released quantity.
+    noise_scale : float
+        Standard deviation of the (main) noise, per coordinate, per user or release.
+    calibration : str
+        How the noise was calibrated (``"analytic"`` or ``"classic"``).
+    data_norm : float
+        The public bound on each record's L2 norm that the analysis assumes.
+    n_samples : int
+        Number of records (or reports) used.
+    n_clipped : int
+        How many records were clipped to ``data_norm``.
+    spends : tuple of PrivacySpend
+        Every mechanism call that touched the data.
+    target_epsilon : float
+        The ε the user asked for (differs from ``epsilon`` when a calibration certifies a
+        different value, e.g. classic calibration or the paper's sensitivity).
+    notes : str
+        Anything a reader of the guarantee must know.
+    """
+
+    epsilon: float
+    delta: float
+    model: str
+    neighbouring: str
+    sensitivity: float
+    noise_scale: float
+    calibration: str
+    data_norm: float
+    n_samples: int
+    n_clipped: int = 0
+    spends: tuple[PrivacySpend, ...] = ()
+    target_epsilon: float | None = None
+    notes: str = ""
+
+    @classmethod
+    def from_spends(
+        cls, spends: tuple[PrivacySpend, ...], delta: float, **kwargs: Any
+    ) -> PrivacyRecord:
+        """Build a record whose ε composes ``spends`` at ``delta`` with ``dp-accounting``."""
+        if len(spends) == 1 and spends[0].count == 1:
+            epsilon = spends[0].epsilon
+        else:
+            epsilon = compose_epsilon([s.event() for s in spends], delta)
+        return cls(epsilon=epsilon, delta=delta, spends=spends, **kwargs)
+
+    def events(self) -> list[dp_accounting.DpEvent]:
+        """The ``dp-accounting`` events of every spend, for composing across fits."""
+        return [s.event() for s in self.spends]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dictionary (``dp_event`` objects rendered as text)."""
+        out = asdict(self)
+        out["spends"] = [
+            {
+                **{k: v for k, v in asdict(s).items() if k != "dp_event"},
+                "dp_event": repr(s.dp_event),
+            }
+            for s in self.spends
+        ]
+        for key, value in list(out.items()):
+            if isinstance(value, float) and not math.isfinite(value):
+                out[key] = str(value)
+        return out
+
+    def __str__(self) -> str:
+        return (
+            f"({self.epsilon:.4g}, {self.delta:.3g})-DP, {self.model} model, neighbours: "
+            f"{self.neighbouring}; sensitivity {self.sensitivity:.4g}, noise std "
+            f"{self.noise_scale:.4g} ({self.calibration}); n={self.n_samples}, "
+            f"clipped={self.n_clipped}"
+        )

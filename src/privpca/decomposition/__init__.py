@@ -1,0 +1,5 @@
+"""PCA estimators, grouped by privacy model."""
+
+from privpca.decomposition.local import LocalGaussianPCA, LocalSparsePCA
+
+__all__ = ["LocalGaussianPCA", "LocalSparsePCA"]

@@ -1,0 +1,1 @@
+"""Experiments: the demo now; the papers' reproductions build on the same runner."""

@@ -1,0 +1,126 @@
+"""The client/server protocol and the fast simulation agree in distribution."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from privpca import LocalGaussianPCA, RowClippingWarning
+from privpca.metrics import subspace_distance
+from privpca.protocols import (
+    LocalCovarianceAggregator,
+    LocalCovarianceRandomiser,
+    covariance_sensitivity,
+    pack_upper_triangle,
+    simulate_report_sum,
+    unpack_upper_triangle,
+)
+
+
+def test_sensitivity_is_attained_at_orthogonal_basis_vectors():
+    p = 5
+    e1, e2 = np.eye(p)[0], np.eye(p)[1]
+    gap = np.linalg.norm(pack_upper_triangle(np.outer(e1, e1)) - pack_upper_triangle(np.outer(e2, e2)))
+    assert gap == pytest.approx(math.sqrt(2)) == covariance_sensitivity(1.0)
+    # No pair of unit vectors does worse (random search).
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2000, p))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    rows, cols = np.triu_indices(p)
+    u = x[:, rows] * x[:, cols]
+    d = np.linalg.norm(u[:1000] - u[1000:], axis=1)
+    assert d.max() <= math.sqrt(2) + 1e-12
+    assert covariance_sensitivity(2.0) == pytest.approx(4 * math.sqrt(2))
+    assert covariance_sensitivity(1.0, "paper") == 1.0
+
+
+def test_pack_unpack_round_trip(rng):
+    A = rng.standard_normal((6, 6))
+    A = A + A.T
+    np.testing.assert_array_equal(unpack_upper_triangle(pack_upper_triangle(A), 6), A)
+    with pytest.raises(ValueError, match="length 21"):
+        unpack_upper_triangle(np.zeros(20), 6)
+
+
+def test_report_is_upper_triangle_plus_noise(rng):
+    rand = LocalCovarianceRandomiser(4, epsilon=1.0, delta=1e-5)
+    x = np.array([0.5, -0.5, 0.1, 0.0])
+    reports = np.stack([rand.report(x, rng) for _ in range(4000)])
+    assert reports.shape == (4000, 10)
+    np.testing.assert_allclose(reports.mean(axis=0), pack_upper_triangle(np.outer(x, x)), atol=0.6)
+    assert reports.std(axis=0) == pytest.approx(np.full(10, rand.noise_scale), rel=0.05)
+
+
+def test_randomiser_clips_on_the_client(rng):
+    rand = LocalCovarianceRandomiser(2, epsilon=1.0, delta=1e-5)
+    with pytest.warns(RowClippingWarning, match="1 of 1 rows"):
+        rand.report([3.0, 4.0], rng)
+
+
+def test_aggregator_checks_reports():
+    agg = LocalCovarianceAggregator(LocalCovarianceRandomiser(3, epsilon=1.0, delta=1e-5))
+    with pytest.raises(ValueError, match="No reports"):
+        agg.noisy_second_moment()
+    with pytest.raises(ValueError, match="length 6"):
+        agg.add(np.zeros(5))
+    with pytest.raises(ValueError, match="NaN"):
+        agg.add(np.full(6, np.nan))
+    agg.add(np.ones(6)).add(np.zeros((3, 6)))
+    assert agg.n_reports_ == 4
+    np.testing.assert_allclose(agg.noisy_second_moment(), np.full((3, 3), 0.25))
+
+
+def test_protocol_and_fast_path_agree_in_distribution():
+    """Entry-wise two-sample KS tests between n separate reports and the one-shot simulation."""
+    p, n, reps = 4, 50, 400
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((n, p))
+    X /= 2 * np.linalg.norm(X, axis=1, keepdims=True)
+    rand = LocalCovarianceRandomiser(p, epsilon=1.0, delta=1e-5)
+    rows, cols = np.triu_indices(p)
+    protocol = np.empty((reps, rows.size))
+    fast = np.empty((reps, rows.size))
+    for r in range(reps):
+        agg = LocalCovarianceAggregator(rand)
+        for start in range(0, n, 16):  # reports arrive in batches
+            agg.add(rand.report_batch(X[start : start + 16], rng))
+        protocol[r] = agg.noisy_second_moment()[rows, cols]
+        fast[r] = (simulate_report_sum(X, rand, rng) / n)[rows, cols]
+    pvalues = [stats.ks_2samp(protocol[:, j], fast[:, j]).pvalue for j in range(rows.size)]
+    assert min(pvalues) > 1e-3 / rows.size  # Bonferroni over the 10 entries
+    # And both match the exact law N(XᵀX/n, σ₁²/n) entry-wise.
+    mean = (X.T @ X / n)[rows, cols]
+    sd = rand.noise_scale / math.sqrt(n)
+    for sample in (protocol, fast):
+        z = ((sample - mean) / sd).ravel()
+        assert stats.kstest(z, "norm").pvalue > 1e-4
+
+
+def test_fit_aggregate_matches_fit_in_distribution():
+    p, n, k, reps = 5, 400, 1, 60
+    rng = np.random.default_rng(3)
+    V = np.eye(p)[:, :1]
+    X = 0.15 * rng.standard_normal((n, p))
+    X[:, 0] *= 4
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+    kw = dict(n_components=k, epsilon=8.0, delta=1e-5)
+    err_protocol, err_fast = [], []
+    for r in range(reps):
+        est = LocalGaussianPCA(**kw, random_state=r).fit(X)
+        err_fast.append(subspace_distance(est.components_.T, V))
+        rand = LocalCovarianceRandomiser(p, epsilon=8.0, delta=1e-5)
+        agg = LocalCovarianceAggregator(rand).add(rand.report_batch(X, rng))
+        est2 = LocalGaussianPCA(**kw).fit_aggregate(agg)
+        err_protocol.append(subspace_distance(est2.components_.T, V))
+        assert est2.privacy_.n_samples == n
+    assert stats.ks_2samp(err_protocol, err_fast).pvalue > 1e-3
+
+
+def test_fit_aggregate_refuses_mismatched_parameters():
+    rand = LocalCovarianceRandomiser(3, epsilon=2.0, delta=1e-5)
+    agg = LocalCovarianceAggregator(rand).add(np.zeros(6))
+    with pytest.raises(ValueError, match="differs"):
+        LocalGaussianPCA(n_components=1, epsilon=1.0).fit_aggregate(agg)

@@ -1,0 +1,100 @@
+"""Input validation, clipping and RNG handling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privpca._validation import (
+    check_data,
+    check_delta,
+    check_epsilon,
+    check_n_components,
+    check_random_state,
+    clip_rows,
+)
+from privpca.exceptions import RowClippingWarning
+
+
+@pytest.mark.parametrize(
+    ("func", "value", "match"),
+    [
+        (check_epsilon, -1, r"'epsilon' parameter must be a float in the range \(0, inf\)\. Got -1"),
+        (check_epsilon, 0.0, r"range \(0, inf\)"),
+        (check_epsilon, float("nan"), r"Got nan"),
+        (check_epsilon, float("inf"), r"Got inf"),
+        (check_epsilon, "1", r"Got '1'"),
+        (check_epsilon, True, r"Got True"),
+        (check_delta, 0.0, r"'delta' parameter must be a float in the range \(0, 1\)"),
+        (check_delta, 1.0, r"range \(0, 1\)"),
+        (check_delta, -0.1, r"Got -0.1"),
+    ],
+)
+def test_privacy_parameters_refused(func, value, match):
+    with pytest.raises(ValueError, match=match):
+        func(value)
+
+
+def test_error_names_the_estimator():
+    class LocalGaussianPCA:
+        pass
+
+    with pytest.raises(ValueError, match="'epsilon' parameter of LocalGaussianPCA must be"):
+        check_epsilon(-1, owner=LocalGaussianPCA())
+
+
+def test_valid_privacy_parameters_pass():
+    assert check_epsilon(0.5) == 0.5
+    assert check_epsilon(np.float32(2.0)) == 2.0
+    assert check_delta(1e-6) == 1e-6
+
+
+@pytest.mark.parametrize(("k", "p"), [(0, 5), (6, 5), (2.5, 5), (-1, 5)])
+def test_n_components_out_of_range(k, p):
+    with pytest.raises(ValueError, match="n_components"):
+        check_n_components(k, p)
+
+
+def test_check_data_refuses_nan_inf_and_bad_shapes():
+    with pytest.raises(ValueError, match=r"NaN or infinity in 2 row\(s\)"):
+        check_data([[1.0, np.nan], [0.0, 1.0], [np.inf, 0.0]])
+    with pytest.raises(ValueError, match="2-D"):
+        check_data([1.0, 2.0])
+    with pytest.raises(ValueError, match="empty"):
+        check_data(np.zeros((0, 3)))
+    with pytest.raises(ValueError, match="numeric"):
+        check_data([["a", "b"]])
+
+
+def test_clip_rows_warns_with_count_and_leaves_input_alone():
+    X = np.array([[3.0, 4.0], [0.3, 0.4], [0.0, 2.0], [0.6, 0.8]])
+    original = X.copy()
+    with pytest.warns(RowClippingWarning, match="2 of 4 rows"):
+        clipped, n = clip_rows(X, 1.0)
+    assert n == 2
+    np.testing.assert_array_equal(X, original)
+    np.testing.assert_allclose(np.linalg.norm(clipped, axis=1), [1.0, 0.5, 1.0, 1.0])
+    # Directions are kept.
+    np.testing.assert_allclose(clipped[0], [0.6, 0.8])
+
+
+def test_clip_rows_no_warning_when_within_bound(recwarn):
+    X = np.array([[0.6, 0.8], [0.0, 0.1]])
+    out, n = clip_rows(X, 1.0)
+    assert n == 0 and out is X
+    assert not [w for w in recwarn if issubclass(w.category, RowClippingWarning)]
+
+
+def test_clip_rows_refuses_nan():
+    with pytest.raises(ValueError, match=r"NaN or infinity in 1 row"):
+        clip_rows(np.array([[np.nan, 0.0], [0.1, 0.1]]), 1.0)
+
+
+def test_random_state_handling():
+    a = check_random_state(3).standard_normal(3)
+    b = check_random_state(3).standard_normal(3)
+    np.testing.assert_array_equal(a, b)
+    g = np.random.default_rng(0)
+    assert check_random_state(g) is g
+    with pytest.raises(ValueError, match="random_state"):
+        check_random_state(np.random.RandomState(0))
