@@ -1,9 +1,10 @@
 """Benchmarks for the local model, measured side by side in one run.
 
 1. ``LocalGaussianPCA.fit`` at n = 10⁶, p = 100 against the bare cost of non-private PCA on
-   the same data: a Gram matrix plus one p×p ``eigh``. Two baselines are printed, because
-   NumPy's ``X.T @ X`` is far slower than BLAS ``syrk`` on this machine's OpenBLAS build:
-   (a) the literal ``X.T @ X`` + ``numpy.linalg.eigh``, (b) ``syrk`` + ``eigh``.
+   the same data: a Gram matrix plus one p×p ``eigh``. Two baselines are printed:
+   (a) the literal ``X.T @ X`` + ``numpy.linalg.eigh``, (b) BLAS ``syrk`` + ``eigh`` (what
+   the estimator itself uses for the Gram matrix). Run it on an otherwise idle machine:
+   OpenBLAS threads that compete for the 2 cores with another process slow down erratically.
    Target: fit / baseline ≤ 1.5.
 2. ``LocalSparsePCA`` seconds per ADMM iteration at p = 2 000 and p = 7 128 (n = 2 000 users,
    row-sparse spiked data, k = 10, ε = 1), with peak memory. Target: < 5 s per iteration at
@@ -79,8 +80,7 @@ def bench_gaussian(n: int, p: int, repeat: int) -> None:
 
 def bench_sparse(p: int, n: int, k: int, s: int, max_iter: int) -> None:
     X, _ = make_sparse_spiked(n, p, k, s, lam=50.0, random_state=1)
-    est = LocalSparsePCA(k, epsilon=1.0, max_iter=max_iter, random_state=0,
-                         ledger=PrivacyLedger())
+    est = LocalSparsePCA(k, epsilon=1.0, max_iter=max_iter, random_state=0, ledger=PrivacyLedger())
     tracemalloc.start()
     start = time.perf_counter()
     with warnings.catch_warnings():
@@ -90,12 +90,18 @@ def bench_sparse(p: int, n: int, k: int, s: int, max_iter: int) -> None:
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
     matrix = p * p * 8 / 2**20
-    print(f"LocalSparsePCA.fit, p={p:,}, n={n:,}, k={k}, s={s}: {est.n_iter_} ADMM iterations "
-          f"(converged={est.converged_}), {total:.1f} s in all")
-    print(f"  seconds per ADMM iteration   {total / max(est.n_iter_, 1):8.3f}   "
-          "(whole fit / iterations; target < 5 s at p = 7128)")
-    print(f"  peak traced memory           {peak:8.0f} MiB  (= {peak / matrix:.1f} p×p matrices)"
-          f";  process max RSS {_maxrss_mib():.0f} MiB")
+    print(
+        f"LocalSparsePCA.fit, p={p:,}, n={n:,}, k={k}, s={s}: {est.n_iter_} ADMM iterations "
+        f"(converged={est.converged_}), {total:.1f} s in all"
+    )
+    print(
+        f"  seconds per ADMM iteration   {total / max(est.n_iter_, 1):8.3f}   "
+        "(whole fit / iterations; target < 5 s at p = 7128)"
+    )
+    print(
+        f"  peak traced memory           {peak:8.0f} MiB  (= {peak / matrix:.1f} p×p matrices)"
+        f";  process max RSS {_maxrss_mib():.0f} MiB"
+    )
 
 
 def main() -> None:

@@ -41,8 +41,23 @@ def test_fit_writes_components_and_privacy(runner, tmp_path, suffix):
     else:
         np.save(path, X)
     out = tmp_path / "fit.json"
-    result = runner.invoke(main, ["fit", "-m", "local-gaussian", "-k", "2", "--epsilon", "1",
-                                  "--seed", "3", str(path), "-o", str(out)])
+    result = runner.invoke(
+        main,
+        [
+            "fit",
+            "-m",
+            "local-gaussian",
+            "-k",
+            "2",
+            "--epsilon",
+            "1",
+            "--seed",
+            "3",
+            str(path),
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     payload = json.loads(out.read_text())
     comps = np.array(payload["components"])
@@ -58,8 +73,9 @@ def test_fit_reports_clipping_and_bad_input(runner, tmp_path):
     X[:4] = 5.0
     path = tmp_path / "big.npy"
     np.save(path, X)
-    result = runner.invoke(main, ["fit", "-m", "local-sparse", "-k", "1", "--epsilon", "1",
-                                  str(path)])
+    result = runner.invoke(
+        main, ["fit", "-m", "local-sparse", "-k", "1", "--epsilon", "1", str(path)]
+    )
     assert result.exit_code == 0, result.output
     assert "RowClippingWarning: 4 of 20 rows" in result.output
     X[0, 0] = np.nan

@@ -78,10 +78,11 @@ def test_classic_calibration_and_its_warning(spiked):
 def test_paper_sensitivity_is_explicit_and_honest(spiked):
     X, _ = spiked
     with pytest.warns(PrivacyLeakWarning, match="sensitivity='paper'"):
-        est = LocalGaussianPCA(epsilon=0.5, calibration="classic", sensitivity="paper",
-                               random_state=0).fit(X)
+        est = LocalGaussianPCA(
+            epsilon=0.5, calibration="classic", sensitivity="paper", random_state=0
+        ).fit(X)
     # Wang & Xu's σ₁² = 2 ln(1.25/δ)/ε² exactly.
-    assert est.noise_scale_ ** 2 == pytest.approx(2 * math.log(1.25 / 1e-5) / 0.25)
+    assert est.noise_scale_**2 == pytest.approx(2 * math.log(1.25 / 1e-5) / 0.25)
     # The guarantee really given under replacement is weaker than the requested ε.
     assert est.privacy_.epsilon > 0.5
     assert est.privacy_.target_epsilon == 0.5
@@ -148,10 +149,12 @@ def test_more_privacy_more_error(spiked):
     X, V = spiked
     errs = {}
     for eps in (0.5, 50.0):
-        errs[eps] = np.mean([
-            sin_theta(LocalGaussianPCA(epsilon=eps, random_state=s).fit(X).components_.T, V)
-            for s in range(5)
-        ])
+        errs[eps] = np.mean(
+            [
+                sin_theta(LocalGaussianPCA(epsilon=eps, random_state=s).fit(X).components_.T, V)
+                for s in range(5)
+            ]
+        )
     assert errs[0.5] > 2 * errs[50.0]
 
 
@@ -185,7 +188,7 @@ def test_gridsearch_with_processes_fails_loudly(spiked):
         scoring=lambda est, X, y=None: 0.0,
         error_score="raise",
     )
-    with pytest.raises(Exception) as info:  # noqa: PT011 - joblib wraps our TypeError
+    with pytest.raises(Exception) as info:
         search.fit(X[:500])
     messages, exc = [], info.value
     while exc is not None:
@@ -227,8 +230,10 @@ def sparse_problem():
 def test_sparse_beats_dense_and_recovers_support(sparse_problem):
     X, V = sparse_problem
     truth = np.flatnonzero(np.linalg.norm(V, axis=1))
-    dense = [subspace_distance(LocalGaussianPCA(epsilon=4.0, random_state=s).fit(X).components_.T, V)
-             for s in range(3)]
+    dense = [
+        subspace_distance(LocalGaussianPCA(epsilon=4.0, random_state=s).fit(X).components_.T, V)
+        for s in range(3)
+    ]
     sparse_fits = [LocalSparsePCA(epsilon=4.0, random_state=s).fit(X) for s in range(3)]
     sparse = [subspace_distance(f.components_.T, V) for f in sparse_fits]
     assert np.mean(sparse) < 0.6 * np.mean(dense)
@@ -263,10 +268,15 @@ def test_sparse_convergence_warning(sparse_problem):
     assert est.n_iter_ == 1 and not est.converged_
 
 
-@pytest.mark.parametrize(("params", "match"), [
-    ({"lam": -1.0}, "'lam'"), ({"max_iter": 0}, "'max_iter'"), ({"tol": 0.0}, "'tol'"),
-    ({"lam_scale": 0.0}, "'lam_scale'"),
-])
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"lam": -1.0}, "'lam'"),
+        ({"max_iter": 0}, "'max_iter'"),
+        ({"tol": 0.0}, "'tol'"),
+        ({"lam_scale": 0.0}, "'lam_scale'"),
+    ],
+)
 def test_sparse_bad_parameters(params, match):
     with pytest.raises(ValueError, match=match):
         LocalSparsePCA(**params).fit(np.full((10, 4), 0.1))
@@ -288,8 +298,10 @@ def test_error_falls_as_one_over_root_n():
     X_all, V = make_spiked(int(ns.max()), 10, 2, lam=9.0, random_state=42)
     means = []
     for n in ns:
-        errs = [sin_theta(LocalGaussianPCA(epsilon=4.0, random_state=r).fit(X_all[:n])
-                          .components_.T, V) for r in range(8)]
+        errs = [
+            sin_theta(LocalGaussianPCA(epsilon=4.0, random_state=r).fit(X_all[:n]).components_.T, V)
+            for r in range(8)
+        ]
         means.append(np.mean(errs))
     slope = np.polyfit(np.log(ns), np.log(means), 1)[0]
     assert -0.62 < slope < -0.4, (slope, means)

@@ -23,7 +23,9 @@ from privpca.protocols import (
 def test_sensitivity_is_attained_at_orthogonal_basis_vectors():
     p = 5
     e1, e2 = np.eye(p)[0], np.eye(p)[1]
-    gap = np.linalg.norm(pack_upper_triangle(np.outer(e1, e1)) - pack_upper_triangle(np.outer(e2, e2)))
+    gap = np.linalg.norm(
+        pack_upper_triangle(np.outer(e1, e1)) - pack_upper_triangle(np.outer(e2, e2))
+    )
     assert gap == pytest.approx(math.sqrt(2)) == covariance_sensitivity(1.0)
     # No pair of unit vectors does worse (random search).
     rng = np.random.default_rng(0)

@@ -37,7 +37,7 @@ def test_relation_between_metrics_and_bounds(rng):
 
 def test_metric_input_errors(rng):
     U = random_orthonormal(10, 2, rng)
-    with pytest.raises(ValueError, match="components_.T"):
+    with pytest.raises(ValueError, match=r"components_\.T"):
         subspace_distance(U.T, U)
     with pytest.raises(ValueError, match="orthonormal"):
         sin_theta(2 * U, U)

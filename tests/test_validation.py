@@ -19,7 +19,11 @@ from privpca.exceptions import RowClippingWarning
 @pytest.mark.parametrize(
     ("func", "value", "match"),
     [
-        (check_epsilon, -1, r"'epsilon' parameter must be a float in the range \(0, inf\)\. Got -1"),
+        (
+            check_epsilon,
+            -1,
+            r"'epsilon' parameter must be a float in the range \(0, inf\)\. Got -1",
+        ),
         (check_epsilon, 0.0, r"range \(0, inf\)"),
         (check_epsilon, float("nan"), r"Got nan"),
         (check_epsilon, float("inf"), r"Got inf"),

@@ -5,7 +5,14 @@ Estimators follow scikit-learn's conventions (``fit``, ``transform``, ``componen
 """
 
 from privpca.accounting import PrivacyLedger, PrivacyRecord, default_ledger
-from privpca.decomposition import LocalGaussianPCA, LocalSparsePCA
+from privpca.decomposition import (
+    AnalyzeGaussPCA,
+    LocalGaussianPCA,
+    LocalSparsePCA,
+    ModSuLQPCA,
+    NoisyPowerPCA,
+    SparsePCA,
+)
 from privpca.exceptions import (
     BudgetExceededError,
     PrivacyLeakWarning,
@@ -16,14 +23,18 @@ from privpca.exceptions import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "AnalyzeGaussPCA",
     "BudgetExceededError",
     "LocalGaussianPCA",
     "LocalSparsePCA",
+    "ModSuLQPCA",
+    "NoisyPowerPCA",
     "PrivacyLeakWarning",
     "PrivacyLedger",
     "PrivacyRecord",
     "PrivacyWarning",
     "RowClippingWarning",
+    "SparsePCA",
     "__version__",
     "default_ledger",
 ]

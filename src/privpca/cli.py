@@ -12,7 +12,7 @@ import click
 import numpy as np
 
 from privpca import __version__
-from privpca._registry import ESTIMATORS
+from privpca._registry import PRIVATE_ESTIMATORS
 
 __all__ = ["main"]
 
@@ -24,17 +24,24 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--output-dir", "-o", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("privpca-demo"), show_default=True,
-              help="Where the table (markdown), runs (CSV), privacy records (JSON) and plot go.")
+@click.option(
+    "--output-dir",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("privpca-demo"),
+    show_default=True,
+    help="Where the table (markdown), runs (CSV), privacy records (JSON) and plot go.",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--repetitions", type=click.IntRange(min=2), default=5, show_default=True)
-@click.option("--epsilon", type=click.FloatRange(min=0, min_open=True), default=2.0,
-              show_default=True)
+@click.option(
+    "--epsilon", type=click.FloatRange(min=0, min_open=True), default=2.0, show_default=True
+)
 @click.option("--quick", is_flag=True, help="Smaller grid and fewer repetitions (seconds).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def demo(output_dir: Path, seed: int, repetitions: int, epsilon: float, quick: bool,
-         no_progress: bool) -> None:
+def demo(
+    output_dir: Path, seed: int, repetitions: int, epsilon: float, quick: bool, no_progress: bool
+) -> None:
     """Fit every estimator on synthetic data and compare errors against the truth."""
     from privpca.experiments.demo import DemoConfig, run_demo
 
@@ -42,11 +49,14 @@ def demo(output_dir: Path, seed: int, repetitions: int, epsilon: float, quick: b
     if quick:
         cfg = DemoConfig(seed=seed, repetitions=2, epsilon=epsilon, n_grid=(5_000, 20_000))
     result = run_demo(cfg, output_dir, progress=not no_progress)
-    click.echo("\nSubspace distance ‖V̂V̂ᵀ − VVᵀ‖_F against the true basis "
-               f"(mean ± s.e. over {cfg.repetitions} runs; max {np.sqrt(2 * cfg.n_components):.2f}):")
+    click.echo(
+        "\nSubspace distance ‖V̂V̂ᵀ − VVᵀ‖_F against the true basis "
+        f"(mean ± s.e. over {cfg.repetitions} runs; max {np.sqrt(2 * cfg.n_components):.2f}):"
+    )
     click.echo(result.table())
-    click.echo(f"\nWrote {output_dir}/demo_summary.md, demo_runs.csv, demo_privacy.json, "
-               "demo_errors.png")
+    click.echo(
+        f"\nWrote {output_dir}/demo_summary.md, demo_runs.csv, demo_privacy.json, demo_errors.png"
+    )
 
 
 def _load(path: Path) -> np.ndarray:
@@ -64,25 +74,64 @@ def _load(path: Path) -> np.ndarray:
 
 @main.command()
 @click.argument("data", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--method", "-m", type=click.Choice(sorted(ESTIMATORS)), required=True,
-              help="Estimator to fit.")
+@click.option(
+    "--method",
+    "-m",
+    type=click.Choice(sorted(PRIVATE_ESTIMATORS)),
+    required=True,
+    help="Estimator to fit.",
+)
 @click.option("--n-components", "-k", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--epsilon", type=float, required=True, help="Privacy parameter ε > 0.")
 @click.option("--delta", type=float, default=1e-5, show_default=True, help="0 < δ < 1.")
-@click.option("--data-norm", type=float, default=1.0, show_default=True,
-              help="Public bound on each row's L2 norm; longer rows are clipped (with a warning).")
-@click.option("--calibration", type=click.Choice(["analytic", "classic"]), default="analytic",
-              show_default=True)
+@click.option(
+    "--data-norm",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Public bound on each row's L2 norm; longer rows are clipped (with a warning).",
+)
+@click.option(
+    "--calibration",
+    type=click.Choice(["analytic", "classic"]),
+    default="analytic",
+    show_default=True,
+)
 @click.option("--seed", type=int, default=None, help="Seed (omit for fresh randomness).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="JSON file for components and privacy record (default: stdout).")
-def fit(data: Path, method: str, n_components: int, epsilon: float, delta: float,
-        data_norm: float, calibration: str, seed: int | None, output: Path | None) -> None:
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="JSON file for components and privacy record (default: stdout).",
+)
+def fit(
+    data: Path,
+    method: str,
+    n_components: int,
+    epsilon: float,
+    delta: float,
+    data_norm: float,
+    calibration: str,
+    seed: int | None,
+    output: Path | None,
+) -> None:
     """Fit METHOD on DATA (CSV with optional header, or .npy; one row per record)."""
     X = _load(data)
-    est: Any = ESTIMATORS[method](n_components=n_components, epsilon=epsilon, delta=delta,
-                                  data_norm=data_norm, calibration=calibration,
-                                  random_state=seed)
+    cls = PRIVATE_ESTIMATORS[method]
+    params: dict[str, Any] = dict(
+        n_components=n_components,
+        epsilon=epsilon,
+        delta=delta,
+        data_norm=data_norm,
+        random_state=seed,
+    )
+    accepted = cls().get_params()
+    if "calibration" in accepted:
+        params["calibration"] = calibration
+    elif calibration != "analytic":
+        raise click.UsageError(f"--calibration does not apply to {method}.")
+    est: Any = cls(**params)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

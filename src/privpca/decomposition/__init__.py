@@ -1,5 +1,22 @@
-"""PCA estimators, grouped by privacy model."""
+"""PCA estimators, grouped by privacy model.
 
+* local model: :class:`LocalGaussianPCA`, :class:`LocalSparsePCA` (Wang & Xu);
+* central model baselines: :class:`AnalyzeGaussPCA`, :class:`ModSuLQPCA`,
+  :class:`NoisyPowerPCA`;
+* non-private reference: :class:`SparsePCA` (truncated power method).
+"""
+
+from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
 from privpca.decomposition.local import LocalGaussianPCA, LocalSparsePCA
+from privpca.decomposition.mod_sulq import ModSuLQPCA
+from privpca.decomposition.noisy_power import NoisyPowerPCA
+from privpca.decomposition.sparse_pca import SparsePCA
 
-__all__ = ["LocalGaussianPCA", "LocalSparsePCA"]
+__all__ = [
+    "AnalyzeGaussPCA",
+    "LocalGaussianPCA",
+    "LocalSparsePCA",
+    "ModSuLQPCA",
+    "NoisyPowerPCA",
+    "SparsePCA",
+]

@@ -40,7 +40,7 @@ from privpca.protocols.local_covariance import (
     simulate_report_sum,
 )
 from privpca.solvers.eigen import fix_signs, top_eigenvectors
-# TEMP from privpca.solvers.fantope import fantope_admm
+from privpca.solvers.fantope import fantope_admm
 
 __all__ = ["LocalGaussianPCA", "LocalSparsePCA"]
 

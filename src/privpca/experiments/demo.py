@@ -59,8 +59,9 @@ class DemoResult:
         for method in dict.fromkeys(r["method"] for r in self.rows):
             out[method] = {}
             for n in self.config.n_grid:
-                errs = np.array([r["error"] for r in self.rows
-                                 if r["method"] == method and r["n"] == n])
+                errs = np.array(
+                    [r["error"] for r in self.rows if r["method"] == method and r["n"] == n]
+                )
                 se = errs.std(ddof=1) / np.sqrt(errs.size) if errs.size > 1 else 0.0
                 out[method][n] = (float(errs.mean()), float(se))
         return out
@@ -103,14 +104,22 @@ def run_demo(
     ledger = PrivacyLedger()  # the demo's own, so its spends stay out of the default ledger
     methods: dict[str, Callable[[int], Any]] = {
         "LocalGaussianPCA": lambda seed: LocalGaussianPCA(
-            k, epsilon=cfg.epsilon, delta=cfg.delta, random_state=seed, ledger=ledger),
+            k, epsilon=cfg.epsilon, delta=cfg.delta, random_state=seed, ledger=ledger
+        ),
         "LocalSparsePCA": lambda seed: LocalSparsePCA(
-            k, epsilon=cfg.epsilon, delta=cfg.delta, random_state=seed, ledger=ledger),
+            k, epsilon=cfg.epsilon, delta=cfg.delta, random_state=seed, ledger=ledger
+        ),
     }
     result = DemoResult(cfg)
     seeds = np.random.SeedSequence(cfg.seed)
-    X_all, V = make_sparse_spiked(max(cfg.n_grid), p, k, cfg.n_nonzero, lam=cfg.lam,
-                                  random_state=np.random.default_rng(seeds.spawn(1)[0]))
+    X_all, V = make_sparse_spiked(
+        max(cfg.n_grid),
+        p,
+        k,
+        cfg.n_nonzero,
+        lam=cfg.lam,
+        random_state=np.random.default_rng(seeds.spawn(1)[0]),
+    )
     run_seeds = seeds.spawn(len(cfg.n_grid) * cfg.repetitions)
     total = len(cfg.n_grid) * cfg.repetitions * (len(methods) + 1)
     records: dict[str, Any] = {}
@@ -122,9 +131,16 @@ def run_demo(
                 X = X_all[rng.choice(X_all.shape[0], size=n, replace=False)]
                 start = time.perf_counter()
                 error = subspace_distance(_non_private(X, k), V)
-                result.rows.append(dict(method="PCA (non-private)", n=n, repetition=rep,
-                                        error=error, seconds=time.perf_counter() - start,
-                                        epsilon=float("inf")))
+                result.rows.append(
+                    dict(
+                        method="PCA (non-private)",
+                        n=n,
+                        repetition=rep,
+                        error=error,
+                        seconds=time.perf_counter() - start,
+                        epsilon=float("inf"),
+                    )
+                )
                 bar.update()
                 for name, make in methods.items():
                     est = make(int(seq.generate_state(1)[0]))
@@ -133,10 +149,16 @@ def run_demo(
                         warnings.simplefilter("ignore", RowClippingWarning)  # counted in privacy_
                         est.fit(X)
                     seconds = time.perf_counter() - start
-                    result.rows.append(dict(
-                        method=name, n=n, repetition=rep,
-                        error=subspace_distance(est.components_.T, V), seconds=seconds,
-                        epsilon=est.privacy_.epsilon))
+                    result.rows.append(
+                        dict(
+                            method=name,
+                            n=n,
+                            repetition=rep,
+                            error=subspace_distance(est.components_.T, V),
+                            seconds=seconds,
+                            epsilon=est.privacy_.epsilon,
+                        )
+                    )
                     records[name] = est.privacy_.to_dict()
                     bar.update()
     if output_dir is not None:
@@ -152,17 +174,22 @@ def _write_outputs(result: DemoResult, out: Path, records: dict[str, Any]) -> No
         writer.writeheader()
         writer.writerows(result.rows)
     (out / "demo_privacy.json").write_text(
-        json.dumps({"config": asdict(cfg), "privacy": records}, indent=2, default=str))
+        json.dumps({"config": asdict(cfg), "privacy": records}, indent=2, default=str)
+    )
     summary = result.summary()
     plot_error_curves(
         cfg.n_grid,
-        {m: ([v[0] for v in by_n.values()], [v[1] for v in by_n.values()])
-         for m, by_n in summary.items()},
+        {
+            m: ([v[0] for v in by_n.values()], [v[1] for v in by_n.values()])
+            for m, by_n in summary.items()
+        },
         out / "demo_errors.png",
         xlabel="number of users n",
         ylabel="subspace distance ‖V̂V̂ᵀ − VVᵀ‖_F",
-        title=(f"Row-sparse spiked model: p={cfg.n_features}, k={cfg.n_components}, "
-               f"s={cfg.n_nonzero}, ε={cfg.epsilon:g}, δ={cfg.delta:g}"),
+        title=(
+            f"Row-sparse spiked model: p={cfg.n_features}, k={cfg.n_components}, "
+            f"s={cfg.n_nonzero}, ε={cfg.epsilon:g}, δ={cfg.delta:g}"
+        ),
     )
     (out / "demo_summary.md").write_text(
         f"# privpca demo\n\nSubspace distance ‖V̂V̂ᵀ − VVᵀ‖_F (mean ± standard error over "

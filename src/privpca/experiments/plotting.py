@@ -8,8 +8,8 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # headless: plots are files, never windows
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 __all__ = ["plot_error_curves"]
 

@@ -1,0 +1,249 @@
+"""MOD-SuLQ (Chaudhuri, Sarwate & Sinha 2013): PCA of ``XᵀX/n + N`` with their noise level β.
+
+A trusted curator releases the top-k eigenvectors of ``A = XᵀX/n + N``, where ``N`` is
+symmetric with i.i.d. ``N(0, β²)`` upper triangle (diagonal included) and
+
+    β = (d+1)/(nε) · √(2 ln((d² + d)/(2δ√(2π)))) + 1/(n√ε).
+
+β is a **standard deviation**. (A public Python port draws the entries with standard deviation
+β², which for β < 1 is far less noise than the theorem requires; privpca's tests check that the
+noise here has standard deviation β.)
+
+Privacy
+-------
+* The (ε, δ) claim is Chaudhuri et al.'s theorem for MOD-SuLQ, for data sets that differ in one
+  record (replacement, ``n`` public) with every ``‖x‖ ≤ 1``.
+* ``data_norm = D ≠ 1``: the theorem is applied to ``X/D`` (norms ≤ 1); its ``A`` scaled by D²
+  is ``XᵀX/n + D²N``, with the same eigenvectors. So the noise added to ``XᵀX/n`` has standard
+  deviation ``D²β``.
+* For comparison, privpca also computes the ε that the Gaussian-mechanism analysis certifies
+  for that noise: the packed upper triangle of ``XᵀX/n`` has L2 sensitivity ``√2·D²/n`` under
+  replacement (same derivation as :mod:`privpca.decomposition.analyze_gauss`), so
+  ``ε_Gauss = certified_epsilon(D²β, δ, √2·D²/n)``, which does not depend on D. It is usually
+  far below ε: β grows like ``d/n`` while the Gaussian mechanism needs only ``√2/n`` times a
+  factor independent of d. That ε is stored in ``certified_epsilon_`` and the record's notes,
+  and the spend's ``dp_event`` (what a ledger composes) is that Gaussian mechanism.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import dp_accounting
+import numpy as np
+from numpy.typing import ArrayLike
+from sklearn.utils.validation import validate_data
+
+from privpca._validation import (
+    check_delta,
+    check_epsilon,
+    check_in_range,
+    check_n_components,
+    check_random_state,
+    clip_rows,
+)
+from privpca.accounting.ledger import PrivacyLedger
+from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.decomposition._base import BasePrivatePCA
+from privpca.decomposition.analyze_gauss import REPLACE_ONE
+from privpca.mechanisms.gaussian import certified_epsilon, symmetric_gaussian_noise
+from privpca.solvers.eigen import top_eigenvectors
+from privpca.solvers.gram import gram_matrix
+
+__all__ = ["ModSuLQPCA", "mod_sulq_beta"]
+
+
+def mod_sulq_beta(n_samples: int, n_features: int, epsilon: float, delta: float) -> float:
+    """Chaudhuri et al.'s MOD-SuLQ noise standard deviation β (records of norm ≤ 1).
+
+    ``β = (d+1)/(nε)·√(2 ln((d²+d)/(2δ√(2π)))) + 1/(n√ε)``.
+
+    Parameters
+    ----------
+    n_samples, n_features : int
+        n and d.
+    epsilon, delta : float
+        The (ε, δ) of their theorem.
+
+    Returns
+    -------
+    beta : float
+        The standard deviation (not the variance) of each upper-triangle noise entry on
+        ``XᵀX/n``.
+
+    Raises
+    ------
+    ValueError
+        If ``(d² + d)/(2δ√(2π)) ≤ 1``, where the formula has no real value (only for d = 1 with
+        δ ≥ 1/√(2π) ≈ 0.399).
+    """
+    n = int(check_in_range(n_samples, "n_samples", low=1, low_closed=True, integer=True))
+    d = int(check_in_range(n_features, "n_features", low=1, low_closed=True, integer=True))
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    ratio = (d * d + d) / (2.0 * delta * math.sqrt(2.0 * math.pi))
+    if ratio <= 1.0:
+        raise ValueError(
+            f"MOD-SuLQ's beta is undefined for d={d}, delta={delta:g}: "
+            f"(d²+d)/(2·delta·√(2π)) = {ratio:.4g} must exceed 1. Use a smaller delta."
+        )
+    return (d + 1) / (n * epsilon) * math.sqrt(2.0 * math.log(ratio)) + 1.0 / (
+        n * math.sqrt(epsilon)
+    )
+
+
+class ModSuLQPCA(BasePrivatePCA):
+    """Central-model PCA by Chaudhuri et al.'s MOD-SuLQ: eigenvectors of ``XᵀX/n + N``.
+
+    ``N`` is symmetric with i.i.d. ``N(0, (D²β)²)`` upper triangle (diagonal included), β as in
+    :func:`mod_sulq_beta`. The guarantee is their theorem's (ε, δ); ``certified_epsilon_``
+    gives the (usually much smaller) ε that the Gaussian-mechanism analysis certifies for the
+    same noise, to show how loose the theorem's bound is.
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        Dimension k of the subspace.
+    epsilon : float, default=1.0
+        ε > 0 of the theorem's (ε, δ)-DP guarantee.
+    delta : float, default=1e-5
+        0 < δ < 1.
+    data_norm : float, default=1.0
+        Public bound D on every record's L2 norm; longer rows are clipped (with a
+        :class:`~privpca.exceptions.RowClippingWarning`). The paper assumes D = 1; for other D
+        the data are analysed as ``X/D`` and the noise on ``XᵀX/n`` is ``D²β``.
+    random_state : None, int or numpy.random.Generator, default=None
+        Source of the noise.
+    ledger : PrivacyLedger or None, default=None
+        Where the spend is recorded (``None``: :func:`privpca.accounting.default_ledger`).
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        Orthonormal rows: top-k eigenvectors of ``A``, decreasing eigenvalue order.
+    explained_variance_ : ndarray of shape (n_components,)
+        Top eigenvalues of ``A = XᵀX/n + N`` (noisy).
+    beta_ : float
+        β of the formula (for records of norm ≤ 1).
+    noise_scale_ : float
+        ``D²·β``, the standard deviation of each upper-triangle entry of the noise added to
+        ``XᵀX/n``.
+    certified_epsilon_ : float
+        ε certified at ``delta`` by the Gaussian mechanism with sensitivity ``√2·D²/n``
+        (replace-one) for noise ``D²β``.
+    privacy_ : PrivacyRecord
+        ``epsilon``/``delta`` are the theorem's; ``sensitivity`` is ``√2·D²/n``; the notes
+        repeat ``certified_epsilon_``.
+    n_features_in_ : int
+
+    Notes
+    -----
+    Cost: one Gram matrix (``O(nd²)``), ``d(d+1)/2`` normal draws and the top-k eigenpairs.
+
+    References
+    ----------
+    K. Chaudhuri, A. D. Sarwate, K. Sinha. A near-optimal algorithm for differentially-private
+    principal components. JMLR 14 (2013), Algorithm MOD-SuLQ. (A modification of the SuLQ
+    framework of Blum, Dwork, McSherry & Nissim, PODS 2005.)
+
+    Examples
+    --------
+    >>> from privpca.decomposition.mod_sulq import ModSuLQPCA
+    >>> from privpca.datasets import make_spiked
+    >>> X, V = make_spiked(10_000, 10, 2, lam=9.0, random_state=0)
+    >>> est = ModSuLQPCA(n_components=2, epsilon=1.0, random_state=0).fit(X)
+    >>> est.certified_epsilon_ < est.privacy_.epsilon
+    True
+    """
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        data_norm: float = 1.0,
+        random_state: Any = None,
+        ledger: PrivacyLedger | None = None,
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.data_norm = data_norm
+        self.random_state = random_state
+        self.ledger = ledger
+
+    def fit(self, X: ArrayLike, y: Any = None) -> ModSuLQPCA:
+        """Add MOD-SuLQ noise to ``XᵀX/n`` and keep the top-k eigenvectors.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One record per row. Not modified.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
+        n, d = Xv.shape
+        k = check_n_components(self.n_components, d, owner=self)
+        epsilon = check_epsilon(self.epsilon, owner=self)
+        delta = check_delta(self.delta, owner=self)
+        data_norm = check_in_range(self.data_norm, "data_norm", low=0.0, owner=self)
+        beta = mod_sulq_beta(n, d, epsilon, delta)
+        rng = check_random_state(self.random_state)
+        Xc, n_clipped = clip_rows(Xv, data_norm, owner=self)
+
+        scale = data_norm**2 * beta
+        sensitivity = math.sqrt(2.0) * data_norm**2 / n
+        eps_gauss = certified_epsilon(scale, delta, sensitivity)
+        self.privacy_ = PrivacyRecord(
+            epsilon=epsilon,
+            delta=delta,
+            model="central",
+            neighbouring=REPLACE_ONE,
+            sensitivity=sensitivity,
+            noise_scale=scale,
+            calibration="mod-sulq",
+            data_norm=data_norm,
+            n_samples=int(n),
+            n_clipped=int(n_clipped),
+            spends=(
+                PrivacySpend(
+                    mechanism="gaussian (MOD-SuLQ): packed upper triangle of XᵀX/n",
+                    epsilon=epsilon,
+                    delta=delta,
+                    sensitivity=sensitivity,
+                    noise_scale=scale,
+                    dp_event=dp_accounting.GaussianDpEvent(scale / sensitivity),
+                ),
+            ),
+            target_epsilon=epsilon,
+            notes=(
+                f"(epsilon, delta) from Chaudhuri et al.'s MOD-SuLQ theorem with beta = "
+                f"{beta:.6g} for records of norm <= 1"
+                + (
+                    f", applied to X/data_norm (noise std data_norm²·beta = {scale:.6g})"
+                    if data_norm != 1.0
+                    else ""
+                )
+                + f". The Gaussian-mechanism analysis (L2 sensitivity √2·D²/n = "
+                f"{sensitivity:.4g} under replacement) certifies epsilon = {eps_gauss:.4g} at "
+                f"the same delta for this noise; the dp_event composed by a ledger is that "
+                "Gaussian mechanism."
+            ),
+        )
+        self._charge(self.privacy_, self.ledger)
+        A = gram_matrix(Xc)
+        A /= n
+        A += symmetric_gaussian_noise(d, scale, rng)
+        values, vectors = top_eigenvectors(A, k)
+        self.components_ = vectors.T.copy()
+        self.explained_variance_ = values
+        self.beta_ = beta
+        self.noise_scale_ = scale
+        self.certified_epsilon_ = eps_gauss
+        return self

@@ -1,0 +1,294 @@
+"""The noisy power method (Hardt & Price 2014), with row-level privacy and exact accounting.
+
+Starting from a data-independent random orthonormal ``Q₀`` (p×k), each of ``T = n_iter``
+iterations releases ``Y = A Q + G`` with ``A = XᵀX`` and ``G`` i.i.d. ``N(0, σ²)``, then sets
+``Q = ThinQR(Y)`` (post-processing). The output is ``Q_T``.
+
+Privacy (central model, replace one record, ‖x‖ ≤ D)
+------------------------------------------------------
+Replacing ``y`` by ``x`` changes ``A Q`` by ``M Q`` with ``M = xxᵀ − yyᵀ``. ``M`` has rank ≤ 2
+and ``−yyᵀ ⪯ M ⪯ xxᵀ``, so its eigenvalues λ₊ ≥ 0 ≥ λ₋ satisfy ``|λ±| ≤ D²`` and
+``λ₊² + λ₋² = ‖M‖²_F ≤ 2D⁴``. For orthonormal ``Q``, ``‖MQ‖²_F = tr(QᵀM²Q)`` is at most the sum
+of the k largest eigenvalues of ``M²``:
+
+* k = 1: ``‖Mq‖ ≤ max|λ±| ≤ D²`` — **Δ = D²**;
+* k ≥ 2: ``‖MQ‖_F ≤ ‖M‖_F ≤ √2·D²`` — **Δ = √2·D²**;
+
+both attained (``x = De₁``, ``y = De₂``, ``Q ⊇ [e₁, e₂]``), and independent of Q, so they hold
+for every iteration whatever the earlier noisy releases were. The T releases are an adaptive
+composition of Gaussian mechanisms with noise multiplier ``m = σ/Δ``; ``m`` is solved with
+privpca's accounting (:func:`~privpca.accounting.gaussian_noise_multiplier_for_composition`,
+PLD accounting by ``dp-accounting``) so that they compose to exactly the requested (ε, δ).
+Since T Gaussian releases with multiplier ``m`` are equivalent to one with ``m/√T``, this ``m``
+is ``√T`` times the single-release analytic multiplier, up to the accountant's tolerance.
+
+Differences from the paper and from public code
+-----------------------------------------------
+* Hardt & Price state privacy for matrices that differ in **one entry** by at most one and
+  scale the noise by ``‖Q‖_∞`` (largest entry of the current iterate): their
+  ``σ = ε⁻¹√(4kT ln(1/δ))`` comes from that entry-level relation and an advanced-composition
+  bound. One record of ``X`` changes every entry of ``XᵀX``, so that guarantee does not
+  cover records; we calibrate to the row-level Δ above instead and keep the paper's σ only as
+  ``paper_noise_scale_``, for comparison.
+* The number of iterations must be fixed in advance. Public implementations derive it from the
+  true spectrum (the eigengap of ``XᵀX``), which is a function of the private data and leaks;
+  here ``n_iter`` is a parameter, never computed from the data.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import dp_accounting
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.utils.validation import validate_data
+
+from privpca._validation import (
+    check_delta,
+    check_epsilon,
+    check_in_range,
+    check_n_components,
+    check_options,
+    check_random_state,
+    clip_rows,
+)
+from privpca.accounting.composition import gaussian_noise_multiplier_for_composition
+from privpca.accounting.ledger import PrivacyLedger
+from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.decomposition._base import BasePrivatePCA
+from privpca.decomposition.analyze_gauss import REPLACE_ONE
+from privpca.mechanisms.gaussian import certified_epsilon
+from privpca.solvers.eigen import fix_signs
+from privpca.solvers.gram import gram_matrix
+from privpca.solvers.power import power_step, random_orthonormal_basis
+
+__all__ = [
+    "NoisyPowerPCA",
+    "hardt_price_noise_scale",
+    "power_sensitivity",
+]
+
+SOLVERS: tuple[str, ...] = ("auto", "gram", "data")
+#: Measured on the development machine (2 cores, OpenBLAS): a p×k product with a tall X runs at
+#: about 1/6 of the flop rate of the Gram matrix's syrk (it is memory-bound for small k).
+_THIN_PRODUCT_PENALTY = 6.0
+
+
+def power_sensitivity(data_norm: float, n_components: int) -> float:
+    """L2 (Frobenius) sensitivity of ``XᵀX Q`` under replace-one: ``D²`` (k = 1), ``√2·D²``."""
+    return (1.0 if int(n_components) == 1 else math.sqrt(2.0)) * float(data_norm) ** 2
+
+
+def hardt_price_noise_scale(epsilon: float, delta: float, n_components: int, n_iter: int) -> float:
+    """Hardt & Price's ``σ = ε⁻¹√(4kT ln(1/δ))`` (entry-level neighbours; for comparison only)."""
+    return math.sqrt(4.0 * n_components * n_iter * math.log(1.0 / delta)) / epsilon
+
+
+@functools.lru_cache(maxsize=256)
+def _composition_multiplier(epsilon: float, delta: float, n_iter: int) -> float:
+    # Solving for the multiplier takes about a second (more at large epsilon): cache it, since
+    # model selection refits with the same (epsilon, delta, T) many times.
+    return gaussian_noise_multiplier_for_composition(epsilon, delta, n_iter)
+
+
+def _use_gram(n: int, p: int, k: int, n_iter: int) -> bool:
+    """Whether forming ``XᵀX`` once beats ``Xᵀ(X Q)`` every iteration (flop model)."""
+    gram_cost = n * p * p + _THIN_PRODUCT_PENALTY * 2.0 * n_iter * p * p * k
+    data_cost = _THIN_PRODUCT_PENALTY * 4.0 * n_iter * n * p * k
+    return gram_cost <= data_cost
+
+
+class NoisyPowerPCA(BasePrivatePCA):
+    """Central-model PCA by the noisy power method (Hardt & Price 2014), row-level private.
+
+    ``Q₀`` random orthonormal (independent of the data); for ``t = 1..T``:
+    ``Y = XᵀX Q + G``, ``G`` i.i.d. ``N(0, σ²)``; ``Q = ThinQR(Y)``. σ = ``m·Δ`` with Δ the
+    replace-one sensitivity of ``XᵀX Q`` (``D²`` for k = 1, ``√2·D²`` for k ≥ 2; see the module
+    docstring) and ``m`` the noise multiplier for which T Gaussian releases compose to (ε, δ)
+    under privpca's accounting.
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        Dimension k of the subspace.
+    epsilon : float, default=1.0
+        ε > 0 of the overall (ε, δ)-DP guarantee (all T iterations together).
+    delta : float, default=1e-5
+        0 < δ < 1.
+    data_norm : float, default=1.0
+        Public bound D on every record's L2 norm; longer rows are clipped (with a
+        :class:`~privpca.exceptions.RowClippingWarning`).
+    n_iter : int, default=10
+        T, the number of noisy iterations, fixed in advance (it sets the noise). Hardt & Price
+        need ``T ≈ log(p)/log(λ_k/λ_{k+1})``-ish iterations; choose T from public knowledge —
+        never from the data's own spectrum, which would leak.
+    solver : {"auto", "gram", "data"}, default="auto"
+        How ``XᵀX Q`` is computed: ``"gram"`` forms ``XᵀX`` once (``O(np²)``, then ``O(p²k)``
+        per iteration); ``"data"`` computes ``Xᵀ(XQ)`` (``O(npk)`` per iteration, no p×p
+        matrix); ``"auto"`` picks the cheaper by a flop model. The result is the same up to
+        rounding (same random draws).
+    keep_history : bool, default=False
+        Store every iterate ``Q_t`` in ``history_`` (post-processing of the releases: free).
+    random_state : None, int or numpy.random.Generator, default=None
+        Source of ``Q₀`` and of the noise.
+    ledger : PrivacyLedger or None, default=None
+        Where the spend is recorded (``None``: :func:`privpca.accounting.default_ledger`).
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        Orthonormal rows spanning ``Q_T``. They are a basis of the estimated subspace, not
+        ordered eigenvectors (ordering them would need another private query).
+    n_iter_ : int
+        T.
+    noise_scale_ : float
+        σ, the standard deviation of each entry of every ``G``.
+    noise_multiplier_ : float
+        ``σ/Δ`` per release.
+    paper_noise_scale_ : float
+        Hardt & Price's ``ε⁻¹√(4kT ln(1/δ))`` (entry-level privacy; multiplied by ``‖Q‖_∞`` in
+        their algorithm), for comparison only: it is not what is used.
+    history_ : ndarray of shape (n_iter, n_components, n_features) or None
+        ``Q_t`` (as rows, like ``components_``) for ``t = 1..T`` when ``keep_history=True``.
+    solver_ : str
+        ``"gram"`` or ``"data"``, as resolved.
+    privacy_ : PrivacyRecord
+        Central model, replace-one, Δ, σ, and ε composed by ``dp-accounting`` over the T
+        releases (one spend with ``count = T``).
+    n_features_in_ : int
+
+    Notes
+    -----
+    No p×p eigendecomposition is ever computed. Cost: ``min(O(np²) + O(Tp²k), O(Tnpk))`` plus T
+    thin QRs of p×k.
+
+    References
+    ----------
+    M. Hardt, E. Price. The noisy power method: a meta algorithm with applications. NeurIPS
+    2014, Algorithm 1 and Section 4 (privacy).
+
+    Examples
+    --------
+    >>> from privpca.decomposition.noisy_power import NoisyPowerPCA
+    >>> from privpca.datasets import make_spiked
+    >>> X, V = make_spiked(5_000, 10, 2, lam=9.0, random_state=0)
+    >>> est = NoisyPowerPCA(n_components=2, epsilon=1.0, n_iter=5, random_state=0).fit(X)
+    >>> est.components_.shape, est.n_iter_
+    ((2, 10), 5)
+    """
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        data_norm: float = 1.0,
+        n_iter: int = 10,
+        solver: str = "auto",
+        keep_history: bool = False,
+        random_state: Any = None,
+        ledger: PrivacyLedger | None = None,
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.data_norm = data_norm
+        self.n_iter = n_iter
+        self.solver = solver
+        self.keep_history = keep_history
+        self.random_state = random_state
+        self.ledger = ledger
+
+    def fit(self, X: ArrayLike, y: Any = None) -> NoisyPowerPCA:
+        """Run T noisy power iterations on ``XᵀX``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One record per row. Not modified.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
+        n, p = Xv.shape
+        k = check_n_components(self.n_components, p, owner=self)
+        epsilon = check_epsilon(self.epsilon, owner=self)
+        delta = check_delta(self.delta, owner=self)
+        data_norm = check_in_range(self.data_norm, "data_norm", low=0.0, owner=self)
+        T = int(check_in_range(self.n_iter, "n_iter", low=1, low_closed=True, integer=True,
+                               owner=self))
+        solver = check_options(self.solver, "solver", SOLVERS, owner=self)
+        if not isinstance(self.keep_history, bool | np.bool_):
+            raise ValueError(
+                f"The 'keep_history' parameter of {type(self).__name__} must be a bool. "
+                f"Got {self.keep_history!r} instead."
+            )
+        rng = check_random_state(self.random_state)
+        Xc, n_clipped = clip_rows(Xv, data_norm, owner=self)
+
+        sensitivity = power_sensitivity(data_norm, k)
+        multiplier = _composition_multiplier(epsilon, delta, T)
+        sigma = multiplier * sensitivity
+        paper_sigma = hardt_price_noise_scale(epsilon, delta, k, T)
+        spend = PrivacySpend(
+            mechanism="gaussian: XᵀX Q per power iteration (Frobenius sensitivity)",
+            epsilon=certified_epsilon(sigma, delta, sensitivity),
+            delta=delta,
+            sensitivity=sensitivity,
+            noise_scale=sigma,
+            count=T,
+            dp_event=dp_accounting.GaussianDpEvent(multiplier),
+        )
+        self.privacy_ = PrivacyRecord.from_spends(
+            (spend,),
+            delta,
+            model="central",
+            neighbouring=REPLACE_ONE,
+            sensitivity=sensitivity,
+            noise_scale=sigma,
+            calibration="analytic (T-fold Gaussian composition, dp-accounting)",
+            data_norm=data_norm,
+            n_samples=int(n),
+            n_clipped=int(n_clipped),
+            target_epsilon=epsilon,
+            notes=(
+                f"{T} adaptive releases of XᵀX Q + N(0, sigma²), each with sensitivity "
+                f"{sensitivity:.4g} (replace one record) and noise multiplier {multiplier:.6g}, "
+                "composed by dp-accounting; Q_0 is data-independent and every Q_t is "
+                "post-processing. For comparison, Hardt & Price's entry-level calibration "
+                f"would use sigma = {paper_sigma:.4g}·‖Q‖_∞ (not a row-level guarantee)."
+            ),
+        )
+        self._charge(self.privacy_, self.ledger)
+
+        if solver == "auto":
+            solver = "gram" if _use_gram(n, p, k, T) else "data"
+        operator: Any
+        if solver == "gram":
+            operator = gram_matrix(Xc)
+        else:
+
+            def operator(Q: NDArray[np.float64]) -> NDArray[np.float64]:
+                return np.asarray(Xc.T @ (Xc @ Q))
+
+        Q = random_orthonormal_basis(p, k, rng)
+        history = np.empty((T, k, p)) if self.keep_history else None
+        for t in range(T):
+            Q = power_step(operator, Q, noise_scale=sigma, rng=rng)
+            if history is not None:
+                history[t] = Q.T
+        self.components_ = fix_signs(Q).T.copy()
+        self.n_iter_ = T
+        self.noise_scale_ = sigma
+        self.noise_multiplier_ = multiplier
+        self.paper_noise_scale_ = paper_sigma
+        self.history_ = history
+        self.solver_ = solver
+        return self
