@@ -108,3 +108,28 @@ def test_ledger_argument_checks():
         PrivacyLedger(epsilon_budget=0.0, delta_budget=1e-5)
     with pytest.raises(ValueError, match="delta"):
         PrivacyLedger().epsilon()
+
+
+def test_pure_spends_compose_by_basic_composition():
+    pure = PrivacyRecord.from_spends(
+        (PrivacySpend("exponential", epsilon=0.5, delta=0.0, sensitivity=1.0, noise_scale=4.0),),
+        0.0,
+        model="central",
+        neighbouring="replace-one",
+        sensitivity=1.0,
+        noise_scale=4.0,
+        calibration="exponential mechanism",
+        data_norm=1.0,
+        n_samples=10,
+    )
+    gauss = _record(4.0)
+    ledger = PrivacyLedger()
+    ledger.spend(pure)
+    ledger.spend(pure)
+    assert ledger.epsilon(1e-6) == pytest.approx(1.0)
+    ledger.spend(gauss)
+    assert ledger.epsilon(1e-6) == pytest.approx(1.0 + gauss.epsilon, rel=1e-3)
+    budgeted = PrivacyLedger(epsilon_budget=0.9, delta_budget=1e-6)
+    budgeted.spend(pure)
+    with pytest.raises(BudgetExceededError):
+        budgeted.spend(pure)

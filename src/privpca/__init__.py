@@ -7,6 +7,7 @@ Estimators follow scikit-learn's conventions (``fit``, ``transform``, ``componen
 from privpca.accounting import PrivacyLedger, PrivacyRecord, default_ledger
 from privpca.decomposition import (
     AnalyzeGaussPCA,
+    BinghamPCA,
     LocalGaussianPCA,
     LocalSparsePCA,
     ModSuLQPCA,
@@ -19,11 +20,13 @@ from privpca.exceptions import (
     PrivacyWarning,
     RowClippingWarning,
 )
+from privpca.solvers.bingham import ProposalBudgetExceededError
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AnalyzeGaussPCA",
+    "BinghamPCA",
     "BudgetExceededError",
     "LocalGaussianPCA",
     "LocalSparsePCA",
@@ -33,6 +36,7 @@ __all__ = [
     "PrivacyLedger",
     "PrivacyRecord",
     "PrivacyWarning",
+    "ProposalBudgetExceededError",
     "RowClippingWarning",
     "SparsePCA",
     "__version__",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
+from privpca.decomposition.bingham import BinghamPCA
 from privpca.decomposition.local import LocalGaussianPCA, LocalSparsePCA
 from privpca.decomposition.mod_sulq import ModSuLQPCA
 from privpca.decomposition.noisy_power import NoisyPowerPCA
@@ -18,4 +19,5 @@ PRIVATE_ESTIMATORS: dict[str, type[BasePrivatePCA]] = {
     "analyze-gauss": AnalyzeGaussPCA,
     "mod-sulq": ModSuLQPCA,
     "noisy-power": NoisyPowerPCA,
+    "bingham": BinghamPCA,
 }

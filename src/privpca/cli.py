@@ -125,12 +125,13 @@ def fit(
         delta=delta,
         data_norm=data_norm,
         random_state=seed,
+        calibration=calibration,
     )
     accepted = cls().get_params()
-    if "calibration" in accepted:
-        params["calibration"] = calibration
-    elif calibration != "analytic":
+    if calibration != "analytic" and "calibration" not in accepted:
         raise click.UsageError(f"--calibration does not apply to {method}.")
+    # Pure ε-DP methods (bingham) take no delta: their privacy record states delta = 0.
+    params = {key: value for key, value in params.items() if key in accepted}
     est: Any = cls(**params)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -111,10 +111,22 @@ class PrivacyLedger:
             return 0.0
         if len(records) == 1 and records[0].delta <= delta and len(records[0].spends) <= 1:
             return records[0].epsilon
-        events = [e for r in records for e in r.events()]
+        spends = [s for r in records for s in r.spends]
         if any(len(r.spends) == 0 for r in records):
-            return math.inf  # a record we cannot compose is never assumed free
-        return compose_epsilon(events, delta, accountant=self.accountant)
+            return math.inf  # a record we cannot compose (e.g. non-private) is never free
+        with_events = [s for s in spends if s.dp_event is not None]
+        pure = [s for s in spends if s.dp_event is None]
+        if any(s.delta > 0 for s in pure):
+            return math.inf  # an (ε, δ) spend without an event cannot be composed safely
+        # Pure ε-DP spends with no dp-accounting event (e.g. the exponential mechanism) are
+        # added by basic composition, which is valid alongside any other mechanism.
+        eps_pure = sum(s.epsilon * s.count for s in pure)
+        eps_events = (
+            compose_epsilon([s.event() for s in with_events], delta, accountant=self.accountant)
+            if with_events
+            else 0.0
+        )
+        return eps_events + eps_pure
 
     def check(self, record: PrivacyRecord) -> None:
         """Raise :class:`BudgetExceededError` if spending ``record`` would exceed the budget."""

@@ -2,11 +2,12 @@
 
 * local model: :class:`LocalGaussianPCA`, :class:`LocalSparsePCA` (Wang & Xu);
 * central model baselines: :class:`AnalyzeGaussPCA`, :class:`ModSuLQPCA`,
-  :class:`NoisyPowerPCA`;
+  :class:`NoisyPowerPCA`, :class:`BinghamPCA` (PPCA);
 * non-private reference: :class:`SparsePCA` (truncated power method).
 """
 
 from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
+from privpca.decomposition.bingham import BinghamPCA
 from privpca.decomposition.local import LocalGaussianPCA, LocalSparsePCA
 from privpca.decomposition.mod_sulq import ModSuLQPCA
 from privpca.decomposition.noisy_power import NoisyPowerPCA
@@ -14,6 +15,7 @@ from privpca.decomposition.sparse_pca import SparsePCA
 
 __all__ = [
     "AnalyzeGaussPCA",
+    "BinghamPCA",
     "LocalGaussianPCA",
     "LocalSparsePCA",
     "ModSuLQPCA",

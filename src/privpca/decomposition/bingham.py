@@ -1,0 +1,398 @@
+"""PPCA of Chaudhuri, Sarwate & Sinha: the exponential mechanism on the Stiefel manifold.
+
+The released basis ``V`` (``p × k``, orthonormal columns) is drawn from the matrix Bingham law
+
+    p(V) ∝ exp( ε/(2D²) · tr(Vᵀ XᵀX V) ) = exp( (n ε / (2D²)) · tr(Vᵀ A V) ),   A = XᵀX / n,
+
+which is the exponential mechanism for the score ``q(V; X) = tr(VᵀXᵀXV) = Σᵢ ‖Vᵀxᵢ‖²``. With
+``‖xᵢ‖ ≤ D`` every term lies in ``[0, D²]``, so replacing one record changes the score by at
+most ``Δq = D²``, and sampling ``∝ exp(ε q / (2Δq))`` is ε-DP (pure, δ = 0) under
+replace-one neighbours (McSherry & Talwar 2007). With ``D = 1`` this is the paper's
+``exp((nε/2) tr(VᵀAV))``.
+
+Sampling is by :mod:`privpca.solvers.bingham`: Hoff's Gibbs sampler for any ``k``, or the exact
+rejection sampler of Kent, Ganeiber & Mardia for ``k = 1`` at low concentration.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+from numpy.typing import ArrayLike, NDArray
+from sklearn.utils.validation import validate_data
+
+from privpca._validation import (
+    check_epsilon,
+    check_in_range,
+    check_n_components,
+    check_options,
+    check_random_state,
+    clip_rows,
+)
+from privpca.accounting.ledger import PrivacyLedger
+from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.decomposition._base import BasePrivatePCA
+from privpca.exceptions import PrivacyLeakWarning
+from privpca.solvers.bingham import (
+    UPDATES,
+    ProposalBudgetExceededError,
+    mixing_diagnostics,
+    sample_bingham_exact,
+    sample_bingham_gibbs,
+)
+from privpca.solvers.eigen import fix_signs
+from privpca.solvers.gram import gram_matrix
+
+__all__ = ["BinghamPCA"]
+
+SAMPLERS = ("auto", "gibbs", "exact")
+NEIGHBOURING = "replace one record"
+
+
+class BinghamPCA(BasePrivatePCA):
+    """Private PCA by the exponential mechanism (Chaudhuri, Sarwate & Sinha's PPCA).
+
+    Releases ``V`` drawn from the matrix Bingham density
+    ``∝ exp(ε/(2D²) · tr(VᵀXᵀXV))`` on the Stiefel manifold. Central model: the curator sees
+    the data; only ``components_`` is released.
+
+    **Privacy.** The score ``q(V) = tr(VᵀXᵀXV) = Σᵢ‖Vᵀxᵢ‖²`` has terms in ``[0, D²]``, so one
+    replaced record moves it by at most ``D²``; the exponential mechanism
+    ``∝ exp(ε q/(2D²))`` is then pure ε-DP (δ = 0) under replace-one neighbours — *for an exact
+    draw*. The exact sampler (``k = 1``) draws exactly, up to floating point. The Gibbs
+    sampler only approaches the Bingham law as its number of sweeps grows: if the law of its
+    output is within total-variation distance η of the Bingham law for every data set, the
+    release is (ε, (1 + e^ε)·η)-DP. **No bound on η is known for any finite number of
+    sweeps**, so with ``sampler="gibbs"`` the defaults guarantee ε-DP only in the limit; what
+    they give in practice is a chain that, in our measurements, reaches the level of its
+    stationary trace within one or two sweeps from a data-independent random start (Hoff's
+    coordinate updates draw each block from its exact conditional) and has an integrated
+    autocorrelation time near 1 — evidence of mixing, not a certificate. ``privacy_.notes``
+    says this. Chaudhuri et al. and Ge et al. ran 10³–10⁴ sweeps; raise ``burn_in`` to be
+    more conservative.
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        Dimension k of the released subspace.
+    epsilon : float, default=1.0
+        ε > 0 of the pure ε-DP guarantee.
+    data_norm : float, default=1.0
+        Public bound D on every record's L2 norm. Longer rows are clipped to it, with a
+        :class:`~privpca.exceptions.RowClippingWarning` saying how many.
+    sampler : {"auto", "gibbs", "exact"}, default="auto"
+        ``"exact"``: Kent–Ganeiber–Mardia rejection sampling (``k = 1`` only); raises
+        :class:`~privpca.solvers.bingham.ProposalBudgetExceededError` after ``max_proposals``
+        rejections. ``"gibbs"``: Hoff's Gibbs sampler. ``"auto"``: for ``k = 1`` try the exact
+        sampler within ``max_proposals`` and, if the budget runs out, warn and fall back to
+        Gibbs (the warning depends on the data: treat it as sensitive); Gibbs for ``k > 1``.
+        In our measurements the exact sampler accepted 3–30 % of proposals even at
+        ``εn/2 ≈ 2·10³`` (p = 50 to 800), so the fallback is rare at the default budget.
+    update : {"row", "column"}, default="row"
+        Gibbs block scheme (see :mod:`privpca.solvers.bingham`). ``"column"`` is Hoff's and
+        rstiefel's (each column given the others; an ``O(p³)`` eigendecomposition per column);
+        ``"row"`` applies the same coordinate updates to the rows of ``V`` in the eigenbasis
+        of ``XᵀX`` (``O(p k³)`` per sweep). Both leave the Bingham law invariant; for ``k = 1``
+        they are the same algorithm.
+    burn_in : int, default=100
+        Gibbs sweeps run before the diagnostic window. The released basis is the state after
+        ``burn_in + n_iter`` sweeps, so privacy depends on that total (see above).
+    n_iter : int, default=100
+        Gibbs sweeps after ``burn_in``; mixing diagnostics (``diagnostic_chains > 0``) are
+        computed on these.
+    max_proposals : int, default=100_000
+        Proposal budget of the exact sampler.
+    diagnostic_chains : int, default=0
+        When positive, run this many further independent Gibbs chains beside the released one
+        and store every chain's trace of ``tr(VᵀAV)`` in ``trace_`` and their diagnostics in
+        ``mixing_``. **These are computed from the data without noise and are not covered by
+        privacy_**; a :class:`~privpca.exceptions.PrivacyLeakWarning` says so. Use them on
+        synthetic or public data of the same shape to choose ``burn_in``.
+    random_state : None, int or numpy.random.Generator, default=None
+        Source of randomness. A fixed seed reproduces a fit exactly.
+    ledger : PrivacyLedger or None, default=None
+        Where the spend is recorded (``None``: :func:`privpca.accounting.default_ledger`).
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        Orthonormal rows spanning the released subspace (signs fixed by the largest entry).
+    privacy_ : PrivacyRecord
+        ε, δ = 0, central model, replace-one neighbours, ``sensitivity`` = D² (of the score),
+        ``noise_scale`` = the temperature ``2D²/ε`` of the mechanism (density
+        ``∝ exp(q/T)``), ``calibration = "exponential mechanism"``.
+    sampler_ : str
+        The sampler that produced ``components_`` (``"exact"``, ``"gibbs"``, or ``"uniform"``
+        when ``k = p``, where the Bingham law is the Haar law whatever the data).
+    n_sweeps_ : int
+        Gibbs sweeps run for the released chain (0 for the exact sampler).
+    trace_ : ndarray of shape (1 + diagnostic_chains, burn_in + n_iter)
+        Only when ``diagnostic_chains > 0``: ``tr(VᵀAV)`` (in ``[0, k·D²]``) after every sweep;
+        row 0 is the released chain. Not private.
+    mixing_ : dict
+        Only when ``diagnostic_chains > 0``: :func:`~privpca.solvers.bingham.mixing_diagnostics`
+        of ``trace_[:, burn_in:]``. Read it as: ``split_rhat`` ≤ 1.01 (chains from different
+        random starts agree), ``ess`` in the hundreds or more, ``|geweke_z|`` ≲ 2 (the
+        window's start and end agree), ``flags`` empty. A failed check means ``burn_in`` is
+        too short; passing them detects no problem but certifies nothing. Not private.
+    n_features_in_ : int
+
+    See Also
+    --------
+    privpca.solvers.bingham.sample_bingham_gibbs, privpca.solvers.bingham.sample_bingham_exact
+
+    References
+    ----------
+    K. Chaudhuri, A. D. Sarwate, K. Sinha. A near-optimal algorithm for differentially-private
+    principal components. JMLR 14, 2013 (PPCA). F. McSherry, K. Talwar. Mechanism design via
+    differential privacy. FOCS 2007. P. D. Hoff. Simulation of the matrix Bingham–von
+    Mises–Fisher distribution. JCGS 18(2), 2009. J. T. Kent, A. M. Ganeiber, K. V. Mardia.
+    A new unified approach for the simulation of a wide class of directional distributions.
+    JCGS 27(2), 2018.
+
+    Examples
+    --------
+    >>> from privpca import BinghamPCA
+    >>> from privpca.datasets import make_spiked
+    >>> X, V = make_spiked(2_000, 8, 2, lam=9.0, random_state=0)
+    >>> est = BinghamPCA(n_components=2, epsilon=1.0, random_state=0).fit(X)
+    >>> est.components_.shape
+    (2, 8)
+    >>> est.privacy_.delta
+    0.0
+    """
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        epsilon: float = 1.0,
+        data_norm: float = 1.0,
+        sampler: str = "auto",
+        update: str = "row",
+        burn_in: int = 100,
+        n_iter: int = 100,
+        max_proposals: int = 100_000,
+        diagnostic_chains: int = 0,
+        random_state: Any = None,
+        ledger: PrivacyLedger | None = None,
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.data_norm = data_norm
+        self.sampler = sampler
+        self.update = update
+        self.burn_in = burn_in
+        self.n_iter = n_iter
+        self.max_proposals = max_proposals
+        self.diagnostic_chains = diagnostic_chains
+        self.random_state = random_state
+        self.ledger = ledger
+
+    # ------------------------------------------------------------------------------------
+    def _check_params(self, n_features: int) -> int:
+        k = check_n_components(self.n_components, n_features, owner=self)
+        check_epsilon(self.epsilon, owner=self)
+        check_in_range(self.data_norm, "data_norm", low=0.0, owner=self)
+        check_options(self.sampler, "sampler", SAMPLERS, owner=self)
+        check_options(self.update, "update", UPDATES, owner=self)
+        check_in_range(self.burn_in, "burn_in", low=0, low_closed=True, integer=True, owner=self)
+        check_in_range(self.n_iter, "n_iter", low=0, low_closed=True, integer=True, owner=self)
+        check_in_range(
+            self.max_proposals, "max_proposals", low=1, low_closed=True, integer=True, owner=self
+        )
+        check_in_range(
+            self.diagnostic_chains,
+            "diagnostic_chains",
+            low=0,
+            low_closed=True,
+            integer=True,
+            owner=self,
+        )
+        if self.sampler == "exact" and k != 1:
+            raise ValueError(
+                f"sampler='exact' of BinghamPCA samples one direction only: it requires "
+                f"n_components=1. Got n_components={k} instead; use sampler='gibbs'."
+            )
+        if self.sampler != "exact" and k < n_features and int(self.burn_in) + int(self.n_iter) < 1:
+            raise ValueError(
+                "burn_in + n_iter of BinghamPCA must be at least 1 for the Gibbs sampler. "
+                f"Got burn_in={self.burn_in!r}, n_iter={self.n_iter!r} instead."
+            )
+        return k
+
+    def _resolve_sampler(self, k: int, n_features: int) -> str:
+        """The sampler to try, decided from public quantities only (k, p)."""
+        if k == n_features:
+            return "uniform"
+        if self.sampler != "auto":
+            return str(self.sampler)
+        return "exact" if k == 1 else "gibbs"
+
+    def _record(self, n_samples: int, n_clipped: int, sampler: str) -> PrivacyRecord:
+        eps = float(self.epsilon)
+        D2 = float(self.data_norm) ** 2
+        temperature = 2.0 * D2 / eps
+        spend = PrivacySpend(
+            mechanism=(
+                "exponential mechanism: matrix Bingham exp(epsilon tr(V^T X^T X V)/(2 D^2)) "
+                "on the Stiefel manifold"
+            ),
+            epsilon=eps,
+            delta=0.0,
+            sensitivity=D2,
+            noise_scale=temperature,
+            dp_event=None,  # dp-accounting has no event for a generic pure ε-DP mechanism
+        )
+        if sampler == "exact":
+            how = (
+                "Drawn exactly (Kent-Ganeiber-Mardia rejection sampling), so the guarantee "
+                "holds up to floating point. Its running time depends on the data (a timing "
+                "side channel): do not release it."
+            )
+        elif sampler == "uniform":
+            how = (
+                "n_components = n_features: the Bingham law is the Haar law whatever the data; "
+                "the output is an exact Haar draw."
+            )
+        else:
+            how = (
+                f"Drawn by Hoff's Gibbs sampler ({self.update} updates, "
+                f"{int(self.burn_in) + int(self.n_iter)} sweeps from a data-independent random "
+                "start). The guarantee is that of an exact draw: if the output's law is within "
+                "total-variation distance eta of the Bingham law for every data set, the "
+                "release is (epsilon, (1 + e^epsilon) * eta)-DP. No bound on eta is known for "
+                "a finite number of sweeps: delta = 0 holds only in the limit, and mixing "
+                "diagnostics can reveal non-convergence but never certify convergence."
+            )
+            if self.sampler == "auto" and sampler == "gibbs-fallback":
+                how += (
+                    " The exact sampler was tried first and exhausted max_proposals; that "
+                    "event depends on the data and was reported by a warning."
+                )
+        return PrivacyRecord(
+            epsilon=eps,
+            delta=0.0,
+            model="central",
+            neighbouring=NEIGHBOURING,
+            sensitivity=D2,
+            noise_scale=temperature,
+            calibration="exponential mechanism",
+            data_norm=float(self.data_norm),
+            n_samples=int(n_samples),
+            n_clipped=int(n_clipped),
+            spends=(spend,),
+            target_epsilon=eps,
+            notes=(
+                "Pure epsilon-DP exponential mechanism with score tr(V^T X^T X V) "
+                "(sensitivity D^2 under replacement); noise_scale holds its temperature "
+                "2 D^2 / epsilon (density proportional to exp(score / temperature)). "
+                + how
+                + " The spend has no dp-accounting event: compose it with others by basic "
+                "composition (epsilons add)."
+            ),
+        )
+
+    # ------------------------------------------------------------------------------------
+    def fit(self, X: ArrayLike, y: Any = None) -> BinghamPCA:
+        """Sample the released basis from the Bingham law of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One record per row. Not modified.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
+        n, p = Xv.shape
+        k = self._check_params(p)
+        rng = check_random_state(self.random_state)
+        Xc, n_clipped = clip_rows(Xv, float(self.data_norm), owner=self)
+        sampler = self._resolve_sampler(k, p)
+        self.privacy_ = self._record(n, n_clipped, sampler)
+        self._charge(self.privacy_, self.ledger)  # before anything data-dependent is released
+
+        for attr in ("trace_", "mixing_"):
+            if hasattr(self, attr):
+                delattr(self, attr)
+        self.n_sweeps_ = 0
+        if sampler == "uniform":
+            V = scipy.linalg.qr(rng.standard_normal((p, p)))[0]
+            self.sampler_ = "uniform"
+            self.components_ = np.asarray(fix_signs(V).T)
+            return self
+
+        inv_temp = float(self.epsilon) / (2.0 * float(self.data_norm) ** 2)
+        B = gram_matrix(Xc)
+        B *= inv_temp
+        lam, U = scipy.linalg.eigh(B, check_finite=False, overwrite_a=True)
+        if sampler == "exact":
+            try:
+                res = sample_bingham_exact(
+                    lam, eigenvectors=U, max_proposals=int(self.max_proposals), rng=rng
+                )
+            except ProposalBudgetExceededError:
+                if self.sampler == "exact":
+                    raise
+                warnings.warn(
+                    "BinghamPCA: the exact sampler exhausted max_proposals="
+                    f"{self.max_proposals}; falling back to the Gibbs sampler. Which sampler "
+                    "ran depends on the data: treat this message as sensitive.",
+                    PrivacyLeakWarning,
+                    stacklevel=2,
+                )
+                sampler = "gibbs-fallback"
+                self.privacy_ = self._record(n, n_clipped, sampler)
+            else:
+                self.sampler_ = "exact"
+                self.components_ = np.asarray(fix_signs(res.vector[:, None]).T)
+                return self
+
+        n_sweeps = int(self.burn_in) + int(self.n_iter)
+        chain = sample_bingham_gibbs(
+            lam, k, n_sweeps, eigenvectors=U, update=str(self.update), rng=rng
+        )
+        self.sampler_ = "gibbs"
+        self.n_sweeps_ = n_sweeps
+        self.components_ = np.asarray(fix_signs(chain.basis).T)
+        if int(self.diagnostic_chains) > 0:
+            self._diagnose(chain.trace, lam, k, n_sweeps, n, rng)
+        return self
+
+    def _diagnose(
+        self,
+        released: NDArray[np.float64],
+        lam: NDArray[np.float64],
+        k: int,
+        n_sweeps: int,
+        n_samples: int,
+        rng: np.random.Generator,
+    ) -> None:
+        warnings.warn(
+            "BinghamPCA: trace_ and mixing_ are computed from the data without noise and are "
+            "not covered by privacy_. Do not release them; use them on synthetic or public "
+            "data to choose burn_in.",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+        traces = [released]
+        for _ in range(int(self.diagnostic_chains)):
+            traces.append(
+                sample_bingham_gibbs(lam, k, n_sweeps, update=str(self.update), rng=rng).trace
+            )
+        # tr(VᵀBV) → tr(VᵀAV): B = ε/(2D²)·XᵀX and A = XᵀX/n.
+        scale = 2.0 * float(self.data_norm) ** 2 / (float(self.epsilon) * n_samples)
+        self.trace_ = np.vstack(traces) * scale
+        window = self.trace_[:, int(self.burn_in) :]
+        self.mixing_ = (
+            mixing_diagnostics(window)
+            if window.shape[1] >= 4
+            else {"flags": ["n_iter < 4: too few post-burn-in sweeps to diagnose."]}
+        )
