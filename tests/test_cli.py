@@ -25,9 +25,11 @@ def test_demo_quick_writes_table_plot_and_records(runner, tmp_path):
         assert (out / name).stat().st_size > 0
     assert (out / "demo_errors.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     records = json.loads((out / "demo_privacy.json").read_text())["privacy"]
-    assert records["LocalGaussianPCA"]["model"] == "local"
+    assert records["LocalGaussianPCA (local)"]["model"] == "local"
+    assert records["AnalyzeGaussPCA (central)"]["model"] == "central"
     rows = (out / "demo_runs.csv").read_text().splitlines()
-    assert len(rows) == 1 + 2 * 2 * 3  # header + grid × repetitions × methods
+    assert len(rows) == 1 + 2 * 2 * 8  # header + grid × repetitions × (7 estimators + exact PCA)
+    assert "BinghamPCA" in result.output and "SparsePCA (non-private)" in result.output
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".npy"])

@@ -24,9 +24,10 @@ def plot_error_curves(
     title: str,
     logx: bool = True,
     logy: bool = True,
+    legend_outside: bool = False,
 ) -> Path:
     """Save a line plot with error bars: one curve per method, ``(means, standard errors)``."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
+    fig, ax = plt.subplots(figsize=(9.6 if legend_outside else 6.4, 4.6), dpi=120)
     markers = "osD^v<>p*"
     for i, (label, (mean, err)) in enumerate(curves.items()):
         ax.errorbar(x, mean, yerr=err, marker=markers[i % len(markers)], capsize=3, label=label)
@@ -38,7 +39,10 @@ def plot_error_curves(
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    if legend_outside:
+        ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize="small")
+    else:
+        ax.legend()
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
