@@ -19,7 +19,7 @@ from privpca import (
     PrivacyLedger,
     RowClippingWarning,
 )
-from privpca.datasets import make_sparse_spiked, make_spiked
+from privpca.datasets import make_low_rank_gaussian, make_spiked
 from privpca.mechanisms import analytic_gaussian_sigma, certified_epsilon, classic_gaussian_sigma
 from privpca.metrics import sin_theta, subspace_distance, support_recovery
 
@@ -222,32 +222,41 @@ def test_default_ledger_records_every_fit(spiked):
 
 @pytest.fixture(scope="module")
 def sparse_problem():
-    # p = 200 features, 8 relevant rows, k = 2: a high-dimensional, row-sparse problem.
-    X, V = make_sparse_spiked(100_000, 200, 2, 8, lam=20.0, random_state=5)
-    return X, V
+    """p = 200 features, 5 relevant rows, k = 1: a high-dimensional, row-sparse problem.
+
+    Wang & Xu's own model ties the eigengap to 1/(5p) = 0.001 here, below what any local method
+    resolves at feasible n; a fixed spike of 0.1 (make_low_rank_gaussian) is where sparsity
+    matters: the dense method's noise grows with p, the sparse one's with s.
+    """
+    return make_low_rank_gaussian(200_000, 200, 1, n_nonzero=5, signal=0.1, random_state=5)
 
 
 def test_sparse_beats_dense_and_recovers_support(sparse_problem):
     X, V = sparse_problem
     truth = np.flatnonzero(np.linalg.norm(V, axis=1))
-    dense = [
-        subspace_distance(LocalGaussianPCA(epsilon=4.0, random_state=s).fit(X).components_.T, V)
-        for s in range(3)
-    ]
-    sparse_fits = [LocalSparsePCA(epsilon=4.0, random_state=s).fit(X) for s in range(3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RowClippingWarning)  # a few rows of 200 000
+        dense = [
+            subspace_distance(
+                LocalGaussianPCA(1, epsilon=4.0, random_state=s).fit(X).components_.T, V
+            )
+            for s in range(2)
+        ]
+        sparse_fits = [LocalSparsePCA(1, epsilon=4.0, random_state=s).fit(X) for s in range(2)]
     sparse = [subspace_distance(f.components_.T, V) for f in sparse_fits]
-    assert np.mean(sparse) < 0.6 * np.mean(dense)
+    assert np.mean(sparse) < 0.4 * np.mean(dense), (sparse, dense)
     for f in sparse_fits:
         rec = support_recovery(f.components_.T, truth)
         assert rec.true_positive_rate == 1.0
-        assert rec.false_positive_rate < 0.05
+        assert rec.false_positive_rate < 0.15
         assert f.converged_ and f.n_iter_ >= 1
         np.testing.assert_array_equal(np.sort(f.support_), f.support_)
+        assert set(truth) <= set(f.support_)
 
 
 def test_sparse_lambda_zero_is_plain_pca(sparse_problem):
     X, _ = sparse_problem
-    Xs = X[:20_000, :30]
+    Xs = X[:20_000, :30] / 2.0  # within norm 1: no clipping
     dense = LocalGaussianPCA(epsilon=4.0, random_state=1).fit(Xs)
     sparse = LocalSparsePCA(epsilon=4.0, lam=0.0, tol=1e-6, max_iter=500, random_state=1).fit(Xs)
     assert subspace_distance(dense.components_.T, sparse.components_.T) < 1e-2
@@ -255,7 +264,7 @@ def test_sparse_lambda_zero_is_plain_pca(sparse_problem):
 
 def test_sparse_auto_lambda_uses_public_scale(sparse_problem):
     X, _ = sparse_problem
-    est = LocalSparsePCA(epsilon=4.0, random_state=0).fit(X[:1000])
+    est = LocalSparsePCA(1, epsilon=4.0, random_state=0).fit(X[:1000] / 2.0)
     sigma = analytic_gaussian_sigma(4.0, 1e-5, math.sqrt(2))
     expected = 0.25 * sigma / math.sqrt(1000) * math.sqrt(2 * math.log(200**2))
     assert est.lam_ == pytest.approx(expected)
@@ -264,7 +273,9 @@ def test_sparse_auto_lambda_uses_public_scale(sparse_problem):
 def test_sparse_convergence_warning(sparse_problem):
     X, _ = sparse_problem
     with pytest.warns(ConvergenceWarning, match="did not converge"):
-        est = LocalSparsePCA(epsilon=4.0, max_iter=1, tol=1e-12, random_state=0).fit(X[:2000])
+        est = LocalSparsePCA(1, epsilon=4.0, max_iter=1, tol=1e-12, random_state=0).fit(
+            X[:2000] / 2.0
+        )
     assert est.n_iter_ == 1 and not est.converged_
 
 
