@@ -8,7 +8,7 @@ prints a markdown table of mean ``‖V̂V̂ᵀ − VVᵀ‖_F`` and support reco
 LocalGaussianPCA on the same data is the reference. ``docs/local_sparse_lambda.md`` holds its
 output.
 
-Run: ``python benchmarks/sparse_lambda_scale.py [--repetitions 5]``
+Run: ``python benchmarks/sparse_lambda_scale.py [--repetitions 5] [--settings 0 1]``
 """
 
 from __future__ import annotations
@@ -35,11 +35,19 @@ SCALES = [2.0, 1.0, 0.5, 0.25, 0.125]
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument(
+        "--settings",
+        type=int,
+        nargs="*",
+        default=None,
+        help="indices into SETTINGS to run (default: all)",
+    )
     args = parser.parse_args()
     ledger = PrivacyLedger()
     print("| n | p | k | s | signal | ε | dense | " + " | ".join(f"c={c:g}" for c in SCALES) + " |")
     print("|---" * (7 + len(SCALES)) + "|")
-    for n, p, k, s, signal, eps in SETTINGS:
+    chosen = SETTINGS if args.settings is None else [SETTINGS[i] for i in args.settings]
+    for n, p, k, s, signal, eps in chosen:
         X, V = make_low_rank_gaussian(n, p, k, n_nonzero=s, signal=signal, random_state=123)
         truth = np.flatnonzero(np.linalg.norm(V, axis=1))
         dense = np.mean(
