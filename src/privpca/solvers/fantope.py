@@ -63,7 +63,6 @@ MAX_PARTIAL_FRACTION = 1.0 / 3.0
 SUBSET_MAX_FRACTION = 0.3
 #: Rows per chunk in the element-wise ADMM updates (bounds the size of temporaries).
 _CHUNK_BYTES = 4 * 2**20
-_DEBUG = False
 
 
 # ----------------------------------------------------------------------------------------
@@ -560,13 +559,6 @@ def _partial_eig(
             res = np.linalg.norm(AV - V * ritz[:n_keep], axis=0)
             theta = fantope_threshold(ritz[:n_keep], k)
             n_c = int(np.count_nonzero(ritz[:n_keep] > theta))  # contributing pairs
-            if _DEBUG:  # pragma: no cover
-                j = min(n_c, n_keep - 1)
-                print(
-                    f"  cycle b={b} q={q} cols={cols} n_c={n_c} theta={theta:.6g} "
-                    f"maxres_c={res[:n_c].max() if n_c else 0:.2e} "
-                    f"next={ritz[j]:.6g}+{res[j]:.1e} tol={tol:.1e}"
-                )
             if n_c < n_keep:
                 # Accept when the contributing pairs have converged and the first
                 # non-contributing Ritz value plus its residual norm (an estimate from
