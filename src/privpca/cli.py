@@ -54,6 +54,11 @@ def demo(
         f"(mean ± s.e. over {cfg.repetitions} runs; max {np.sqrt(2 * cfg.n_components):.2f}):"
     )
     click.echo(result.table())
+    from privpca.experiments.demo import _convergence_note
+
+    note = _convergence_note(result)
+    if note:
+        click.echo(note.strip())
     click.echo(
         f"\nWrote {output_dir}/demo_summary.md, demo_runs.csv, demo_privacy.json, demo_errors.png"
     )
