@@ -316,3 +316,16 @@ def test_error_falls_as_one_over_root_n():
         means.append(np.mean(errs))
     slope = np.polyfit(np.log(ns), np.log(means), 1)[0]
     assert -0.62 < slope < -0.4, (slope, means)
+
+
+def test_default_ledger_in_a_child_process_warns(spiked, monkeypatch):
+    import multiprocessing
+
+    from privpca import PrivacyWarning
+
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
+    with pytest.warns(PrivacyWarning, match="child process"):
+        LocalGaussianPCA(random_state=0).fit(spiked[0][:100])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyWarning)
+        LocalGaussianPCA(random_state=0, ledger=PrivacyLedger()).fit(spiked[0][:100])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import warnings
 from typing import Any
 
 import numpy as np
@@ -11,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from privpca.accounting.ledger import PrivacyLedger, default_ledger
 from privpca.accounting.record import PrivacyRecord
+from privpca.exceptions import PrivacyWarning
 
 __all__ = ["BasePrivatePCA"]
 
@@ -28,6 +31,15 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
 
     def _charge(self, record: PrivacyRecord, ledger: PrivacyLedger | None) -> None:
         """Record the spend before anything computed from the data is released."""
+        if ledger is None and multiprocessing.parent_process() is not None:
+            warnings.warn(
+                f"{type(self).__name__} is fitting in a child process with ledger=None: its "
+                "spend is recorded in this process's default ledger and will not reach the "
+                "parent's. Pass an explicit PrivacyLedger (it refuses to cross processes, so "
+                "the problem becomes an error) or fit with n_jobs=1.",
+                PrivacyWarning,
+                stacklevel=3,
+            )
         target = default_ledger() if ledger is None else ledger
         if not isinstance(target, PrivacyLedger):
             raise ValueError(
