@@ -6,12 +6,15 @@ Estimators follow scikit-learn's conventions (``fit``, ``transform``, ``componen
 
 from privpca.accounting import PrivacyLedger, PrivacyRecord, default_ledger
 from privpca.decomposition import (
+    DPPCA,
     AnalyzeGaussPCA,
     BinghamPCA,
     LocalGaussianPCA,
     LocalSparsePCA,
     ModSuLQPCA,
     NoisyPowerPCA,
+    OjaPCA,
+    PrivateOjaPCA,
     SparsePCA,
 )
 from privpca.exceptions import (
@@ -20,11 +23,13 @@ from privpca.exceptions import (
     PrivacyWarning,
     RowClippingWarning,
 )
+from privpca.mechanisms.shuffling import ShufflingBoundError
 from privpca.solvers.bingham import ProposalBudgetExceededError
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DPPCA",
     "AnalyzeGaussPCA",
     "BinghamPCA",
     "BudgetExceededError",
@@ -32,12 +37,15 @@ __all__ = [
     "LocalSparsePCA",
     "ModSuLQPCA",
     "NoisyPowerPCA",
+    "OjaPCA",
     "PrivacyLeakWarning",
     "PrivacyLedger",
     "PrivacyRecord",
     "PrivacyWarning",
+    "PrivateOjaPCA",
     "ProposalBudgetExceededError",
     "RowClippingWarning",
+    "ShufflingBoundError",
     "SparsePCA",
     "__version__",
     "default_ledger",

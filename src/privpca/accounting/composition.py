@@ -42,7 +42,11 @@ def compose_events(events: Iterable[dp_accounting.DpEvent]) -> dp_accounting.DpE
 
 
 def compose_epsilon(
-    events: Sequence[dp_accounting.DpEvent], delta: float, *, accountant: str = "pld"
+    events: Sequence[dp_accounting.DpEvent],
+    delta: float,
+    *,
+    accountant: str = "pld",
+    tail: float = 0.0,
 ) -> float:
     """An upper bound on ε at ``delta`` for the adaptive composition of ``events``.
 
@@ -54,18 +58,40 @@ def compose_epsilon(
         Target δ of the composed guarantee.
     accountant : {"pld", "rdp"}, default="pld"
         Privacy-loss-distribution accounting (tight) or Rényi-DP accounting (looser, faster).
+    tail : float, default=0.0
+        Total variation between the real mechanisms and the ``events`` they are coupled to,
+        summed over both neighbouring datasets' sides as ``t`` per side (see
+        :mod:`privpca.mechanisms.histogram`: a stability histogram is a noisy histogram over
+        a fixed bin set except on an event of probability ``t``). The result then holds at
+        ``δ_events + (1 + e^ε)·tail = delta``; solved by a monotone fixed point.
 
     Returns
     -------
     epsilon : float
-        ``inf`` if any event is non-private.
+        ``inf`` if any event is non-private or ``tail`` leaves no δ for the events.
     """
     if not events:
-        return 0.0
-    acc = _make_accountant(accountant)
-    acc.compose(compose_events(events))
-    eps = float(acc.get_epsilon(delta))
-    return eps if math.isfinite(eps) else math.inf
+        return 0.0 if tail <= 0 else (0.0 if 2 * tail <= delta else math.inf)
+
+    def at(delta_events: float) -> float:
+        if delta_events <= 0:
+            return math.inf
+        acc = _make_accountant(accountant)
+        acc.compose(compose_events(events))
+        eps = float(acc.get_epsilon(delta_events))
+        return eps if math.isfinite(eps) else math.inf
+
+    if tail <= 0:
+        return at(delta)
+    # ε(δ_events) decreases in δ_events and δ_events = delta − (1 + e^ε)·tail decreases in ε,
+    # so iterating from ε = 0 increases monotonically to the smallest consistent ε.
+    eps = 0.0
+    for _ in range(50):
+        new = at(delta - (1.0 + math.exp(min(eps, 700.0))) * tail)
+        if not math.isfinite(new) or new <= eps * (1 + 1e-9):
+            return max(new, eps) if math.isfinite(new) else math.inf
+        eps = new
+    return eps
 
 
 def gaussian_noise_multiplier_for_composition(

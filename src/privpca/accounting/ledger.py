@@ -122,7 +122,12 @@ class PrivacyLedger:
         # added by basic composition, which is valid alongside any other mechanism.
         eps_pure = sum(s.epsilon * s.count for s in pure)
         eps_events = (
-            compose_epsilon([s.event() for s in with_events], delta, accountant=self.accountant)
+            compose_epsilon(
+                [s.event() for s in with_events],
+                delta,
+                accountant=self.accountant,
+                tail=sum(s.tail * s.count for s in with_events),
+            )
             if with_events
             else 0.0
         )

@@ -31,6 +31,11 @@ class PrivacySpend:
         How many identical releases of this kind were made (composed by the accountant).
     dp_event : dp_accounting.DpEvent
         The event composed by ``dp-accounting`` (noise multiplier σ/Δ).
+    tail : float
+        Probability, per side of a neighbouring pair, that this call's output differs from
+        that of ``dp_event``'s mechanism under a coupling (stability histograms: an empty bin
+        being released); added to δ as ``(1 + e^ε)·tail`` when composing. 0 for plain
+        Gaussian mechanisms.
     """
 
     mechanism: str
@@ -40,6 +45,7 @@ class PrivacySpend:
     noise_scale: float
     count: int = 1
     dp_event: dp_accounting.DpEvent | None = field(default=None, compare=False)
+    tail: float = 0.0
 
     def event(self) -> dp_accounting.DpEvent:
         """The composed event of all ``count`` releases."""
@@ -106,7 +112,9 @@ class PrivacyRecord:
         if len(spends) == 1 and spends[0].count == 1:
             epsilon = spends[0].epsilon
         else:
-            epsilon = compose_epsilon([s.event() for s in spends], delta)
+            epsilon = compose_epsilon(
+                [s.event() for s in spends], delta, tail=sum(s.tail * s.count for s in spends)
+            )
         return cls(epsilon=epsilon, delta=delta, spends=spends, **kwargs)
 
     def events(self) -> list[dp_accounting.DpEvent]:

@@ -2,6 +2,7 @@
 
 from privpca.datasets.synthetic import (
     make_low_rank_gaussian,
+    make_signal_noise,
     make_sparse_spiked,
     make_spiked,
     random_orthonormal,
@@ -11,6 +12,7 @@ from privpca.datasets.synthetic import (
 
 __all__ = [
     "make_low_rank_gaussian",
+    "make_signal_noise",
     "make_sparse_spiked",
     "make_spiked",
     "random_orthonormal",

@@ -21,6 +21,7 @@ from privpca._validation import check_in_range, check_random_state
 
 __all__ = [
     "make_low_rank_gaussian",
+    "make_signal_noise",
     "make_sparse_spiked",
     "make_spiked",
     "random_orthonormal",
@@ -202,3 +203,35 @@ def make_low_rank_gaussian(
         )
         V = sparse_basis(p, k, n_nonzero, rng)
     return _sample(n_samples, V, signal / noise, rng, c=noise), V
+
+
+def make_signal_noise(
+    n: int, p: int, sigma: float, *, random_state: Any = None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Liu et al.'s Example 4.1: ``x = s·v + σ·z`` with ``s = ±1`` and ``z ~ N(0, I_p)``.
+
+    ``E[x xᵀ] = v vᵀ + σ² I``: top eigenvector ``v`` (eigengap 1) whatever σ. The gradients
+    ``x xᵀw`` have norm about 1 but spread about σ, which is where DP-PCA's range-adaptive
+    noise beats norm clipping (Private Oja).
+
+    Parameters
+    ----------
+    n, p : int
+        Records and dimension.
+    sigma : float
+        Noise level σ ≥ 0.
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    X : ndarray of shape (n, p)
+    v : ndarray of shape (p, 1)
+        The signal direction (a uniformly random unit vector).
+    """
+    rng = check_random_state(random_state)
+    if sigma < 0 or not np.isfinite(sigma):
+        raise ValueError(f"sigma must be a finite float >= 0. Got {sigma!r} instead.")
+    v = random_orthonormal(p, 1, rng)
+    signs = rng.choice(np.array([-1.0, 1.0]), size=n)
+    X = signs[:, None] * v[:, 0] + sigma * rng.standard_normal((n, p))
+    return X, v

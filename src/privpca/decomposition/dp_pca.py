@@ -1,0 +1,486 @@
+"""DP-PCA (Liu, Kong, Jain & Oh 2022, Algorithm 3), to rank k, with a private learning-rate search.
+
+Minibatch Oja in which every step privatises its gradient *adaptively*: with ``B`` records per
+step and ``T = ⌊n/B⌋`` steps (each record used once), step t
+
+1. runs Algorithm 4 (:class:`~privpca.mechanisms.gradient_statistics.PrivateTopEigenvalue`) on
+   the gradients ``A_i W`` of the first half of the batch → ``Λ_t``, the spread of the
+   gradients (a step whose histogram releases nothing is skipped, and counted);
+2. runs Algorithm 5 (:class:`~privpca.mechanisms.gradient_statistics.PrivateMean`) on the
+   second half, truncating to a box whose size is set by ``Λ_t`` → ``ĝ_t``;
+3. ``W ← ThinQR(W + η_t ĝ_t)``.
+
+The noise therefore scales with the *range* of the gradients, not their norm: on Liu et al.'s
+Example 4.1 it vanishes with the data's noise σ, while Private Oja's does not.
+
+Privacy (central model, replace one record; no norm bound on the data needed)
+------------------------------------------------------------------------------
+Both subroutines are (ε, δ)-DP for their half-batch whatever the data (the truncation box is
+computed from released quantities, and its diameter sets the sensitivity). Each record enters
+exactly one mechanism call — Algorithm 4 or 5 of one step — and every other step reads other
+records, so by parallel composition over disjoint records **the whole run is (ε, δ)-DP** when
+each call is (ε, δ)-DP (``budget_split="parallel"``, the default) [derived, ALGORITHMS.md].
+Algorithm 3 as printed gives each call (ε/2, δ/2) (``budget_split="paper"``); by the same
+argument that run is (ε/2, δ/2)-DP, which the record states (with the requested ε as target).
+
+When a ledger composes a DP-PCA fit with other fits, the fit is represented, conservatively,
+by the composition of *both* calls' events (as if a record entered both) plus the histograms'
+tails (:mod:`privpca.mechanisms.histogram`).
+
+Rank k
+------
+Block Oja: each record's gradient is the p×k block ``A_i W``, privatised as one vector of
+``q = p·k`` coordinates (eigenvalue of its covariance, ``q`` centre histograms, a q-dimensional
+Gaussian). No split of the budget across components is needed — each record still enters one
+call — but the noise grows with ``q``.
+
+Learning rate
+-------------
+``η_t = c1/(c2 + t)``. The paper's schedule needs ``λ₁ − λ₂``; the default (16, 0) suits
+data with eigengap of order one (chosen on the Gaussian benchmark d = 50, λ = (1, 0.5, …):
+see docs/DP_PCA.md). ``learning_rate="search"`` runs the private search of §5
+(:meth:`DPPCA._search`): candidates on disjoint parts of the data, selection by the
+exponential mechanism on a held-out part, all recorded in ``privacy_``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import dp_accounting
+import numpy as np
+from numpy.typing import NDArray
+
+from privpca._validation import (
+    check_delta,
+    check_epsilon,
+    check_in_range,
+    check_options,
+)
+from privpca.accounting.ledger import PrivacyLedger
+from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.decomposition._stochastic import StochasticPCA
+from privpca.mechanisms.gradient_statistics import PrivateMean, PrivateTopEigenvalue
+from privpca.solvers.eigen import fix_signs
+from privpca.solvers.oja import (
+    GradientSource,
+    LearningRate,
+    MatrixGradients,
+    VectorGradients,
+    block_oja_update,
+    resolve_learning_rate,
+)
+
+__all__ = ["DEFAULT_SEARCH_GRID", "DPPCA"]
+
+REPLACE_ONE = "replace one record (central model)"
+DEFAULT_LEARNING_RATE = LearningRate(c1=16.0, c2=0.0)
+#: (c1, c2) candidates of the private learning-rate search (powers of 2 around the default).
+DEFAULT_SEARCH_GRID: tuple[tuple[float, float], ...] = (
+    (4.0, 0.0),
+    (16.0, 0.0),
+    (64.0, 0.0),
+    (16.0, 8.0),
+)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Resolved sizes and calibrated mechanisms of one DP-PCA run."""
+
+    batch_size: int
+    n_steps: int
+    eigen: PrivateTopEigenvalue
+    mean: PrivateMean
+    epsilon_call: float
+    delta_call: float
+
+
+class DPPCA(StochasticPCA):
+    """DP-PCA: minibatch Oja with private eigenvalue and mean estimation (central model).
+
+    See the module docstring for the algorithm, the privacy argument and rank k.
+
+    Parameters
+    ----------
+    n_components : int, default=1
+        Dimension k of the subspace (block Oja for k > 1).
+    epsilon : float, default=1.0
+        ε > 0 of the overall guarantee.
+    delta : float, default=1e-5
+        0 < δ < 1. The paper's analysis assumes δ ≤ 1/n.
+    batch_size : "auto" or int, default="auto"
+        Records per step B. ``"auto"``: ``B = ⌊batch_constant·n/(ln n)²⌋`` (Theorem 5.1),
+        raised if needed to the minimum Algorithm 4 needs (``4·n_subsets·min_subset_size``).
+    batch_constant : float, default=10.0
+        c in B = c·n/(ln n)² (the paper's c₁, unspecified there). Larger batches mean fewer,
+        less noisy steps; 10 was best of {3, 10, 30} on the Gaussian benchmark.
+    learning_rate : "auto", float, (float, float) or "search", default="auto"
+        ``η_t = c1/(c2 + t)``; "auto" is (16, 0); "search" runs the private search.
+    budget_split : {"parallel", "paper"}, default="parallel"
+        Each call gets (ε, δ) (tight, see the module docstring) or (ε/2, δ/2) (Algorithm 3
+        as printed, which then certifies (ε/2, δ/2)).
+    n_subsets : "auto" or int, default="auto"
+        m, the number of subset eigenvalues in Algorithm 4's histogram; "auto" is
+        ``⌈subsets_factor × release threshold⌉``.
+    subsets_factor : float, default=3.0
+        See ``n_subsets``.
+    min_subset_size : int, default=8
+        Fewest pair differences per subset; one subset eigenvalue of a single pair is
+        ``‖g̃‖²``, too dispersed for the histogram's √2-wide bins to hold enough of them.
+        Sets the smallest batch: ``4·n_subsets·min_subset_size``.
+    centre_fraction : float, default=0.25
+        ρ: share of Algorithm 5's budget (in inverse squared noise multiplier) spent on the
+        centre histograms.
+    bin_width : float, default=2.0
+        Centre histogram bins are ``bin_width·√Λ`` wide.
+    truncation_radius : float, default=0.25
+        The box half-width is ``truncation_radius·√Λ·ln(b·q/ζ) + bin_width·√Λ``
+        (Lemma 6.2's ``3K·log^a`` with the tail constant folded into this factor). 1.0 is
+        Lemma 6.2 with K = 1/3, a = 1 (no truncation w.h.p. for Gaussian data); 0.25 truncates
+        a few extreme gradient entries and needs 3× less noise, which measured better.
+    zeta : float, default=0.01
+        ζ, failure probability in the box size (the paper's choice).
+    search_grid : sequence of (float, float) or None, default=None
+        Candidates for ``learning_rate="search"`` (None: :data:`DEFAULT_SEARCH_GRID`).
+    search_fraction : float, default=0.1
+        Share of the records held out to select among the candidates.
+    keep_history : bool, default=False
+        Store ``W_t`` after each step in ``history_["components"]``.
+    random_state : None, int or numpy.random.Generator, default=None
+    ledger : PrivacyLedger or None, default=None
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+    batch_size_ : int
+    n_iter_ : int
+        T, the number of steps.
+    n_subsets_ : int
+    learning_rate_ : LearningRate
+        The schedule used (the selected one after a search).
+    history_ : dict of ndarray
+        Per step (all released or derived from releases, so free to inspect):
+        ``"eigenvalue"`` (Λ_t, NaN when the histogram failed), ``"noise_scale"`` (σ_t),
+        ``"radius"`` (box half-width), ``"centre_failures"`` (coordinates with no released
+        centre bin), and ``"components"`` when ``keep_history``.
+    n_eigen_failures_ : int
+        Steps skipped because Algorithm 4 released no bin.
+    search_scores_ : ndarray or None
+        Noisy vote counts (released: free to inspect) of the search candidates
+        (``learning_rate="search"``).
+    privacy_ : PrivacyRecord
+    n_features_in_ : int
+
+    References
+    ----------
+    X. Liu, W. Kong, P. Jain, S. Oh. DP-PCA: Statistically optimal and differentially private
+    PCA. NeurIPS 2022, Algorithms 3–5, Theorem 5.1, §5 (learning rate).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privpca import DPPCA
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((200_000, 10)) * np.sqrt([1.0] + [0.5] * 9)
+    >>> est = DPPCA(epsilon=1.0, delta=1e-10, random_state=0).fit(X)
+    >>> bool(abs(est.components_[0, 0]) > 0.9)
+    True
+    """
+
+    def __init__(
+        self,
+        n_components: int = 1,
+        *,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        batch_size: Any = "auto",
+        batch_constant: float = 10.0,
+        learning_rate: Any = "auto",
+        budget_split: str = "parallel",
+        n_subsets: Any = "auto",
+        subsets_factor: float = 3.0,
+        min_subset_size: int = 8,
+        centre_fraction: float = 0.25,
+        bin_width: float = 2.0,
+        truncation_radius: float = 0.25,
+        zeta: float = 0.01,
+        search_grid: Any = None,
+        search_fraction: float = 0.1,
+        keep_history: bool = False,
+        random_state: Any = None,
+        ledger: PrivacyLedger | None = None,
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.batch_size = batch_size
+        self.batch_constant = batch_constant
+        self.learning_rate = learning_rate
+        self.budget_split = budget_split
+        self.n_subsets = n_subsets
+        self.subsets_factor = subsets_factor
+        self.min_subset_size = min_subset_size
+        self.centre_fraction = centre_fraction
+        self.bin_width = bin_width
+        self.truncation_radius = truncation_radius
+        self.zeta = zeta
+        self.search_grid = search_grid
+        self.search_fraction = search_fraction
+        self.keep_history = keep_history
+        self.random_state = random_state
+        self.ledger = ledger
+
+    # ------------------------------------------------------------------ planning
+    def _plan(self, n: int, q: int) -> _Plan:
+        """Calibrate both mechanisms and size the batches for ``n`` records, q coordinates."""
+        epsilon = check_epsilon(self.epsilon, owner=self)
+        delta = check_delta(self.delta, owner=self)
+        split = check_options(self.budget_split, "budget_split", ("parallel", "paper"),
+                              owner=self)
+        eps_call, delta_call = (epsilon, delta) if split == "parallel" else (epsilon / 2,
+                                                                             delta / 2)
+        if isinstance(self.n_subsets, str) and self.n_subsets == "auto":
+            eigen = PrivateTopEigenvalue.calibrate(
+                eps_call, delta_call, subsets_factor=self.subsets_factor
+            )
+        else:
+            m = int(check_in_range(self.n_subsets, "n_subsets", low=1, low_closed=True,
+                                   integer=True, owner=self))
+            eigen = PrivateTopEigenvalue.calibrate(eps_call, delta_call, n_subsets=m)
+        mean = PrivateMean.calibrate(
+            eps_call,
+            delta_call,
+            q,
+            centre_fraction=check_in_range(self.centre_fraction, "centre_fraction", low=0,
+                                           high=1, owner=self),
+            bin_width=check_in_range(self.bin_width, "bin_width", low=0, owner=self),
+            radius=check_in_range(self.truncation_radius, "truncation_radius", low=0,
+                                  owner=self),
+            zeta=check_in_range(self.zeta, "zeta", low=0, high=1, owner=self),
+        )
+        s_min = int(check_in_range(self.min_subset_size, "min_subset_size", low=1,
+                                   low_closed=True, integer=True, owner=self))
+        minimum = 2 * eigen.min_gradients() * s_min
+        if isinstance(self.batch_size, str) and self.batch_size == "auto":
+            c = check_in_range(self.batch_constant, "batch_constant", low=0, owner=self)
+            B = max(int(c * n / math.log(max(n, 3)) ** 2), minimum)
+        else:
+            B = int(check_in_range(self.batch_size, "batch_size", low=2, low_closed=True,
+                                   integer=True, owner=self))
+            if B < minimum:
+                raise ValueError(
+                    f"batch_size={B} is too small for n_subsets={eigen.n_subsets} and "
+                    f"min_subset_size={s_min}: Algorithm 4 needs at least {minimum} records "
+                    "per step (its half-batch gives each subset min_subset_size pair "
+                    "differences)."
+                )
+        if n < B:
+            raise ValueError(
+                f"DPPCA needs at least one minibatch of {B} records at epsilon={epsilon:g}, "
+                f"delta={delta:g} (Algorithm 4 uses {eigen.n_subsets} subsets, each fed by pair "
+                f"differences); got n={n}. Use more data, a larger epsilon or delta, or set "
+                "n_subsets and batch_size explicitly."
+            )
+        return _Plan(B, n // B, eigen, mean, eps_call, delta_call)
+
+    # ------------------------------------------------------------------ fitting
+    def _fit_source(self, source: GradientSource) -> DPPCA:
+        if not isinstance(self.keep_history, bool | np.bool_):
+            raise ValueError(
+                f"The 'keep_history' parameter of DPPCA must be a bool. Got "
+                f"{self.keep_history!r} instead."
+            )
+        k, rng, W0 = self._start(source)
+        n, p = source.n_samples, source.n_features
+        order = rng.permutation(n)  # the order is public randomness; it does not leak
+        if isinstance(self.learning_rate, str) and self.learning_rate == "search":
+            return self._search(source, k, rng, W0, order)
+        lr = resolve_learning_rate(self.learning_rate, DEFAULT_LEARNING_RATE, owner="DPPCA")
+        plan = self._plan(n, p * k)
+        W, history = _run(source, order, W0, lr, plan, rng, keep=bool(self.keep_history))
+        self.privacy_ = self._record(plan, n, search=None)
+        self._charge(self.privacy_, self.ledger)
+        self._finish(W, history, plan, lr)
+        self.search_scores_: NDArray[np.float64] | None = None
+        return self
+
+    def _finish(
+        self, W: NDArray[np.float64], history: dict[str, Any], plan: _Plan, lr: LearningRate
+    ) -> None:
+        self.components_ = fix_signs(W).T.copy()
+        self.history_ = history
+        self.batch_size_ = plan.batch_size
+        self.n_iter_ = plan.n_steps
+        self.n_subsets_ = plan.eigen.n_subsets
+        self.learning_rate_ = lr
+        self.n_eigen_failures_ = int(np.isnan(history["eigenvalue"]).sum())
+
+    def _record(self, plan: _Plan, n: int, search: dict[str, Any] | None) -> PrivacyRecord:
+        eigen_event = plan.eigen.dp_event()
+        mean_event = plan.mean.dp_event()
+        tail = plan.eigen.histogram.tail + plan.mean.centre_histogram.tail
+        events: list[dp_accounting.DpEvent] = [eigen_event, mean_event]
+        notes = (
+            f"T={plan.n_steps} steps of B={plan.batch_size} records; each record enters one "
+            f"call: Algorithm 4 (Laplace stability histogram of {plan.eigen.n_subsets} subset "
+            f"eigenvalues) or Algorithm 5 ({plan.mean.n_coordinates} Gaussian centre "
+            f"histograms + Gaussian mean with multiplier {plan.mean.noise_multiplier:.4g} on "
+            "a box sized by the released eigenvalue), each "
+            f"({plan.epsilon_call:.4g}, {plan.delta_call:.3g})-DP; parallel composition over "
+            "disjoint records gives the overall guarantee. Data norms are not bounded: the "
+            "sensitivity of each mean is the diameter of its box over the half-batch size "
+            "(history_['noise_scale'] holds the noise actually used)."
+        )
+        epsilon, delta = plan.epsilon_call, plan.delta_call
+        if search is not None:
+            events.append(_selection_event(search["epsilon"]))
+            notes += (
+                f" Learning-rate search: {search['n_candidates']} candidates on disjoint "
+                f"parts of the data, selected by report-noisy-max "
+                f"(Laplace on vote counts, {search['epsilon']:.4g}-DP) on "
+                f"{search['n_validation']} held-out records; still parallel composition."
+            )
+        spend = PrivacySpend(
+            mechanism="DP-PCA minibatch step (Alg. 4 or Alg. 5 per record)",
+            epsilon=epsilon,
+            delta=delta,
+            sensitivity=math.nan,
+            noise_scale=math.nan,
+            dp_event=dp_accounting.ComposedDpEvent(events),
+            tail=tail,
+        )
+        target = check_epsilon(self.epsilon, owner=self)
+        if self.budget_split == "paper":
+            notes += (
+                " budget_split='paper' gives each call (epsilon/2, delta/2) as Algorithm 3 "
+                "prints; since each record enters one call, that certifies (epsilon/2, "
+                "delta/2)."
+            )
+        return PrivacyRecord(
+            epsilon=epsilon,
+            delta=delta,
+            model="central",
+            neighbouring=REPLACE_ONE,
+            sensitivity=math.nan,
+            noise_scale=math.nan,
+            calibration="adaptive: stability histograms + analytic Gaussian (dp-accounting)",
+            data_norm=math.inf,
+            n_samples=int(n),
+            spends=(spend,),
+            target_epsilon=target,
+            notes=notes,
+        )
+
+    # ------------------------------------------------------------------ learning-rate search
+    def _search(
+        self,
+        source: GradientSource,
+        k: int,
+        rng: np.random.Generator,
+        W0: NDArray[np.float64],
+        order: NDArray[np.intp],
+    ) -> DPPCA:
+        """Liu et al. §5: private choice of (c1, c2) among ``search_grid``.
+
+        The records (in random order) are split into a held-out part (``search_fraction``)
+        and one disjoint part per candidate. Each candidate runs DP-PCA on its own part
+        ((ε, δ)-DP for those records). Every held-out record votes for the candidate whose
+        subspace captures most of it (``‖Wᵀx‖²``, or ``tr(WᵀAW)``); report-noisy-max picks the
+        output: Laplace(2/ε) on each count, then argmax. Replacing a record moves one vote
+        (two counts change by 1), so the noisy counts are ε-DP
+        (``SelfComposedDpEvent(LaplaceDpEvent(2/ε), 2)``) and the argmax is post-processing.
+        Records are in exactly one part, so the whole search is (ε, δ)-DP. Its price is in data: each candidate sees
+        ``(1 − search_fraction)/len(grid)`` of the records.
+        """
+        grid = DEFAULT_SEARCH_GRID if self.search_grid is None else tuple(self.search_grid)
+        if len(grid) < 2:
+            raise ValueError("search_grid needs at least two (c1, c2) candidates.")
+        candidates = [resolve_learning_rate(c, DEFAULT_LEARNING_RATE, owner="DPPCA")
+                      for c in grid]
+        frac = check_in_range(self.search_fraction, "search_fraction", low=0, high=1,
+                              owner=self)
+        n, p = source.n_samples, source.n_features
+        n_val = max(int(frac * n), 1)
+        per = (n - n_val) // len(candidates)
+        plan = self._plan(per, p * k)
+        epsilon = plan.epsilon_call
+        fits = []
+        for j, lr in enumerate(candidates):
+            part = order[n_val + j * per : n_val + (j + 1) * per]
+            W, history = _run(source, part, W0, lr, plan, rng, keep=bool(self.keep_history))
+            fits.append((W, history))
+        val = order[:n_val]
+        captured = np.stack([_captured(source, val, W) for W, _ in fits], axis=1)
+        votes = np.bincount(np.argmax(captured, axis=1), minlength=len(candidates))
+        # Report-noisy-max: Laplace(2/ε) on every vote count, then argmax (post-processing).
+        noisy = votes + rng.laplace(0.0, 2.0 / epsilon, size=len(candidates))
+        best = int(np.argmax(noisy))
+        self.privacy_ = self._record(
+            plan,
+            n,
+            search={"epsilon": epsilon, "n_candidates": len(candidates), "n_validation": n_val},
+        )
+        self._charge(self.privacy_, self.ledger)
+        W, history = fits[best]
+        self._finish(W, history, plan, candidates[best])
+        self.search_scores_ = noisy
+        return self
+
+
+def _captured(
+    source: GradientSource, index: NDArray[np.intp], W: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """``tr(Wᵀ A_i W)`` for each record in ``index`` (``‖Wᵀx_i‖²`` for vectors)."""
+    if isinstance(source, VectorGradients):
+        return np.asarray(((source.X[index] @ W) ** 2).sum(axis=1))
+    assert isinstance(source, MatrixGradients)
+    AW = np.matmul(source.A[index], W)
+    return np.einsum("pk,npk->n", W, AW)
+
+
+def _run(
+    source: GradientSource,
+    order: NDArray[np.intp],
+    W0: NDArray[np.float64],
+    lr: LearningRate,
+    plan: _Plan,
+    rng: np.random.Generator,
+    *,
+    keep: bool,
+) -> tuple[NDArray[np.float64], dict[str, Any]]:
+    """Algorithm 3 over the records ``order`` (in that order)."""
+    B, T = plan.batch_size, min(plan.n_steps, len(order) // plan.batch_size)
+    half = B // 2
+    W = W0.copy()
+    p, k = W.shape
+    hist: dict[str, Any] = {
+        "eigenvalue": np.full(T, np.nan),
+        "noise_scale": np.full(T, np.nan),
+        "radius": np.full(T, np.nan),
+        "centre_failures": np.zeros(T, dtype=np.int64),
+    }
+    if keep:
+        hist["components"] = np.empty((T, k, p))
+    for t in range(1, T + 1):
+        batch = order[(t - 1) * B : t * B]
+        eigenvalue = plan.eigen.estimate(source.gradients(batch[:half], W), rng)
+        if eigenvalue is not None:
+            release = plan.mean.estimate(source.gradients(batch[half:], W), eigenvalue, rng)
+            W = block_oja_update(W, lr(t) * release.mean.reshape(p, k))
+            hist["eigenvalue"][t - 1] = eigenvalue
+            hist["noise_scale"][t - 1] = release.noise_scale
+            hist["radius"][t - 1] = release.radius
+            hist["centre_failures"][t - 1] = release.n_centre_failures
+        if keep:
+            hist["components"][t - 1] = W.T
+    return W, hist
+
+
+
+
+def _selection_event(epsilon: float) -> dp_accounting.DpEvent:
+    """Laplace(2/ε) on vote counts of which a replacement changes two by one each."""
+    return dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(2.0 / epsilon), 2)

@@ -1,0 +1,239 @@
+"""DP-PCA's two private subroutines on a minibatch of gradients (Liu, Kong, Jain & Oh 2022).
+
+* :class:`PrivateTopEigenvalue` — Algorithm 4: the scale of the gradients' spread.
+* :class:`PrivateMean` — Algorithm 5: their mean, with noise proportional to that spread
+  rather than to their norm.
+
+Both take gradients as rows of a ``(b, q)`` array (``q = p·k`` for a rank-k block) and are
+(ε, δ)-DP under replacement of one row, **whatever the data**: no norm bound is assumed. The
+constants the paper leaves implicit are parameters, named below; privacy never depends on
+them, only accuracy does. ALGORITHMS.md marks this reconstruction **[reconstructed]**.
+
+Algorithm 4 (private top eigenvalue)
+------------------------------------
+1. Pair differences ``g̃_i = (g_{2i} − g_{2i−1})/√2``: zero mean, same covariance as ``g``.
+2. Split them, in order, into ``m`` subsets of equal size; ``λ_j`` is the top eigenvalue of
+   subset ``j``'s second-moment matrix ``(1/s) Σ g̃ g̃ᵀ`` (power iteration, from a fixed start).
+3. Stability histogram (Laplace) of the ``λ_j`` over geometric bins ``[√2^i, √2^(i+1))``;
+   return the **upper** edge of the most occupied released bin (so the estimate errs towards
+   less truncation), or nothing if no bin clears the threshold.
+
+Replacing one gradient changes one pair, hence one ``λ_j``: one value moves between bins
+(:mod:`privpca.mechanisms.histogram`).
+
+Algorithm 5 (private mean)
+--------------------------
+1. Centre: for every coordinate, a stability histogram (Gaussian noise, all ``q`` coordinates
+   calibrated jointly) over bins of width ``h = bin_width·√Λ``; the centre ``c`` is the middle
+   of the most occupied released bin, or 0 where none is released (counted, not hidden).
+2. Truncate every gradient into the box ``c ± r`` per coordinate, with
+   ``r = radius·√Λ·ln(b·q/ζ) + h`` (Lemma 6.2's ``3K√Λ·log^a(Bd/ζ)`` with ``a = 1``, and the
+   centre's uncertainty ``h``).
+3. Release the truncated mean plus ``N(0, σ² I)``: replacing one gradient moves the mean by at
+   most the box's L2 diameter over b, ``Δ = 2r√q/b``, and ``σ = m·Δ``.
+
+The histogram noise and the Gaussian noise are one Gaussian mechanism for accounting purposes
+(their privacy losses add): with total multiplier ``m_tot`` for the requested (ε, δ), the centre
+gets ``m_tot/√ρ`` and the mean ``m_tot/√(1 − ρ)`` (``1/m_tot² = 1/m_c² + 1/m²``), where
+``ρ = centre_fraction``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import dp_accounting
+import numpy as np
+from numpy.typing import NDArray
+from scipy.stats import norm
+
+from privpca._validation import check_delta, check_epsilon, check_in_range
+from privpca.mechanisms.histogram import (
+    StabilityHistogram,
+    geometric_bin,
+    geometric_bin_edges,
+    linear_bins,
+)
+
+__all__ = ["MeanRelease", "PrivateMean", "PrivateTopEigenvalue"]
+
+
+def subset_top_eigenvalues(
+    pairs: NDArray[np.float64], n_subsets: int, *, n_iter: int = 30
+) -> NDArray[np.float64]:
+    """Top eigenvalue of each of ``n_subsets`` consecutive blocks' second-moment matrices.
+
+    Uses the smaller of the ``s×s`` Gram and the ``q×q`` second-moment matrix of each block,
+    and a batched power iteration from a fixed all-ones start (data-independent), finishing
+    with a Rayleigh quotient. Accurate to well within the √2 width of the histogram's bins.
+    """
+    s = pairs.shape[0] // n_subsets
+    S = pairs[: s * n_subsets].reshape(n_subsets, s, -1)
+    if s <= S.shape[2]:
+        M = np.matmul(S, S.transpose(0, 2, 1)) / s
+    else:
+        M = np.matmul(S.transpose(0, 2, 1), S) / s
+    v = np.ones((n_subsets, M.shape[1], 1)) / math.sqrt(M.shape[1])
+    for _ in range(n_iter):
+        v = np.matmul(M, v)
+        v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-300)
+    return np.einsum("mi,mi->m", v[:, :, 0], np.matmul(M, v)[:, :, 0])
+
+
+@dataclass(frozen=True)
+class PrivateTopEigenvalue:
+    """Algorithm 4, calibrated: (ε, δ)-DP estimate of the gradients' top eigenvalue.
+
+    Build with :meth:`calibrate`; see the module docstring for the algorithm.
+
+    Attributes
+    ----------
+    histogram : StabilityHistogram
+        Laplace stability histogram over the ``n_subsets`` subset eigenvalues.
+    n_subsets : int
+        ``m``, the number of subsets (histogram entries).
+    """
+
+    histogram: StabilityHistogram
+    n_subsets: int
+
+    @classmethod
+    def calibrate(
+        cls,
+        epsilon: float,
+        delta: float,
+        *,
+        n_subsets: int | None = None,
+        subsets_factor: float = 3.0,
+    ) -> PrivateTopEigenvalue:
+        """Calibrate for (ε, δ); ``n_subsets=None`` uses ``⌈subsets_factor · threshold⌉``.
+
+        The threshold is the count a bin needs to be released; when the subset eigenvalues
+        fall in two adjacent bins, the fuller holds at least half of them, so
+        ``subsets_factor ≥ 2`` plus a margin for the noise makes a release likely.
+        """
+        hist = StabilityHistogram.calibrate(epsilon, delta, n_histograms=1, noise="laplace")
+        if n_subsets is None:
+            check_in_range(subsets_factor, "subsets_factor", low=1.0, owner="DPPCA")
+            n_subsets = math.ceil(subsets_factor * hist.threshold)
+        return cls(hist, int(n_subsets))
+
+    def min_gradients(self) -> int:
+        """Fewest gradients that give every subset one pair difference."""
+        return 2 * self.n_subsets
+
+    def estimate(
+        self, gradients: NDArray[np.float64], rng: np.random.Generator
+    ) -> float | None:
+        """The released upper bin edge ``Λ``, or ``None`` when no bin is released."""
+        G = gradients
+        n_pairs = G.shape[0] // 2
+        if n_pairs < self.n_subsets:
+            raise ValueError(
+                f"Algorithm 4 needs at least {self.min_gradients()} gradients for "
+                f"{self.n_subsets} subsets; got {G.shape[0]}."
+            )
+        pairs = (G[1 : 2 * n_pairs : 2] - G[0 : 2 * n_pairs : 2]) / math.sqrt(2.0)
+        lambdas = subset_top_eigenvalues(pairs, self.n_subsets)
+        release = self.histogram.release_modes(geometric_bin(lambdas)[:, None], rng)
+        if not release.released[0]:
+            return None
+        upper = geometric_bin_edges(int(release.mode[0]))[1]
+        return upper if upper > 0 else None
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        return self.histogram.dp_event()
+
+
+@dataclass(frozen=True)
+class MeanRelease:
+    """One private mean: the estimate and what was used to make it (all public)."""
+
+    mean: NDArray[np.float64]
+    radius: float
+    sensitivity: float
+    noise_scale: float
+    n_centre_failures: int
+    centre: NDArray[np.float64] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class PrivateMean:
+    """Algorithm 5, calibrated for ``n_coordinates`` coordinates: (ε, δ)-DP mean.
+
+    Attributes
+    ----------
+    centre_histogram : StabilityHistogram
+        Gaussian stability histogram, one per coordinate, calibrated jointly.
+    noise_multiplier : float
+        ``σ/Δ`` of the Gaussian mechanism on the truncated mean.
+    bin_width, radius, zeta : float
+        ``h = bin_width·√Λ``; ``r = radius·√Λ·ln(b·q/ζ) + h`` (module docstring).
+    """
+
+    centre_histogram: StabilityHistogram
+    noise_multiplier: float
+    bin_width: float = 4.0
+    radius: float = 1.0
+    zeta: float = 0.01
+
+    @classmethod
+    def calibrate(
+        cls,
+        epsilon: float,
+        delta: float,
+        n_coordinates: int,
+        *,
+        centre_fraction: float = 0.25,
+        bin_width: float = 4.0,
+        radius: float = 1.0,
+        zeta: float = 0.01,
+        tail_fraction: float = 0.5,
+    ) -> PrivateMean:
+        """Split (ε, δ) between the centre histograms and the mean (module docstring)."""
+        epsilon = check_epsilon(epsilon, owner="PrivateMean")
+        delta = check_delta(delta, owner="PrivateMean")
+        check_in_range(centre_fraction, "centre_fraction", low=0, high=1, owner="PrivateMean")
+        check_in_range(bin_width, "bin_width", low=0, owner="PrivateMean")
+        check_in_range(radius, "radius", low=0, owner="PrivateMean")
+        check_in_range(zeta, "zeta", low=0, high=1, owner="PrivateMean")
+        m_total = float(dp_accounting.get_sigma_gaussian(epsilon, (1 - tail_fraction) * delta))
+        m_centre = m_total / math.sqrt(centre_fraction)
+        m_mean = m_total / math.sqrt(1.0 - centre_fraction)
+        tail = tail_fraction * delta / (1.0 + math.exp(epsilon))
+        scale = m_centre * math.sqrt(2.0 * n_coordinates)
+        threshold = scale * float(norm.isf(tail / n_coordinates))
+        hist = StabilityHistogram("gaussian", scale, threshold, int(n_coordinates), tail)
+        return cls(hist, m_mean, bin_width, radius, zeta)
+
+    @property
+    def n_coordinates(self) -> int:
+        return self.centre_histogram.n_histograms
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        return dp_accounting.ComposedDpEvent(
+            [self.centre_histogram.dp_event(), dp_accounting.GaussianDpEvent(self.noise_multiplier)]
+        )
+
+    def estimate(
+        self, gradients: NDArray[np.float64], eigenvalue: float, rng: np.random.Generator
+    ) -> MeanRelease:
+        """Private mean of the rows of ``gradients`` given the released eigenvalue ``Λ``."""
+        G = gradients
+        b, q = G.shape
+        if q != self.n_coordinates:
+            raise ValueError(f"expected {self.n_coordinates} coordinates, got {q}")
+        check_in_range(eigenvalue, "eigenvalue", low=0, owner="PrivateMean")
+        scale = math.sqrt(eigenvalue)
+        h = self.bin_width * scale
+        release = self.centre_histogram.release_modes(linear_bins(G, h), rng)
+        centre = np.where(release.released, (release.mode + 0.5) * h, 0.0)
+        r = self.radius * scale * math.log(b * q / self.zeta) + h
+        truncated = np.clip(G, centre - r, centre + r)
+        sensitivity = 2.0 * r * math.sqrt(q) / b
+        sigma = self.noise_multiplier * sensitivity
+        mean = truncated.mean(axis=0) + rng.normal(0.0, sigma, size=q)
+        return MeanRelease(
+            mean, r, sensitivity, sigma, int((~release.released).sum()), centre
+        )

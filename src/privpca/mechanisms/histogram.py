@@ -1,0 +1,236 @@
+"""Stability-based private histograms over an unbounded set of bins.
+
+A stability histogram (Karwa & Vadhan 2018, Lemma 2.3; Bun, Nissim & Stemmer 2016) adds noise
+only to the counts of **non-empty** bins and releases the bins whose noisy count exceeds a
+threshold ``τ``. Empty bins are never touched, so no bound on the data's range is needed: this
+is what lets DP-PCA find the scale and the centre of its gradients without a clipping norm.
+
+Privacy (replace one record; the record contributes one value to each of ``H`` histograms)
+------------------------------------------------------------------------------------------
+Replacing a record moves one value from bin ``j`` to bin ``j'`` in each histogram: two counts
+change by 1. Fix neighbours ``D, D'`` and let ``M̃`` add the same noise to every bin non-empty
+in *either* dataset. ``M̃`` is an ordinary noisy-count mechanism on a fixed bin set:
+
+* **Laplace** noise of scale ``b`` on each count: two Laplace mechanisms of L1 sensitivity 1
+  per histogram, i.e. ``SelfComposedDpEvent(LaplaceDpEvent(b), 2·H)``;
+* **Gaussian** noise of standard deviation ``σ``: one Gaussian mechanism on the vector of all
+  counts with L2 sensitivity ``√(2H)``, i.e. ``GaussianDpEvent(σ/√(2H))``.
+
+The real mechanism ``M`` differs from ``M̃`` only when ``M̃`` releases a bin that is empty
+for the dataset at hand (count 0, at most one per histogram): probability
+``t = H·P(noise > τ)`` per side (``½e^{−τ/b}`` or ``Φ̄(τ/σ)`` per histogram). By the
+triangle inequality for the hockey-stick divergence, ``M`` is
+``(ε, δ_M̃(ε) + (1 + e^ε)·t)``-DP; composition with other mechanisms works the same way
+(:func:`privpca.accounting.compose_epsilon`'s ``tail``). This replaces the constants of
+Karwa & Vadhan (``Lap(2/(εm))``, threshold ``2 ln(2/δ)/(εm) + 1/m``) with exact accounting;
+their constants are a special case (``b = 2/ε``, which is pure ``ε`` for ``M̃``).
+
+The Gaussian variant is used when one record enters many histograms at once (DP-PCA's
+per-coordinate centres): Gaussian noise composes in L2, so ``H`` histograms cost ``√H`` times
+the noise of one, against ``H`` for Laplace.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import dp_accounting
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.stats import norm
+
+from privpca._validation import check_delta, check_epsilon, check_in_range
+
+__all__ = [
+    "HistogramRelease",
+    "StabilityHistogram",
+    "geometric_bin",
+    "geometric_bin_edges",
+    "linear_bins",
+]
+
+Noise = Literal["laplace", "gaussian"]
+_MAX_BIN = 2**52  # bin indices beyond this are clamped (values ~1e15 bin widths away)
+
+
+def geometric_bin(values: ArrayLike, *, base: float = math.sqrt(2.0)) -> NDArray[np.int64]:
+    """Index ``j`` of the bin ``[base^j, base^(j+1))`` holding each positive value.
+
+    Non-positive values go to a bin of their own, index ``-2**52``.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    out = np.full(v.shape, -_MAX_BIN, dtype=np.int64)
+    pos = v > 0
+    out[pos] = np.floor(np.log(v[pos]) / math.log(base)).astype(np.int64)
+    return out
+
+
+def geometric_bin_edges(index: int, *, base: float = math.sqrt(2.0)) -> tuple[float, float]:
+    """The interval ``[base^index, base^(index+1))`` of a geometric bin."""
+    if index <= -_MAX_BIN:
+        return (0.0, 0.0)
+    return (base**index, base ** (index + 1))
+
+
+def linear_bins(values: ArrayLike, width: float) -> NDArray[np.int64]:
+    """Index ``floor(v / width)`` of the bin ``[j·width, (j+1)·width)`` of each value."""
+    v = np.asarray(values, dtype=np.float64) / width
+    return np.floor(np.clip(v, -_MAX_BIN, _MAX_BIN)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class HistogramRelease:
+    """What one call released, per histogram.
+
+    Attributes
+    ----------
+    mode : ndarray of int64, shape (n_histograms,)
+        Index of the released bin with the largest noisy count (meaningless where
+        ``released`` is False).
+    released : ndarray of bool, shape (n_histograms,)
+        Whether any bin cleared the threshold.
+    """
+
+    mode: NDArray[np.int64]
+    released: NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class StabilityHistogram:
+    """A calibrated stability histogram: noise scale and release threshold on *counts*.
+
+    Build with :meth:`calibrate`; apply with :meth:`release_modes`.
+
+    Attributes
+    ----------
+    noise : {"laplace", "gaussian"}
+    scale : float
+        Laplace scale ``b`` or Gaussian standard deviation ``σ`` added to each count.
+    threshold : float
+        A bin is released when its noisy count exceeds this.
+    n_histograms : int
+        How many histograms one record contributes to (``H``).
+    tail : float
+        ``t``: probability per side that an empty bin would be released (see module doc).
+    """
+
+    noise: Noise
+    scale: float
+    threshold: float
+    n_histograms: int
+    tail: float
+
+    @classmethod
+    def calibrate(
+        cls,
+        epsilon: float,
+        delta: float,
+        *,
+        n_histograms: int = 1,
+        noise: Noise = "laplace",
+        tail_fraction: float = 0.5,
+    ) -> StabilityHistogram:
+        """Noise and threshold for ``H = n_histograms`` histograms that are jointly (ε, δ)-DP.
+
+        ``tail_fraction`` of δ pays for the threshold (``(1 + e^ε)·t``), the rest for the
+        noise mechanism ``M̃``, whose scale is solved exactly (``dp-accounting`` for Laplace,
+        the analytic Gaussian for Gaussian noise).
+        """
+        epsilon = check_epsilon(epsilon, owner="StabilityHistogram")
+        delta = check_delta(delta, owner="StabilityHistogram")
+        check_in_range(n_histograms, "n_histograms", low=1, low_closed=True, integer=True)
+        check_in_range(tail_fraction, "tail_fraction", low=0, high=1)
+        delta_noise = (1.0 - tail_fraction) * delta
+        tail = tail_fraction * delta / (1.0 + math.exp(epsilon))
+        per_hist = tail / n_histograms
+        if noise == "laplace":
+            scale = _laplace_scale(epsilon, delta_noise, 2 * n_histograms)
+            threshold = scale * math.log(1.0 / (2.0 * per_hist))
+        elif noise == "gaussian":
+            multiplier = float(dp_accounting.get_sigma_gaussian(epsilon, delta_noise))
+            scale = multiplier * math.sqrt(2.0 * n_histograms)
+            threshold = scale * float(norm.isf(per_hist))
+        else:
+            raise ValueError(f"noise must be 'laplace' or 'gaussian'. Got {noise!r} instead.")
+        return cls(noise, scale, threshold, int(n_histograms), tail)
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """The event of the coupled mechanism ``M̃`` (convention of privpca's accounting)."""
+        if self.noise == "laplace":
+            return dp_accounting.SelfComposedDpEvent(
+                dp_accounting.LaplaceDpEvent(self.scale), 2 * self.n_histograms
+            )
+        return dp_accounting.GaussianDpEvent(self.scale / math.sqrt(2.0 * self.n_histograms))
+
+    def release_modes(self, bins: ArrayLike, rng: np.random.Generator) -> HistogramRelease:
+        """Privately find the most occupied bin of each column of ``bins``.
+
+        Parameters
+        ----------
+        bins : array-like of int, shape (n_values, n_histograms)
+            Bin index of every value, one column per histogram (one row per record).
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        HistogramRelease
+        """
+        B = np.asarray(bins, dtype=np.int64)
+        if B.ndim == 1:
+            B = B[:, None]
+        n, h = B.shape
+        if h != self.n_histograms:
+            raise ValueError(
+                f"bins has {h} histogram column(s); this histogram was calibrated for "
+                f"{self.n_histograms}."
+            )
+        mode = np.zeros(h, dtype=np.int64)
+        released = np.zeros(h, dtype=bool)
+        if n == 0:
+            return HistogramRelease(mode, released)
+        # Run-length counts of every column at once: sort each column, mark where a new bin
+        # starts, and read the runs in column-major order.
+        S = np.sort(B, axis=0).T  # (h, n)
+        starts = np.ones_like(S, dtype=bool)
+        starts[:, 1:] = S[:, 1:] != S[:, :-1]
+        col, pos = np.nonzero(starts)
+        flat_start = col * n + pos
+        run_end = np.append(flat_start[1:], h * n)
+        run_end = np.where(np.append(col[1:], h) != col, (col + 1) * n, run_end)
+        counts = (run_end - flat_start).astype(np.float64)
+        if self.noise == "laplace":
+            noisy = counts + rng.laplace(0.0, self.scale, size=counts.shape)
+        else:
+            noisy = counts + rng.normal(0.0, self.scale, size=counts.shape)
+        ok = noisy > self.threshold
+        if not ok.any():
+            return HistogramRelease(mode, released)
+        c_ok, v_ok, s_ok = col[ok], noisy[ok], S[col[ok], pos[ok]]
+        # Per column, the released run with the largest noisy count: sort by (column, count).
+        order = np.lexsort((v_ok, c_ok))
+        last = np.append(c_ok[order][1:] != c_ok[order][:-1], True)
+        best = order[last]
+        mode[c_ok[best]] = s_ok[best]
+        released[c_ok[best]] = True
+        return HistogramRelease(mode, released)
+
+
+def _laplace_scale(epsilon: float, delta: float, count: int) -> float:
+    """Smallest Laplace scale ``b`` with ``count`` sensitivity-1 releases (ε, δ)-DP (PLD)."""
+    from privpca.accounting.composition import _make_accountant
+
+    pure = count / epsilon  # basic composition: always enough
+    if count == 1 or delta <= 0:
+        return pure
+    return float(
+        dp_accounting.calibrate_dp_mechanism(
+            lambda: _make_accountant("pld"),
+            lambda b: dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(b), count),
+            epsilon,
+            delta,
+            dp_accounting.ExplicitBracketInterval(pure / (4.0 * math.sqrt(count)), pure),
+            tol=1e-4,
+        )
+    )
