@@ -281,7 +281,7 @@ class DPPCA(StochasticPCA):
             raise ValueError(
                 f"DPPCA needs at least one minibatch of {B} records at epsilon={epsilon:g}, "
                 f"delta={delta:g} (Algorithm 4 uses {eigen.n_subsets} subsets, each fed by pair "
-                f"differences); got n={n}. Use more data, a larger epsilon or delta, or set "
+                f"differences); got n_samples={n}. Use more data, a larger epsilon or delta, or set "
                 "n_subsets and batch_size explicitly."
             )
         return _Plan(B, n // B, eigen, mean, eps_call, delta_call)

@@ -167,9 +167,10 @@ def _oja_single_pass(
 ) -> tuple[NDArray[np.float64], int]:
     """Algorithm 1 with one record per step.
 
-    ``W ← (I + η x xᵀ) W`` is linear in W, so orthonormalising only every few steps gives the
-    same column space as doing it every step (``QR`` is a right-multiplication by R⁻¹); it is
-    done every 64 steps to keep the numbers in range.
+    ``W ← (I + η x xᵀ) W`` is linear in W, so for k > 1 orthonormalising only every few steps
+    gives the same column space as doing it every step (``QR`` is a right-multiplication by
+    R⁻¹); it is done every 64 steps, or after any step that can more than double a column, to
+    keep the numbers in range. For k = 1 the normalisation is one scalar and done every step.
     """
     n = len(order)
     etas = lr(np.arange(1, n + 1, dtype=np.float64))
@@ -183,16 +184,15 @@ def _oja_single_pass(
             for i in range(Xc.shape[0]):
                 x = Xc[i]
                 w += (eta_c[i] * float(x @ w)) * x
-                if i % _RENORMALISE_EVERY == 0:
-                    w /= np.linalg.norm(w)
-        return (w / np.linalg.norm(w))[:, None], n
+                w /= math.sqrt(float(w @ w))
+        return w[:, None], n
     for start in range(0, n, chunk):
         Xc = X[order[start : start + chunk]]
         eta_c = etas[start : start + chunk]
         for i in range(Xc.shape[0]):
             x = Xc[i]
             W += np.outer(x, eta_c[i] * (x @ W))
-            if i % _RENORMALISE_EVERY == 0:
+            if i % _RENORMALISE_EVERY == 0 or eta_c[i] * float(x @ x) > 1.0:
                 W = thin_qr(W)
     return thin_qr(W), n
 

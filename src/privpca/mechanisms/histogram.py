@@ -63,7 +63,8 @@ def geometric_bin(values: ArrayLike, *, base: float = math.sqrt(2.0)) -> NDArray
     v = np.asarray(values, dtype=np.float64)
     out = np.full(v.shape, -_MAX_BIN, dtype=np.int64)
     pos = v > 0
-    out[pos] = np.floor(np.log(v[pos]) / math.log(base)).astype(np.int64)
+    # The small offset puts exact powers of the base in the bin they open (log rounding).
+    out[pos] = np.floor(np.log(v[pos]) / math.log(base) + 1e-9).astype(np.int64)
     return out
 
 

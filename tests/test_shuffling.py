@@ -1,0 +1,52 @@
+"""Amplification by shuffling: FMT's bound, its inversion, and where it refuses."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from privpca.mechanisms.shuffling import (
+    ShufflingBoundError,
+    local_epsilon_for_shuffling,
+    shuffled_epsilon,
+    shuffling_condition,
+)
+
+
+def test_bound_closed_form():
+    eps0, n, dp = 2.0, 100_000, 1e-6
+    e0 = math.exp(eps0)
+    expected = math.log(
+        1 + (e0 - 1) / (e0 + 1) * (8 * math.sqrt(e0 * math.log(4 / dp) / n) + 8 * e0 / n)
+    )
+    assert shuffled_epsilon(eps0, n, dp) == pytest.approx(expected, rel=1e-12)
+    assert shuffling_condition(n, dp) == pytest.approx(math.log(n / (16 * math.log(2 / dp))))
+
+
+def test_bound_increases_in_eps0_and_falls_with_n():
+    values = [shuffled_epsilon(e, 10**6, 1e-8) for e in (0.5, 1.0, 2.0, 4.0)]
+    assert values == sorted(values)
+    assert shuffled_epsilon(2.0, 10**7, 1e-8) < shuffled_epsilon(2.0, 10**5, 1e-8)
+
+
+@pytest.mark.parametrize(("epsilon", "delta", "n"), [(1.0, 1e-10, 10**6), (0.2, 1e-6, 10**5)])
+def test_inversion_meets_the_requested_guarantee(epsilon, delta, n):
+    g = local_epsilon_for_shuffling(epsilon, delta, n)
+    assert g.epsilon == pytest.approx(epsilon, rel=1e-6)
+    assert g.epsilon <= epsilon
+    assert g.epsilon0 > epsilon  # amplification: each step may be much less private
+    spent = g.delta_prime + (math.exp(g.epsilon) + 1) * (1 + math.exp(-g.epsilon0) / 2) * n * g.delta0
+    assert spent == pytest.approx(delta, rel=1e-9)
+    assert g.epsilon0 <= shuffling_condition(n, g.delta_prime)
+
+
+def test_refuses_where_the_bound_does_not_apply():
+    with pytest.raises(ShufflingBoundError, match="does not apply"):
+        local_epsilon_for_shuffling(1.0, 1e-6, 100)  # n too small for any eps0 > 0
+    with pytest.raises(ShufflingBoundError, match="amplification='none'"):
+        local_epsilon_for_shuffling(5.0, 1e-6, 10_000)  # epsilon too large for n
+    with pytest.raises(ShufflingBoundError, match="eps0 <="):
+        shuffled_epsilon(10.0, 10_000, 1e-6)
+    with pytest.raises(ValueError, match="epsilon"):
+        local_epsilon_for_shuffling(-1.0, 1e-6, 10_000)
