@@ -90,3 +90,24 @@ def test_fit_reports_clipping_and_bad_input(runner, tmp_path):
     result = runner.invoke(main, ["fit", "-m", "local-gaussian", "--epsilon", "-1", str(clean)])
     assert result.exit_code != 0
     assert "'epsilon' parameter of LocalGaussianPCA must be a float" in result.output
+
+
+def test_fit_central_methods(runner, tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40_000, 4)) * np.sqrt([1.0, 0.3, 0.3, 0.3])
+    path = tmp_path / "data.npy"
+    np.save(path, X)
+    args = ["fit", "-k", "1", "--epsilon", "1", "--seed", "0", str(path)]
+    result = runner.invoke(main, [*args, "-m", "dp-pca"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert payload["privacy"]["model"] == "central"
+    assert np.array(payload["components"]).shape == (1, 4)
+    assert payload["privacy"]["epsilon"] == 1.0 and "Algorithm 4" in payload["privacy"]["notes"]
+    result = runner.invoke(main, [*args, "-m", "private-oja", "--data-norm", "2"])
+    assert result.exit_code == 0, result.output
+    assert "clip_norm=4.0" in json.loads(result.output[result.output.index("{"):])["estimator"]
+    small = tmp_path / "small.npy"
+    np.save(small, X[:300])
+    result = runner.invoke(main, ["fit", "-m", "dp-pca", "--epsilon", "1", str(small)])
+    assert result.exit_code != 0 and "at least one minibatch" in result.output

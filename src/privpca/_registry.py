@@ -5,14 +5,17 @@ from __future__ import annotations
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
 from privpca.decomposition.bingham import BinghamPCA
+from privpca.decomposition.dp_pca import DPPCA
 from privpca.decomposition.local import LocalGaussianPCA, LocalSparsePCA
 from privpca.decomposition.mod_sulq import ModSuLQPCA
 from privpca.decomposition.noisy_power import NoisyPowerPCA
+from privpca.decomposition.oja import PrivateOjaPCA
 
 __all__ = ["PRIVATE_ESTIMATORS"]
 
-#: CLI name → private estimator class. Every class takes n_components, epsilon, delta,
-#: data_norm and random_state (the non-private SparsePCA is not listed).
+#: CLI name → private estimator class. Every class takes n_components, epsilon and
+#: random_state; most take delta and data_norm (the CLI passes only what a class accepts; the
+#: non-private SparsePCA and OjaPCA are not listed).
 PRIVATE_ESTIMATORS: dict[str, type[BasePrivatePCA]] = {
     "local-gaussian": LocalGaussianPCA,
     "local-sparse": LocalSparsePCA,
@@ -20,4 +23,6 @@ PRIVATE_ESTIMATORS: dict[str, type[BasePrivatePCA]] = {
     "mod-sulq": ModSuLQPCA,
     "noisy-power": NoisyPowerPCA,
     "bingham": BinghamPCA,
+    "private-oja": PrivateOjaPCA,
+    "dp-pca": DPPCA,
 }

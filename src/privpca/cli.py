@@ -94,7 +94,8 @@ def _load(path: Path) -> np.ndarray:
     type=float,
     default=1.0,
     show_default=True,
-    help="Public bound on each row's L2 norm; longer rows are clipped (with a warning).",
+    help="Public bound on each row's L2 norm; longer rows are clipped (with a warning). "
+    "private-oja clips gradients at its square; dp-pca needs no bound and ignores it.",
 )
 @click.option(
     "--calibration",
@@ -133,6 +134,8 @@ def fit(
         calibration=calibration,
     )
     accepted = cls().get_params()
+    if "clip_norm" in accepted:  # Private Oja clips gradients x xᵀw, whose norm is ≤ ‖x‖²
+        params["clip_norm"] = data_norm**2
     if calibration != "analytic" and "calibration" not in accepted:
         raise click.UsageError(f"--calibration does not apply to {method}.")
     # Pure ε-DP methods (bingham) take no delta: their privacy record states delta = 0.
