@@ -81,4 +81,5 @@ def test_bins():
     assert idx[3] == idx[4] < -(10**15)
     lo, hi = geometric_bin_edges(3)
     assert lo == pytest.approx(2 ** 1.5) and hi == pytest.approx(4.0)
-    np.testing.assert_array_equal(linear_bins([-0.1, 0.0, 0.99, 1.0, 1e300], 1.0)[:4], [-1, 0, 0, 1])
+    got = linear_bins([-0.1, 0.0, 0.99, 1.0, 1e300], 1.0)
+    np.testing.assert_array_equal(got[:4], [-1, 0, 0, 1])

@@ -281,8 +281,8 @@ class DPPCA(StochasticPCA):
             raise ValueError(
                 f"DPPCA needs at least one minibatch of {B} records at epsilon={epsilon:g}, "
                 f"delta={delta:g} (Algorithm 4 uses {eigen.n_subsets} subsets, each fed by pair "
-                f"differences); got n_samples={n}. Use more data, a larger epsilon or delta, or set "
-                "n_subsets and batch_size explicitly."
+                f"differences); got n_samples={n}. Use more data, a larger epsilon or delta, "
+                "or set n_subsets and batch_size explicitly."
             )
         return _Plan(B, n // B, eigen, mean, eps_call, delta_call)
 
@@ -392,8 +392,8 @@ class DPPCA(StochasticPCA):
         output: Laplace(2/ε) on each count, then argmax. Replacing a record moves one vote
         (two counts change by 1), so the noisy counts are ε-DP
         (``SelfComposedDpEvent(LaplaceDpEvent(2/ε), 2)``) and the argmax is post-processing.
-        Records are in exactly one part, so the whole search is (ε, δ)-DP. Its price is in data: each candidate sees
-        ``(1 − search_fraction)/len(grid)`` of the records.
+        Records are in exactly one part, so the whole search is (ε, δ)-DP. Its price is in
+        data: each candidate sees ``(1 − search_fraction)/len(grid)`` of the records.
         """
         grid = DEFAULT_SEARCH_GRID if self.search_grid is None else tuple(self.search_grid)
         if len(grid) < 2:
