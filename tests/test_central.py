@@ -174,7 +174,7 @@ def test_dppca_rank_k_returns_an_orthonormal_block(rng):
 
 
 def test_dppca_learning_rate_search_is_private_and_recorded(rng):
-    X, v = gaussian(200_000, 5, rng)
+    X, _ = gaussian(200_000, 5, rng)
     ledger = PrivacyLedger()
     est = DPPCA(epsilon=2.0, delta=1e-8, learning_rate="search", random_state=0,
                 ledger=ledger).fit(X)
