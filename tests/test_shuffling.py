@@ -36,7 +36,8 @@ def test_inversion_meets_the_requested_guarantee(epsilon, delta, n):
     assert g.epsilon == pytest.approx(epsilon, rel=1e-6)
     assert g.epsilon <= epsilon
     assert g.epsilon0 > epsilon  # amplification: each step may be much less private
-    spent = g.delta_prime + (math.exp(g.epsilon) + 1) * (1 + math.exp(-g.epsilon0) / 2) * n * g.delta0
+    factor = (math.exp(g.epsilon) + 1) * (1 + math.exp(-g.epsilon0) / 2)
+    spent = g.delta_prime + factor * n * g.delta0
     assert spent == pytest.approx(delta, rel=1e-9)
     assert g.epsilon0 <= shuffling_condition(n, g.delta_prime)
 
