@@ -6,6 +6,7 @@ Estimators follow scikit-learn's conventions (``fit``, ``transform``, ``componen
 
 from privpca.accounting import PrivacyLedger, PrivacyRecord, default_ledger
 from privpca.decomposition import (
+    DPSPCA,
     AnalyzeGaussPCA,
     BinghamPCA,
     LocalGaussianPCA,
@@ -25,6 +26,7 @@ from privpca.solvers.bingham import ProposalBudgetExceededError
 __version__ = "0.1.0"
 
 __all__ = [
+    "DPSPCA",
     "AnalyzeGaussPCA",
     "BinghamPCA",
     "BudgetExceededError",

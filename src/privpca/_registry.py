@@ -5,6 +5,7 @@ from __future__ import annotations
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
 from privpca.decomposition.bingham import BinghamPCA
+from privpca.decomposition.distributed import DPSPCA
 from privpca.decomposition.local import LocalGaussianPCA, LocalSparsePCA
 from privpca.decomposition.mod_sulq import ModSuLQPCA
 from privpca.decomposition.noisy_power import NoisyPowerPCA
@@ -20,4 +21,5 @@ PRIVATE_ESTIMATORS: dict[str, type[BasePrivatePCA]] = {
     "mod-sulq": ModSuLQPCA,
     "noisy-power": NoisyPowerPCA,
     "bingham": BinghamPCA,
+    "dps-pca": DPSPCA,
 }

@@ -3,17 +3,20 @@
 * local model: :class:`LocalGaussianPCA`, :class:`LocalSparsePCA` (Wang & Xu);
 * central model baselines: :class:`AnalyzeGaussPCA`, :class:`ModSuLQPCA`,
   :class:`NoisyPowerPCA`, :class:`BinghamPCA` (PPCA);
+* distributed model: :class:`DPSPCA` (Ge et al.; providers simulated in-process);
 * non-private reference: :class:`SparsePCA` (truncated power method).
 """
 
 from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
 from privpca.decomposition.bingham import BinghamPCA
+from privpca.decomposition.distributed import DPSPCA
 from privpca.decomposition.local import LocalGaussianPCA, LocalSparsePCA
 from privpca.decomposition.mod_sulq import ModSuLQPCA
 from privpca.decomposition.noisy_power import NoisyPowerPCA
 from privpca.decomposition.sparse_pca import SparsePCA
 
 __all__ = [
+    "DPSPCA",
     "AnalyzeGaussPCA",
     "BinghamPCA",
     "LocalGaussianPCA",
