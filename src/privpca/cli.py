@@ -176,6 +176,16 @@ def _flower_tool(name: str) -> str:
     return exe
 
 
+def _flower_env(**extra: str) -> dict[str, str]:
+    """The environment with this interpreter's scripts first on PATH (Flower spawns its own
+    helpers, e.g. ``flower-superexec``, by name, so they must be found from a venv too)."""
+    import os
+
+    env = {**os.environ, **extra}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
 def _tls_args(insecure: bool, root_certificates: Path | None) -> list[str]:
     if insecure:
         return ["--insecure"]
@@ -229,7 +239,7 @@ def provider(
     args = [_flower_tool("flower-supernode"), *_tls_args(insecure, root_certificates),
             "--superlink", superlink, "--port", str(port), "--node-config", node_config]
     click.echo(f"privpca provider: {' '.join(args[1:])}", err=True)
-    os.execv(args[0], args)
+    os.execve(args[0], args, _flower_env())
 
 
 @main.command()
@@ -282,7 +292,7 @@ def server(
         (home / "config.toml").write_text(
             '[superlink]\ndefault = "privpca"\n\n[superlink.privpca]\n' + "\n".join(conn) + "\n"
         )
-        env = {**os.environ, "FLWR_HOME": str(home)}
+        env = _flower_env(FLWR_HOME=str(home))
         proc = subprocess.run([_flower_tool("flwr"), "run", str(app), "privpca", "--stream"],
                               env=env, check=False)
     if proc.returncode != 0:
