@@ -176,9 +176,13 @@ default="random"
         Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
         n = Xv.shape[0]
         if groups is None:
-            n_prov = int(check_in_range(self.n_providers, "n_providers", low=1, high=n,
-                                        low_closed=True, high_closed=True, integer=True,
-                                        owner=self))
+            n_prov = int(check_in_range(self.n_providers, "n_providers", low=1,
+                                        low_closed=True, integer=True, owner=self))
+            if n_prov > n:
+                raise ValueError(
+                    f"n_providers={n_prov} exceeds n_samples={n}: every provider needs at least "
+                    "one record."
+                )
             bounds = np.linspace(0, n, n_prov + 1).round().astype(int)
             parts = [Xv[a:b] for a, b in itertools.pairwise(bounds)]
             ids = [str(i) for i in range(n_prov)]
