@@ -68,7 +68,7 @@ def test_make_dpspca_data_matches_the_paper_model():
     X, V = make_dpspca_data(40_000, 50, 3, 6, random_state=0)
     np.testing.assert_allclose(np.linalg.norm(X, axis=1), 1.0)
     # Row normalisation keeps the leading eigenspace: the sample second moment finds it.
-    w, vecs = np.linalg.eigh(X.T @ X / len(X))
+    _w, vecs = np.linalg.eigh(X.T @ X / len(X))
     assert sin_theta(vecs[:, -3:], V) < 0.1
     Xraw, _ = make_dpspca_data(5_000, 50, 3, 6, normalize=None, random_state=0)
     assert np.mean(np.sum(Xraw**2, axis=1)) == pytest.approx(300 + 47 * 5, rel=0.15)
@@ -179,7 +179,7 @@ def test_provider_validates_its_data(rng):
 
 
 def test_server_thresholds_and_keeps_q_row_sparse(paper_small):
-    X, V = paper_small
+    X, _V = paper_small
     start = random_orthonormal_basis(200, 5, np.random.default_rng(0))
     server = ServerState(200, 5, 50, 3, start)
     providers = [ProviderState(X[i::2], n_components=5, epsilon=1.0, delta=1e-5, n_rounds=3,
@@ -214,7 +214,7 @@ def test_dropout_policy(rng):
         server.aggregate([])
 
 
-# --- the estimator ---------------------------------------------------------------------------------
+# --- the estimator ------------------------------------------------------------------------------
 
 
 def test_figure3_shape_geometric_convergence_to_an_epsilon_floor(paper_small):

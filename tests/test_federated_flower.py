@@ -24,8 +24,8 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from privpca import DPSPCA, PrivacyLedger  # noqa: E402
-from privpca.datasets import make_dpspca_data  # noqa: E402
+from privpca import DPSPCA, PrivacyLedger
+from privpca.datasets import make_dpspca_data
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +52,7 @@ class Federation:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def _start(self, name: str, args: list[str]) -> None:
-        log = open(self.tmp / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+        log = open(self.tmp / f"{name}.log", "wb")
         self.procs[name] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
                                             env=self.env, start_new_session=True)
 
@@ -136,7 +136,7 @@ def _logs(fed: Federation) -> str:
 
 
 def test_processes_match_in_process_estimator_bitwise(federation, split, tmp_path):
-    parts, V = split
+    parts, _V = split
     seed = 11
     ref = _reference(parts, seed)
     for i, path in enumerate(_save(tmp_path, parts)):
@@ -165,7 +165,7 @@ def test_processes_match_in_process_estimator_bitwise(federation, split, tmp_pat
 
 
 def test_killed_provider_error_and_continue(federation, split, tmp_path):
-    parts, V = split
+    parts, _V = split
     paths = _save(tmp_path, parts)
     seed = 5
     ref = _reference(parts, seed)

@@ -269,7 +269,6 @@ def server(
     wait_timeout: float, output: Path, insecure: bool, root_certificates: Path | None,
 ) -> None:
     """Run DPS-PCA's server: submit privpca's Flower app to the SuperLink and wait for it."""
-    import os
     import subprocess
     import tempfile
 
