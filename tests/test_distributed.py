@@ -323,3 +323,19 @@ def test_groups_shape_error():
     X = np.zeros((10, 4))
     with pytest.raises(ValueError, match="groups must have shape"):
         DPSPCA(ledger=PrivacyLedger()).fit(X, groups=[0, 1])
+
+
+def test_cli_fit_dps_pca(tmp_path):
+    from click.testing import CliRunner
+
+    from privpca.cli import main
+
+    X, _ = make_dpspca_data(500, 12, 2, 4, random_state=0)
+    np.save(tmp_path / "x.npy", X)
+    out = tmp_path / "out.json"
+    res = CliRunner().invoke(main, ["fit", str(tmp_path / "x.npy"), "-m", "dps-pca", "-k", "2",
+                                    "--epsilon", "1", "--seed", "0", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    payload = json.loads(out.read_text())
+    assert payload["privacy"]["model"] == "distributed"
+    assert np.array(payload["components"]).shape == (2, 12)
