@@ -48,6 +48,7 @@ def test_every_public_estimator_is_covered():
         "OjaPCA",
         "PrivateOjaPCA",
         "DPPCA",
+        "DPSPCA",
     } <= names
 
 
@@ -74,7 +75,7 @@ def test_fit_never_modifies_input_and_records_spend(cls, data):
     assert est.components_.shape == (2, 8)
     np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(2), atol=1e-8)
     assert isinstance(est.privacy_, PrivacyRecord)
-    assert est.privacy_.model in {"local", "central", "non-private"}
+    assert est.privacy_.model in {"local", "central", "distributed", "non-private"}
     assert len(ledger) == 2  # the clone charged the same ledger
 
 

@@ -7,6 +7,7 @@ Estimators follow scikit-learn's conventions (``fit``, ``transform``, ``componen
 from privpca.accounting import PrivacyLedger, PrivacyRecord, default_ledger
 from privpca.decomposition import (
     DPPCA,
+    DPSPCA,
     AnalyzeGaussPCA,
     BinghamPCA,
     LocalGaussianPCA,
@@ -30,6 +31,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DPPCA",
+    "DPSPCA",
     "AnalyzeGaussPCA",
     "BinghamPCA",
     "BudgetExceededError",

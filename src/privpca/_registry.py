@@ -5,6 +5,7 @@ from __future__ import annotations
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
 from privpca.decomposition.bingham import BinghamPCA
+from privpca.decomposition.distributed import DPSPCA
 from privpca.decomposition.dp_pca import DPPCA
 from privpca.decomposition.local import LocalGaussianPCA, LocalSparsePCA
 from privpca.decomposition.mod_sulq import ModSuLQPCA
@@ -25,4 +26,5 @@ PRIVATE_ESTIMATORS: dict[str, type[BasePrivatePCA]] = {
     "bingham": BinghamPCA,
     "private-oja": PrivateOjaPCA,
     "dp-pca": DPPCA,
+    "dps-pca": DPSPCA,
 }

@@ -20,6 +20,8 @@ from numpy.typing import NDArray
 from privpca._validation import check_in_range, check_random_state
 
 __all__ = [
+    "make_dpspca_covariance",
+    "make_dpspca_data",
     "make_low_rank_gaussian",
     "make_signal_noise",
     "make_sparse_spiked",
@@ -235,3 +237,111 @@ def make_signal_noise(
     signs = rng.choice(np.array([-1.0, 1.0]), size=n)
     X = signs[:, None] * v[:, 0] + sigma * rng.standard_normal((n, p))
     return X, v
+
+
+def make_dpspca_covariance(
+    n_features: int = 1000,
+    n_components: int = 5,
+    n_nonzero: int = 10,
+    *,
+    spike: float = 100.0,
+    bulk: tuple[float, float] = (0.0, 10.0),
+    random_state: Any = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The population covariance of Ge et al.'s experiments (§5.1), as eigenvectors and values.
+
+    ``Σ = U diag(λ) Uᵀ`` with ``λ₁ = … = λ_k = spike`` and the other ``d − k`` eigenvalues
+    i.i.d. Uniform[bulk]. The leading eigenspace ``Q* = [Lᵀ 0]ᵀ``: an ``s × k`` standard Gaussian
+    matrix orthogonalised (``L``) on the first ``s = n_nonzero`` coordinates, zero below. The other
+    eigenvectors orthogonalise ``(I − Q*Q*ᵀ)R`` for a ``d × (d − k)`` standard Gaussian ``R``.
+
+    Parameters
+    ----------
+    n_features, n_components, n_nonzero : int, default=1000, 5, 10
+        d, k and s (the paper's values).
+    spike : float, default=100.0
+    bulk : (float, float), default=(0.0, 10.0)
+        Range of the uniform non-leading eigenvalues (must stay below ``spike``).
+    random_state : None, int or numpy Generator
+
+    Returns
+    -------
+    U : ndarray of shape (n_features, n_features)
+        Orthonormal eigenvectors; ``U[:, :n_components]`` is ``Q*``.
+    eigenvalues : ndarray of shape (n_features,)
+        In the order of ``U``'s columns (the first k equal ``spike``; the rest unsorted).
+    """
+    d, k = n_features, n_components
+    _check(1, d, k, 1.0)
+    check_in_range(n_nonzero, "n_nonzero", low=k, high=d, low_closed=True, high_closed=True,
+                   integer=True)
+    lo, hi = (float(b) for b in bulk)
+    if not 0.0 <= lo <= hi < spike:
+        raise ValueError(f"bulk must satisfy 0 <= low <= high < spike={spike}; got {bulk}.")
+    rng = check_random_state(random_state)
+    Q = np.zeros((d, k))
+    Q[:n_nonzero] = random_orthonormal(n_nonzero, k, rng)
+    R = rng.standard_normal((d, d - k))
+    R -= Q @ (Q.T @ R)
+    U = np.hstack((Q, np.linalg.qr(R)[0]))
+    eigenvalues = np.concatenate((np.full(k, float(spike)), rng.uniform(lo, hi, d - k)))
+    return U, eigenvalues
+
+
+def make_dpspca_data(
+    n_samples: int = 100_000,
+    n_features: int = 1000,
+    n_components: int = 5,
+    n_nonzero: int = 10,
+    *,
+    spike: float = 100.0,
+    bulk: tuple[float, float] = (0.0, 10.0),
+    normalize: str | None = "rows",
+    random_state: Any = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Gaussian data from Ge et al.'s §5.1 model (:func:`make_dpspca_covariance`).
+
+    ``x ~ N(0, Σ)``. The paper does not bound ``‖x‖`` (here ``E‖x‖² = tr Σ ≈ 5 500`` at its
+    defaults), but its privacy analysis, like privpca's, needs ``‖x‖ ≤ 1``. With
+    ``normalize="rows"`` (default) every row is divided by its own norm. That is a per-record
+    map (no privacy cost) and it keeps the truth: in Σ's eigenbasis the coordinates are
+    independent and symmetric, so ``E[xxᵀ/‖x‖²]`` is diagonal there, with entries increasing in
+    λⱼ — same eigenvectors, same order, eigenvalues ≈ λⱼ/tr Σ. ``normalize=None`` returns the
+    raw Gaussian rows (estimators would clip them).
+
+    Parameters
+    ----------
+    n_samples, n_features, n_components, n_nonzero : int, default=100 000, 1000, 5, 10
+        n, d, k, s (the paper's values).
+    spike, bulk : see :func:`make_dpspca_covariance`
+    normalize : {"rows", None}, default="rows"
+    random_state : None, int or numpy Generator
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    V : ndarray of shape (n_features, n_components)
+        The true leading eigenspace ``Q*`` (non-zero on the first ``n_nonzero`` rows).
+
+    Examples
+    --------
+    >>> X, V = make_dpspca_data(500, 40, 2, 5, random_state=0)
+    >>> X.shape, V.shape, bool(np.allclose(np.linalg.norm(X, axis=1), 1.0))
+    ((500, 40), (40, 2), True)
+    """
+    check_in_range(n_samples, "n_samples", low=1, low_closed=True, integer=True)
+    if normalize not in ("rows", None):
+        raise ValueError(f"normalize must be 'rows' or None; got {normalize!r}.")
+    rng = check_random_state(random_state)
+    U, lam = make_dpspca_covariance(n_features, n_components, n_nonzero, spike=spike, bulk=bulk,
+                                    random_state=rng)
+    root = U * np.sqrt(lam)  # Σ^{1/2} up to a rotation: x = root @ z
+    X = np.empty((int(n_samples), int(n_features)))
+    rows = max(1, (1 << 22) // int(n_features))
+    for start in range(0, int(n_samples), rows):
+        z = rng.standard_normal((min(rows, int(n_samples) - start), int(n_features)))
+        block = z @ root.T
+        if normalize == "rows":
+            block /= np.sqrt(np.einsum("ij,ij->i", block, block))[:, None]
+        X[start : start + block.shape[0]] = block
+    return X, np.ascontiguousarray(U[:, :n_components])
