@@ -60,7 +60,7 @@ __all__ = ["MeanRelease", "PrivateMean", "PrivateTopEigenvalue"]
 
 
 def subset_top_eigenvalues(
-    pairs: NDArray[np.float64], n_subsets: int, *, n_iter: int = 30
+    pairs: NDArray[np.float64], n_subsets: int, *, n_iter: int = 20
 ) -> NDArray[np.float64]:
     """Top eigenvalue of each of ``n_subsets`` consecutive blocks' second-moment matrices.
 
@@ -230,7 +230,7 @@ class PrivateMean:
         release = self.centre_histogram.release_modes(linear_bins(G, h), rng)
         centre = np.where(release.released, (release.mode + 0.5) * h, 0.0)
         r = self.radius * scale * math.log(b * q / self.zeta) + h
-        truncated = np.clip(G, centre - r, centre + r)
+        truncated = np.minimum(np.maximum(G, centre - r), centre + r)
         sensitivity = 2.0 * r * math.sqrt(q) / b
         sigma = self.noise_multiplier * sensitivity
         mean = truncated.mean(axis=0) + rng.normal(0.0, sigma, size=q)

@@ -77,8 +77,10 @@ def geometric_bin_edges(index: int, *, base: float = math.sqrt(2.0)) -> tuple[fl
 
 def linear_bins(values: ArrayLike, width: float) -> NDArray[np.int64]:
     """Index ``floor(v / width)`` of the bin ``[j·width, (j+1)·width)`` of each value."""
-    v = np.asarray(values, dtype=np.float64) / width
-    return np.floor(np.clip(v, -_MAX_BIN, _MAX_BIN)).astype(np.int64)
+    v = np.asarray(values, dtype=np.float64) * (1.0 / width)
+    if not np.abs(v).max(initial=0.0) < _MAX_BIN:  # also catches NaN
+        v = np.clip(v, -_MAX_BIN, _MAX_BIN)
+    return np.floor(v, out=v if v is not values else None).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -191,16 +193,7 @@ class StabilityHistogram:
         released = np.zeros(h, dtype=bool)
         if n == 0:
             return HistogramRelease(mode, released)
-        # Run-length counts of every column at once: sort each column, mark where a new bin
-        # starts, and read the runs in column-major order.
-        S = np.sort(B, axis=0).T  # (h, n)
-        starts = np.ones_like(S, dtype=bool)
-        starts[:, 1:] = S[:, 1:] != S[:, :-1]
-        col, pos = np.nonzero(starts)
-        flat_start = col * n + pos
-        run_end = np.append(flat_start[1:], h * n)
-        run_end = np.where(np.append(col[1:], h) != col, (col + 1) * n, run_end)
-        counts = (run_end - flat_start).astype(np.float64)
+        col, value, counts = _column_counts(B)
         if self.noise == "laplace":
             noisy = counts + rng.laplace(0.0, self.scale, size=counts.shape)
         else:
@@ -208,7 +201,7 @@ class StabilityHistogram:
         ok = noisy > self.threshold
         if not ok.any():
             return HistogramRelease(mode, released)
-        c_ok, v_ok, s_ok = col[ok], noisy[ok], S[col[ok], pos[ok]]
+        c_ok, v_ok, s_ok = col[ok], noisy[ok], value[ok]
         # Per column, the released run with the largest noisy count: sort by (column, count).
         order = np.lexsort((v_ok, c_ok))
         last = np.append(c_ok[order][1:] != c_ok[order][:-1], True)
@@ -216,6 +209,32 @@ class StabilityHistogram:
         mode[c_ok[best]] = s_ok[best]
         released[c_ok[best]] = True
         return HistogramRelease(mode, released)
+
+
+def _column_counts(
+    B: NDArray[np.int64],
+) -> tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.float64]]:
+    """Every non-empty (column, bin) pair of ``B`` with its count, ordered by column then bin.
+
+    When each column's bins span a modest range, one ``bincount`` over ``column·R + offset``
+    does it in O(n·h); otherwise each column is sorted and read as runs.
+    """
+    n, h = B.shape
+    low = B.min(axis=0)
+    span = int((B.max(axis=0) - low).max()) + 1
+    if span * h <= max(4 * n * h, 1 << 20):
+        flat = (B - low) + np.arange(h, dtype=np.int64) * span
+        table = np.bincount(flat.ravel(), minlength=span * h)
+        nz = np.flatnonzero(table)
+        col = nz // span
+        return col, (nz - col * span) + low[col], table[nz].astype(np.float64)
+    S = np.sort(B, axis=0).T  # (h, n): runs of equal bins, column by column
+    starts = np.ones_like(S, dtype=bool)
+    starts[:, 1:] = S[:, 1:] != S[:, :-1]
+    col, pos = np.nonzero(starts)
+    flat_start = col * n + pos
+    run_end = np.append(flat_start[1:], h * n)  # every column's first entry starts a run
+    return col, S[col, pos], (run_end - flat_start).astype(np.float64)
 
 
 def _laplace_scale(epsilon: float, delta: float, count: int) -> float:

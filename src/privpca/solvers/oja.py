@@ -58,6 +58,9 @@ class VectorGradients:
     def gradients(self, index: NDArray[np.intp], W: NDArray[np.float64]) -> NDArray[np.float64]:
         Xb = self.X[index]
         proj = Xb @ W  # (b, k)
+        if W.shape[1] == 1:
+            Xb *= proj  # in place on the gathered copy: no second b×p array
+            return Xb
         return (Xb[:, :, None] * proj[:, None, :]).reshape(len(index), -1)
 
     def mean_gradient(
