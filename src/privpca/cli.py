@@ -1,4 +1,4 @@
-"""The ``privpca`` command line: ``privpca demo`` and ``privpca fit``."""
+"""The ``privpca`` command line: ``privpca demo``, ``privpca fit`` and ``privpca reproduce``."""
 
 from __future__ import annotations
 
@@ -160,6 +160,71 @@ def fit(
     else:
         output.write_text(text + "\n")
         click.echo(f"Wrote {output}: {est.privacy_}", err=True)
+
+
+@main.command()
+@click.argument("names", nargs=-1)
+@click.option("--list", "list_", is_flag=True, help="List the registered experiments and exit.")
+@click.option("--all", "all_", is_flag=True, help="Run every available experiment in turn.")
+@click.option(
+    "--quick", is_flag=True, help="Small sizes and few repetitions (seconds; what CI runs)."
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Base seed of the run.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("privpca-results"),
+    show_default=True,
+    help="Folder for NAME.csv (every run), NAME.png (plot) and NAME.md (summary).",
+)
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def reproduce(
+    names: tuple[str, ...],
+    list_: bool,
+    all_: bool,
+    quick: bool,
+    seed: int,
+    output: Path,
+    no_progress: bool,
+) -> None:
+    """Reproduce an experiment of the papers: privpca reproduce NAME [NAME ...]."""
+    from privpca.experiments.registry import get_experiment, list_experiments
+    from privpca.experiments.runner import run_experiment
+
+    if list_:
+        for exp in list_experiments():
+            missing = exp.missing_requirements()
+            state = f"  [unavailable: needs {', '.join(missing)}]" if missing else ""
+            click.echo(f"{exp.name}{state}\n    {exp.paper}, {exp.figure}\n    {exp.description}")
+        return
+    if all_:
+        names = tuple(e.name for e in list_experiments() if not e.missing_requirements())
+    if not names:
+        raise click.UsageError("Name an experiment (see --list), or pass --all.")
+    try:
+        experiments = [get_experiment(name) for name in names]
+    except KeyError as exc:
+        raise click.UsageError(str(exc.args[0])) from exc
+    for exp in experiments:
+        missing = exp.missing_requirements()
+        if missing:
+            raise click.ClickException(f"{exp.name} needs {', '.join(missing)}.")
+    for exp in experiments:
+        command = "privpca reproduce " + exp.name + (" --quick" if quick else "")
+        command += f" --seed {seed} -o {output}"
+        out = run_experiment(
+            exp,
+            quick=quick,
+            seed=seed,
+            output_dir=output,
+            progress=not no_progress,
+            command=command,
+        )
+        click.echo(
+            f"{exp.name}: {len(out.result.rows)} runs in {out.elapsed:.1f} s -> "
+            f"{out.csv_path}, {out.png_path}, {out.md_path}"
+        )
 
 
 if __name__ == "__main__":  # pragma: no cover

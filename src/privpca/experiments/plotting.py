@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -11,7 +12,7 @@ matplotlib.use("Agg")  # headless: plots are files, never windows
 import matplotlib.pyplot as plt
 import numpy as np
 
-__all__ = ["plot_error_curves"]
+__all__ = ["plot_error_curves", "plot_panels"]
 
 
 def plot_error_curves(
@@ -43,6 +44,60 @@ def plot_error_curves(
         ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize="small")
     else:
         ax.legend()
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_panels(
+    panels: Sequence[tuple[Any, Mapping[str, Mapping[float, tuple[float, float, int]]]]],
+    path: str | Path,
+    *,
+    suptitle: str = "",
+) -> Path:
+    """Save one subplot per panel: a curve per series, mean with standard-error bars.
+
+    Parameters
+    ----------
+    panels : sequence of (Panel, stats)
+        ``stats`` is ``{series label: {x: (mean, standard error, count)}}``, as returned by
+        :func:`privpca.experiments.runner.summarise`; the panel gives the axis labels, the
+        title and the scales.
+    path : path
+        PNG file to write.
+    suptitle : str, default=""
+    """
+    n = max(len(panels), 1)
+    cols = min(n, 3)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5.4 * cols, 4.4 * rows), dpi=110, squeeze=False)
+    markers = "osD^v<>p*hX"
+    for ax, (panel, stats) in zip(axes.flat, panels, strict=False):
+        positive = True
+        for i, (label, by_x) in enumerate(stats.items()):
+            xs = list(by_x)
+            mean = [by_x[x][0] for x in xs]
+            err = [by_x[x][1] for x in xs]
+            positive = positive and all(m > 0 for m in mean)
+            ax.errorbar(
+                xs, mean, yerr=err, marker=markers[i % len(markers)], capsize=3, label=label
+            )
+        if panel.logx:
+            ax.set_xscale("log")
+        if panel.logy and positive:
+            ax.set_yscale("log")
+        ax.set_xlabel(panel.xlabel)
+        ax.set_ylabel(panel.ylabel)
+        ax.set_title(panel.title, fontsize="medium")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="x-small")
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize="medium")
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
