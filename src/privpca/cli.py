@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import shlex
 import sys
 import warnings
 from pathlib import Path
@@ -162,6 +164,19 @@ def fit(
         click.echo(f"Wrote {output}: {est.privacy_}", err=True)
 
 
+def _parse_params(params: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in params:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--param")
+        try:
+            out[key.strip()] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out[key.strip()] = value  # a bare string
+    return out
+
+
 @main.command()
 @click.argument("names", nargs=-1)
 @click.option("--list", "list_", is_flag=True, help="List the registered experiments and exit.")
@@ -178,6 +193,15 @@ def fit(
     show_default=True,
     help="Folder for NAME.csv (every run), NAME.png (plot) and NAME.md (summary).",
 )
+@click.option(
+    "--param",
+    "-p",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override one parameter of the chosen set (VALUE is a Python literal), e.g. "
+    "-p repetitions=5 -p 'eps_grid=(0.5, 1.0)'. Repeatable.",
+)
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def reproduce(
     names: tuple[str, ...],
@@ -186,6 +210,7 @@ def reproduce(
     quick: bool,
     seed: int,
     output: Path,
+    params: tuple[str, ...],
     no_progress: bool,
 ) -> None:
     """Reproduce an experiment of the papers: privpca reproduce NAME [NAME ...]."""
@@ -210,17 +235,23 @@ def reproduce(
         missing = exp.missing_requirements()
         if missing:
             raise click.ClickException(f"{exp.name} needs {', '.join(missing)}.")
+    overrides = _parse_params(params)
     for exp in experiments:
         command = "privpca reproduce " + exp.name + (" --quick" if quick else "")
         command += f" --seed {seed} -o {output}"
-        out = run_experiment(
-            exp,
-            quick=quick,
-            seed=seed,
-            output_dir=output,
-            progress=not no_progress,
-            command=command,
-        )
+        command += "".join(f" -p {shlex.quote(p)}" for p in params)
+        try:
+            out = run_experiment(
+                exp,
+                quick=quick,
+                seed=seed,
+                output_dir=output,
+                progress=not no_progress,
+                command=command,
+                **overrides,
+            )
+        except ValueError as exc:
+            raise click.ClickException(f"{exp.name}: {exc}") from exc
         click.echo(
             f"{exp.name}: {len(out.result.rows)} runs in {out.elapsed:.1f} s -> "
             f"{out.csv_path}, {out.png_path}, {out.md_path}"

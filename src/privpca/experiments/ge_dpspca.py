@@ -311,7 +311,7 @@ register(
         ),
         full_params=dict(
             methods=None,
-            repetitions=3,
+            repetitions=2,
             n=100_000,
             gibbs_sweeps=100,
             panel_a=dict(
