@@ -60,6 +60,9 @@ def plot_panels(
 ) -> Path:
     """Save one subplot per panel: a curve per series, mean with standard-error bars.
 
+    Series labels ``"a, b"`` (several series columns) get the colour of ``a`` and the marker
+    and line style of ``b``, so a method keeps its colour across, e.g., values of k.
+
     Parameters
     ----------
     panels : sequence of (Panel, stats)
@@ -73,17 +76,31 @@ def plot_panels(
     n = max(len(panels), 1)
     cols = min(n, 3)
     rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(5.4 * cols, 4.4 * rows), dpi=110, squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.6 * cols, 5.6 * rows), dpi=110, squeeze=False)
     markers = "osD^v<>p*hX"
+    styles = ["-", "--", ":", "-."]
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (panel, stats) in zip(axes.flat, panels, strict=False):
+        heads = list(dict.fromkeys(label.split(", ")[0] for label in stats))
+        tails = list(dict.fromkeys(", ".join(label.split(", ")[1:]) for label in stats))
         positive = True
-        for i, (label, by_x) in enumerate(stats.items()):
+        for label, by_x in stats.items():
+            head, tail = label.split(", ")[0], ", ".join(label.split(", ")[1:])
+            i, j = heads.index(head), tails.index(tail)
             xs = list(by_x)
             mean = [by_x[x][0] for x in xs]
             err = [by_x[x][1] for x in xs]
             positive = positive and all(m > 0 for m in mean)
             ax.errorbar(
-                xs, mean, yerr=err, marker=markers[i % len(markers)], capsize=3, label=label
+                xs,
+                mean,
+                yerr=err,
+                color=colours[i % len(colours)],
+                marker=markers[j % len(markers)],
+                linestyle=styles[(j // len(markers)) % len(styles)] if len(tails) > 1 else "-",
+                capsize=3,
+                markersize=4,
+                label=label,
             )
         if panel.logx:
             ax.set_xscale("log")
@@ -93,7 +110,13 @@ def plot_panels(
         ax.set_ylabel(panel.ylabel)
         ax.set_title(panel.title, fontsize="medium")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize="x-small")
+        ax.legend(
+            fontsize="x-small",
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.14),
+            ncol=2 if len(stats) > 4 else 1,
+            frameon=False,
+        )
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     if suptitle:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import platform
 import sys
 import time
@@ -171,7 +172,15 @@ def _write_csv(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
         writer.writerows(rows)
 
 
-def _summary(out: RunOutput, command: str) -> str:
+def _load_average() -> str:
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:  # pragma: no cover - not on every platform
+        return "n/a"
+    return f"{one:.2f}/{five:.2f}/{fifteen:.2f}"
+
+
+def _summary(out: RunOutput, command: str, load: str = "n/a") -> str:
     exp = out.experiment
     params = "\n".join(f"- `{k}` = `{v!r}`" for k, v in out.params.items())
     tables = "\n".join(_panel_table(out.result.rows, p) for p in out.result.panels)
@@ -185,7 +194,8 @@ def _summary(out: RunOutput, command: str) -> str:
         f"the `seed` column of `{out.csv_path.name}`)\n- runs (CSV rows): "
         f"{len(out.result.rows)}\n- elapsed: {out.elapsed:.1f} s\n"
         f"- machine: {platform.machine()}, Python {platform.python_version()}, NumPy "
-        f"{np.__version__}\n\n## Parameters\n\n{params}\n"
+        f"{np.__version__}, {os.cpu_count()} CPUs; load average (1/5/15 min) {load}\n\n"
+        f"## Parameters\n\n{params}\n"
     )
 
 
@@ -238,12 +248,14 @@ def run_experiment(
     out_dir = Path(output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     ctx = RunContext(seed, quick=quick, progress=progress, desc=exp.name)
+    load_start = _load_average()
     start = time.perf_counter()
     try:
         result = exp.run_fn(dict(params), ctx)
     finally:
         ctx.close()
     elapsed = time.perf_counter() - start
+    load = f"{load_start} at the start, {_load_average()} at the end"
     if not result.rows:
         raise RuntimeError(f"Experiment {exp.name!r} produced no rows.")
     for row in result.rows:
@@ -274,7 +286,7 @@ def run_experiment(
             f'python -c "from privpca.experiments import run_experiment; run_experiment('
             f"'{exp.name}', quick={quick}, seed={seed}{extra})\""
         )
-    out.md_path.write_text(_summary(out, command))
+    out.md_path.write_text(_summary(out, command, load))
     return out
 
 
