@@ -76,8 +76,14 @@ def _noise_std_from_spectrum(eigenvalues, p):
 def test_analyze_gauss_calibration(neighbouring, calibration, spiked):
     X, _ = spiked
     eps, delta, D = 0.5, 1e-6, 2.0
-    est = AnalyzeGaussPCA(epsilon=eps, delta=delta, data_norm=D, neighbouring=neighbouring,
-                          calibration=calibration, random_state=0).fit(X)
+    est = AnalyzeGaussPCA(
+        epsilon=eps,
+        delta=delta,
+        data_norm=D,
+        neighbouring=neighbouring,
+        calibration=calibration,
+        random_state=0,
+    ).fit(X)
     sens = (math.sqrt(2) if neighbouring == "replace" else 1.0) * D**2
     if calibration == "classic":
         sigma = sens * math.sqrt(2 * math.log(1.25 / delta)) / eps
@@ -90,8 +96,11 @@ def test_analyze_gauss_calibration(neighbouring, calibration, spiked):
     assert rec.noise_scale == pytest.approx(sigma, rel=1e-9)
     assert rec.calibration == calibration
     assert rec.spends[0].dp_event.noise_multiplier == pytest.approx(sigma / sens)
-    expected_eps = eps if calibration == "analytic" else \
-        dp_accounting.get_epsilon_gaussian(sigma / sens, delta)
+    expected_eps = (
+        eps
+        if calibration == "analytic"
+        else dp_accounting.get_epsilon_gaussian(sigma / sens, delta)
+    )
     assert rec.epsilon == pytest.approx(expected_eps, rel=1e-6)
     assert rec.target_epsilon == eps
     if neighbouring == "replace":
@@ -145,9 +154,7 @@ def test_mod_sulq_beta_closed_form():
 def test_mod_sulq_noise_std_is_beta_not_beta_squared():
     # n = 500, d = 50: beta ≈ 0.61, so beta² ≈ 0.37 would be visibly too little noise.
     n, d = 500, 50
-    est = ModSuLQPCA(n_components=d, epsilon=1.0, delta=1e-5, random_state=2).fit(
-        np.zeros((n, d))
-    )
+    est = ModSuLQPCA(n_components=d, epsilon=1.0, delta=1e-5, random_state=2).fit(np.zeros((n, d)))
     beta = mod_sulq_beta(n, d, 1.0, 1e-5)
     assert est.beta_ == pytest.approx(beta) and est.noise_scale_ == pytest.approx(beta)
     assert beta < 0.7 and beta**2 < 0.65 * beta
@@ -173,8 +180,7 @@ def test_mod_sulq_record_and_gaussian_epsilon(spiked):
     assert f"{eps_gauss:.4g}" in rec.notes and "X/data_norm" in rec.notes
     # Rescaling by D leaves the eigenvectors' distribution unchanged: same seed, same answer.
     unit = ModSuLQPCA(epsilon=1.0, delta=1e-5, data_norm=1.0, random_state=0).fit(X / 2.0)
-    np.testing.assert_allclose(np.abs(est.components_ @ unit.components_.T), np.eye(2),
-                               atol=1e-8)
+    np.testing.assert_allclose(np.abs(est.components_ @ unit.components_.T), np.eye(2), atol=1e-8)
 
 
 # --- NoisyPowerPCA -------------------------------------------------------------------------------
@@ -195,8 +201,7 @@ def test_noisy_power_multiplier_composes_to_epsilon(eps, delta, T, spiked):
     assert dp_accounting.get_epsilon_gaussian(m / math.sqrt(T), delta) == pytest.approx(
         eps, rel=1e-3
     )
-    assert m == pytest.approx(math.sqrt(T) * dp_accounting.get_sigma_gaussian(eps, delta),
-                              rel=1e-3)
+    assert m == pytest.approx(math.sqrt(T) * dp_accounting.get_sigma_gaussian(eps, delta), rel=1e-3)
     rec = est.privacy_
     assert rec.epsilon == pytest.approx(eps, rel=1e-3)
     assert rec.spends[0].count == T
@@ -279,10 +284,12 @@ def test_more_privacy_more_error_and_more_samples_less(cls):
     X, V = make_spiked(40_000, 10, 2, lam=9.0, random_state=3)
 
     def err(eps, n):
-        return np.mean([
-            sin_theta(_fast(cls, epsilon=eps, random_state=s).fit(X[:n]).components_.T, V)
-            for s in range(4)
-        ])
+        return np.mean(
+            [
+                sin_theta(_fast(cls, epsilon=eps, random_state=s).fit(X[:n]).components_.T, V)
+                for s in range(4)
+            ]
+        )
 
     assert err(0.3, 40_000) > 1.5 * err(3.0, 40_000)
     assert err(1.0, 2_000) > 1.5 * err(1.0, 40_000)
@@ -291,8 +298,9 @@ def test_more_privacy_more_error_and_more_samples_less(cls):
 @pytest.mark.parametrize("cls", PRIVATE)
 def test_reasonable_accuracy_at_moderate_privacy(cls, spiked):
     X, V = spiked
-    errors = [sin_theta(_fast(cls, epsilon=2.0, random_state=s).fit(X).components_.T, V)
-              for s in range(3)]
+    errors = [
+        sin_theta(_fast(cls, epsilon=2.0, random_state=s).fit(X).components_.T, V) for s in range(3)
+    ]
     assert np.mean(errors) < (0.6 if cls is ModSuLQPCA else 0.25)
 
 
@@ -353,16 +361,25 @@ def test_bad_common_parameters(cls, params, match):
 @pytest.mark.parametrize(
     ("est", "match"),
     [
-        (AnalyzeGaussPCA(neighbouring="add"), r"'neighbouring' parameter of AnalyzeGaussPCA "
-                                              r"must be a str among \['add-remove', 'replace'\]"),
+        (
+            AnalyzeGaussPCA(neighbouring="add"),
+            r"'neighbouring' parameter of AnalyzeGaussPCA "
+            r"must be a str among \['add-remove', 'replace'\]",
+        ),
         (AnalyzeGaussPCA(calibration="exact"), r"'calibration' parameter of AnalyzeGaussPCA"),
-        (NoisyPowerPCA(n_iter=0), r"'n_iter' parameter of NoisyPowerPCA must be an int in the "
-                                  r"range \[1, inf\)"),
+        (
+            NoisyPowerPCA(n_iter=0),
+            r"'n_iter' parameter of NoisyPowerPCA must be an int in the "
+            r"range \[1, inf\)",
+        ),
         (NoisyPowerPCA(n_iter=2.5), r"'n_iter' parameter"),
         (NoisyPowerPCA(solver="eigh"), r"'solver' parameter of NoisyPowerPCA"),
         (NoisyPowerPCA(keep_history="yes"), r"'keep_history' parameter of NoisyPowerPCA"),
-        (SparsePCA(n_nonzero=1), r"'n_nonzero' parameter of SparsePCA must be an int in the "
-                                 r"range \[2, inf\)"),
+        (
+            SparsePCA(n_nonzero=1),
+            r"'n_nonzero' parameter of SparsePCA must be an int in the "
+            r"range \[2, inf\)",
+        ),
         (SparsePCA(init="pca"), r"'init' parameter of SparsePCA"),
         (SparsePCA(n_init=0), r"'n_init' parameter of SparsePCA"),
         (SparsePCA(lam=-1.0), r"'lam' parameter of SparsePCA"),
@@ -400,8 +417,7 @@ def sparse_problem():
 def test_sparse_pca_recovers_the_support(init, n_init, sparse_problem):
     X, V = sparse_problem
     truth = np.flatnonzero(np.linalg.norm(V, axis=1))
-    est = SparsePCA(n_components=2, n_nonzero=6, init=init, n_init=n_init,
-                    random_state=0).fit(X)
+    est = SparsePCA(n_components=2, n_nonzero=6, init=init, n_init=n_init, random_state=0).fit(X)
     rec = support_recovery(est.components_.T, truth)
     assert rec.true_positive_rate == 1.0 and rec.false_positive_rate == 0.0
     np.testing.assert_array_equal(est.support_, truth)
@@ -483,10 +499,13 @@ def test_sparse_pca_auto_lambda_and_centering(sparse_problem):
     Xc = shifted - shifted.mean(axis=0)
     S = Xc.T @ Xc / n
     assert est.lam_ == pytest.approx(np.max(np.diag(S)) * math.sqrt(math.log(p) / n))
-    np.testing.assert_allclose(est.transform(shifted[:3]),
-                               (shifted[:3] - est.mean_) @ est.components_.T)
-    np.testing.assert_allclose(est.inverse_transform(est.transform(shifted[:3])),
-                               est.transform(shifted[:3]) @ est.components_ + est.mean_)
+    np.testing.assert_allclose(
+        est.transform(shifted[:3]), (shifted[:3] - est.mean_) @ est.components_.T
+    )
+    np.testing.assert_allclose(
+        est.inverse_transform(est.transform(shifted[:3])),
+        est.transform(shifted[:3]) @ est.components_ + est.mean_,
+    )
     with warnings.catch_warnings():  # the mean dominates: slow convergence, irrelevant here
         warnings.simplefilter("ignore", ConvergenceWarning)
         uncentred = SparsePCA(n_nonzero=6, max_iter=5, random_state=0).fit(shifted)
@@ -508,6 +527,13 @@ def test_error_falls_with_n(cls):
     """Davis–Kahan regime: the error falls as n grows at fixed ε (central noise ∝ 1/n)."""
     ns = [5_000, 20_000, 80_000]
     X, V = make_spiked(max(ns), 10, 2, lam=9.0, random_state=21)
-    means = [np.mean([sin_theta(cls(epsilon=1.0, random_state=r).fit(X[:n]).components_.T, V)
-                      for r in range(8)]) for n in ns]
+    means = [
+        np.mean(
+            [
+                sin_theta(cls(epsilon=1.0, random_state=r).fit(X[:n]).components_.T, V)
+                for r in range(8)
+            ]
+        )
+        for n in ns
+    ]
     assert means[0] > means[1] > means[2], means

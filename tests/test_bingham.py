@@ -91,9 +91,7 @@ def test_circle_is_von_mises_in_twice_the_angle(sampler):
     if sampler == "exact":
         v = np.array([sample_bingham_exact(lam, rng=rng).vector for _ in range(3000)])
     else:
-        v = np.array([
-            sample_bingham_gibbs(lam, 1, 3, rng=rng).basis[:, 0] for _ in range(1500)
-        ])
+        v = np.array([sample_bingham_gibbs(lam, 1, 3, rng=rng).basis[:, 0] for _ in range(1500)])
     two_phi = np.angle((v[:, 0] + 1j * v[:, 1]) ** 2)
     ref = stats.vonmises(kappa=(lam[0] - lam[1]) / 2.0)
     assert stats.kstest(two_phi, ref.cdf).pvalue > 1e-3
@@ -264,8 +262,14 @@ def test_exact_sampler_errors(spiked):
     raised = 0
     for seed in range(10):
         try:
-            BinghamPCA(n_components=1, epsilon=5.0, sampler="exact", max_proposals=1,
-                       random_state=seed, ledger=PrivacyLedger()).fit(X)
+            BinghamPCA(
+                n_components=1,
+                epsilon=5.0,
+                sampler="exact",
+                max_proposals=1,
+                random_state=seed,
+                ledger=PrivacyLedger(),
+            ).fit(X)
         except ProposalBudgetExceededError as err:
             assert "max_proposals=1 " in str(err)
             raised += 1
@@ -280,8 +284,7 @@ def test_auto_falls_back_to_gibbs_with_a_warning(spiked, monkeypatch):
 
     monkeypatch.setattr(bingham_module, "sample_bingham_exact", exhausted)
     with pytest.warns(PrivacyLeakWarning, match="falling back to the Gibbs sampler"):
-        est = BinghamPCA(n_components=1, epsilon=1.0, burn_in=5, n_iter=5,
-                         random_state=0).fit(X)
+        est = BinghamPCA(n_components=1, epsilon=1.0, burn_in=5, n_iter=5, random_state=0).fit(X)
     assert est.sampler_ == "gibbs" and "exhausted max_proposals" in est.privacy_.notes
 
 
@@ -337,11 +340,17 @@ def test_more_privacy_more_error_and_more_samples_less(spiked):
     X, V = spiked
 
     def err(eps, n):
-        return np.mean([
-            sin_theta(BinghamPCA(epsilon=eps, burn_in=20, n_iter=10, random_state=s)
-                      .fit(X[:n]).components_.T, V)
-            for s in range(4)
-        ])
+        return np.mean(
+            [
+                sin_theta(
+                    BinghamPCA(epsilon=eps, burn_in=20, n_iter=10, random_state=s)
+                    .fit(X[:n])
+                    .components_.T,
+                    V,
+                )
+                for s in range(4)
+            ]
+        )
 
     assert err(0.05, 20_000) > 1.5 * err(5.0, 20_000)
     assert err(1.0, 1_000) > 1.5 * err(1.0, 20_000)
@@ -350,8 +359,9 @@ def test_more_privacy_more_error_and_more_samples_less(spiked):
 def test_diagnostic_chains_are_flagged_as_not_private(spiked):
     X, _ = spiked
     with pytest.warns(PrivacyLeakWarning, match="not covered by privacy_"):
-        est = BinghamPCA(n_components=2, burn_in=20, n_iter=60, diagnostic_chains=3,
-                         random_state=0).fit(X)
+        est = BinghamPCA(
+            n_components=2, burn_in=20, n_iter=60, diagnostic_chains=3, random_state=0
+        ).fit(X)
     assert est.trace_.shape == (4, 80)
     assert np.all((est.trace_ > 0) & (est.trace_ <= 2.0))  # tr(VᵀAV) ∈ [0, k D²]
     assert set(est.mixing_) >= {"split_rhat", "ess", "geweke_z", "flags"}

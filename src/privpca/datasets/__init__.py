@@ -1,5 +1,14 @@
-"""Data sets: synthetic generators with known truth (real-data loaders come later)."""
+"""Data sets: synthetic generators with known truth, and the papers' real data sets (shipped)."""
 
+from privpca.datasets.real import (
+    DatasetChecksumError,
+    list_datasets,
+    load_colon,
+    load_covtype,
+    load_dataset,
+    load_isolet5,
+    load_leukemia,
+)
 from privpca.datasets.synthetic import (
     make_dpspca_covariance,
     make_dpspca_data,
@@ -13,6 +22,13 @@ from privpca.datasets.synthetic import (
 )
 
 __all__ = [
+    "DatasetChecksumError",
+    "list_datasets",
+    "load_colon",
+    "load_covtype",
+    "load_dataset",
+    "load_isolet5",
+    "load_leukemia",
     "make_dpspca_covariance",
     "make_dpspca_data",
     "make_low_rank_gaussian",

@@ -264,4 +264,3 @@ class AnalyzeGaussPCA(BasePrivatePCA):
         self.explained_variance_ = values / n
         self.noise_scale_ = mech.sigma
         return self
-

@@ -222,8 +222,9 @@ class NoisyPowerPCA(BasePrivatePCA):
         epsilon = check_epsilon(self.epsilon, owner=self)
         delta = check_delta(self.delta, owner=self)
         data_norm = check_in_range(self.data_norm, "data_norm", low=0.0, owner=self)
-        T = int(check_in_range(self.n_iter, "n_iter", low=1, low_closed=True, integer=True,
-                               owner=self))
+        T = int(
+            check_in_range(self.n_iter, "n_iter", low=1, low_closed=True, integer=True, owner=self)
+        )
         solver = check_options(self.solver, "solver", SOLVERS, owner=self)
         if not isinstance(self.keep_history, bool | np.bool_):
             raise ValueError(

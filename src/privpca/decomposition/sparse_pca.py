@@ -217,8 +217,11 @@ class SparsePCA(BasePrivatePCA):
 
     def _check_params(self, n_features: int) -> tuple[int, int]:
         k = check_n_components(self.n_components, n_features, owner=self)
-        s = int(check_in_range(self.n_nonzero, "n_nonzero", low=k, low_closed=True,
-                               integer=True, owner=self))
+        s = int(
+            check_in_range(
+                self.n_nonzero, "n_nonzero", low=k, low_closed=True, integer=True, owner=self
+            )
+        )
         check_options(self.init, "init", INITS, owner=self)
         check_in_range(self.n_init, "n_init", low=1, low_closed=True, integer=True, owner=self)
         if not (isinstance(self.lam, str) and self.lam == "auto"):
@@ -230,8 +233,9 @@ class SparsePCA(BasePrivatePCA):
             )
         check_in_range(self.max_iter, "max_iter", low=1, low_closed=True, integer=True, owner=self)
         check_in_range(self.tol, "tol", low=0.0, owner=self)
-        check_in_range(self.fps_max_iter, "fps_max_iter", low=1, low_closed=True, integer=True,
-                       owner=self)
+        check_in_range(
+            self.fps_max_iter, "fps_max_iter", low=1, low_closed=True, integer=True, owner=self
+        )
         check_in_range(self.fps_tol, "fps_tol", low=0.0, owner=self)
         return k, min(s, n_features)
 

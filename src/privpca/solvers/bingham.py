@@ -498,8 +498,9 @@ def sample_bingham_gibbs(
                 W = _orthonormalise(_column_sweep(W, shifted, rng))
             trace[s] = float(np.einsum("i,ij,ij->", lam, W, W))
     basis = W if U is None else U @ W
-    return BinghamGibbsResult(basis=np.asarray(basis), trace=trace, n_sweeps=int(n_sweeps),
-                              update=update)
+    return BinghamGibbsResult(
+        basis=np.asarray(basis), trace=trace, n_sweeps=int(n_sweeps), update=update
+    )
 
 
 # --------------------------------------------------------------------------------------------
