@@ -60,6 +60,8 @@ __all__ = [
 BUILTIN_MODULES: tuple[str, ...] = (
     "privpca.experiments.wang_xu",
     "privpca.experiments.ge_dpspca",
+    "privpca.experiments.ge_dpspca_distributed",
+    "privpca.experiments.liu_dppca",
 )
 
 
