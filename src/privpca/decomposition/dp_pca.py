@@ -62,6 +62,7 @@ from privpca._validation import (
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._stochastic import StochasticPCA
+from privpca.decomposition.oja import REPLACE_ONE
 from privpca.mechanisms.gradient_statistics import PrivateMean, PrivateTopEigenvalue
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.oja import (
@@ -75,7 +76,6 @@ from privpca.solvers.oja import (
 
 __all__ = ["DEFAULT_SEARCH_GRID", "DPPCA"]
 
-REPLACE_ONE = "replace one record (central model)"
 DEFAULT_LEARNING_RATE = LearningRate(c1=16.0, c2=0.0)
 #: (c1, c2) candidates of the private learning-rate search (powers of 2 around the default).
 DEFAULT_SEARCH_GRID: tuple[tuple[float, float], ...] = (
