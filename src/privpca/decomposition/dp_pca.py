@@ -163,11 +163,12 @@ class DPPCA(StochasticPCA):
         The schedule used (the selected one after a search).
     history_ : dict of ndarray
         Per step (all released or derived from releases, so free to inspect):
-        ``"eigenvalue"`` (Λ_t, NaN when the histogram failed), ``"noise_scale"`` (σ_t),
+        ``"eigenvalue"`` (the Λ used, NaN for a skipped step), ``"eigen_released"`` (whether
+        Algorithm 4 released it this step), ``"noise_scale"`` (σ_t),
         ``"radius"`` (box half-width), ``"centre_failures"`` (coordinates with no released
         centre bin), and ``"components"`` when ``keep_history``.
     n_eigen_failures_ : int
-        Steps skipped because Algorithm 4 released no bin.
+        Steps in which Algorithm 4 released no bin.
     search_scores_ : ndarray or None
         Noisy vote counts (released: free to inspect) of the search candidates
         (``learning_rate="search"``).
@@ -184,7 +185,7 @@ class DPPCA(StochasticPCA):
     >>> import numpy as np
     >>> from privpca import DPPCA
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.standard_normal((200_000, 10)) * np.sqrt([1.0] + [0.5] * 9)
+    >>> X = rng.standard_normal((500_000, 10)) * np.sqrt([1.0] + [0.5] * 9)
     >>> est = DPPCA(epsilon=1.0, delta=1e-10, random_state=0).fit(X)
     >>> bool(abs(est.components_[0, 0]) > 0.9)
     True
@@ -316,7 +317,7 @@ class DPPCA(StochasticPCA):
         self.n_iter_ = plan.n_steps
         self.n_subsets_ = plan.eigen.n_subsets
         self.learning_rate_ = lr
-        self.n_eigen_failures_ = int(np.isnan(history["eigenvalue"]).sum())
+        self.n_eigen_failures_ = int((~history["eigen_released"]).sum())
 
     def _record(self, plan: _Plan, n: int, search: dict[str, Any] | None) -> PrivacyRecord:
         eigen_event = plan.eigen.dp_event()
@@ -461,12 +462,20 @@ def _run(
         "noise_scale": np.full(T, np.nan),
         "radius": np.full(T, np.nan),
         "centre_failures": np.zeros(T, dtype=np.int64),
+        "eigen_released": np.zeros(T, dtype=bool),
     }
     if keep:
         hist["components"] = np.empty((T, k, p))
+    last: float | None = None
     for t in range(1, T + 1):
         batch = order[(t - 1) * B : t * B]
         eigenvalue = plan.eigen.estimate(source.gradients(batch[:half], W), rng)
+        hist["eigen_released"][t - 1] = eigenvalue is not None
+        if eigenvalue is None:
+            # No bin cleared the threshold: reuse the last released estimate (public, so
+            # free); before any release the step is skipped.
+            eigenvalue = last
+        last = eigenvalue
         if eigenvalue is not None:
             release = plan.mean.estimate(source.gradients(batch[half:], W), eigenvalue, rng)
             W = block_oja_update(W, lr(t) * release.mean.reshape(p, k))
