@@ -230,7 +230,8 @@ class PrivateMean:
         release = self.centre_histogram.release_modes(linear_bins(G, h), rng)
         centre = np.where(release.released, (release.mode + 0.5) * h, 0.0)
         r = self.radius * scale * math.log(b * q / self.zeta) + h
-        truncated = np.minimum(np.maximum(G, centre - r), centre + r)
+        truncated = np.maximum(G, centre - r)
+        np.minimum(truncated, centre + r, out=truncated)
         sensitivity = 2.0 * r * math.sqrt(q) / b
         sigma = self.noise_multiplier * sensitivity
         mean = truncated.mean(axis=0) + rng.normal(0.0, sigma, size=q)
