@@ -314,9 +314,7 @@ register(
             repetitions=2,
             n=100_000,
             gibbs_sweeps=100,
-            panel_a=dict(
-                d=1000, k=5, s=10, delta=0.3, eps_grid=(0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
-            ),
+            panel_a=dict(d=1000, k=5, s=10, delta=0.3, eps_grid=(0.8, 1.2, 1.6, 2.0)),
             panel_b=dict(dims=(40, 60, 80, 100, 120, 140, 160), k=3, s=10, epsilon=1.0, delta=0.1),
         ),
         metric="‖sin Θ‖_F = ‖Q̂ᵀQ⊥‖_F (Ge et al.; at most √k)",

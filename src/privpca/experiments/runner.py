@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_info
 from tqdm.auto import tqdm
 
 from privpca.exceptions import PrivacyLeakWarning, PrivacyWarning, RowClippingWarning
@@ -172,6 +173,11 @@ def _write_csv(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
         writer.writerows(rows)
 
 
+def _blas_threads() -> str:
+    info = threadpool_info()
+    return ", ".join(f"{i.get('internal_api')}={i.get('num_threads')}" for i in info) or "n/a"
+
+
 def _load_average() -> str:
     try:
         one, five, fifteen = os.getloadavg()
@@ -194,7 +200,8 @@ def _summary(out: RunOutput, command: str, load: str = "n/a") -> str:
         f"the `seed` column of `{out.csv_path.name}`)\n- runs (CSV rows): "
         f"{len(out.result.rows)}\n- elapsed: {out.elapsed:.1f} s\n"
         f"- machine: {platform.machine()}, Python {platform.python_version()}, NumPy "
-        f"{np.__version__}, {os.cpu_count()} CPUs; load average (1/5/15 min) {load}\n\n"
+        f"{np.__version__}, {os.cpu_count()} CPUs, BLAS threads {_blas_threads()}; load "
+        f"average (1/5/15 min) {load}\n\n"
         f"## Parameters\n\n{params}\n"
     )
 

@@ -572,11 +572,11 @@ register(
         ),
         full_params=dict(
             methods=("local-sparse", "local-gaussian", "non-private-pca"),
-            repetitions=2,
+            repetitions=5,
             k=10,
             s_grid=(15, 20, 40, 80),
             n_grid=(1000, 2000, 4000),
-            p_grid=(100, 200, 400),
+            p_grid=(100, 200, 400, 800),
             eps_grid=(0.5, 1.0, 2.0, 4.0),
             n=2000,
             p=400,
