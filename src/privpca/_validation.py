@@ -138,14 +138,26 @@ def check_data(X: ArrayLike, *, name: str = "X") -> NDArray[np.float64]:
         )
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise ValueError(f"{name} is empty: found array with shape {arr.shape}.")
-    finite = np.isfinite(arr)
+    refuse_non_finite(arr, name)
+    return arr
+
+
+def refuse_non_finite(X: NDArray[np.float64], name: str = "X") -> None:
+    """Raise ``ValueError`` naming how many rows of ``X`` hold NaN or infinity.
+
+    One pass: NaN/inf make a column sum non-finite; only then (or on overflow of finite
+    values) is the element-wise check made.
+    """
+    with np.errstate(all="ignore"):
+        if np.isfinite(X.sum(axis=0)).all():
+            return
+    finite = np.isfinite(X)
     if not finite.all():
         bad_rows = int((~finite).any(axis=1).sum())
         raise ValueError(
             f"{name} contains NaN or infinity in {bad_rows} row(s). Differentially private "
             "estimators cannot impute or drop rows silently: remove or impute them first."
         )
-    return arr
 
 
 def clip_rows(

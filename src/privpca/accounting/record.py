@@ -117,6 +117,24 @@ class PrivacyRecord:
             )
         return cls(epsilon=epsilon, delta=delta, spends=spends, **kwargs)
 
+    @classmethod
+    def non_private(cls, n_samples: int, notes: str) -> PrivacyRecord:
+        """The record of a non-private fit: ε = ∞, no spends (a budgeted ledger refuses it)."""
+        return cls(
+            epsilon=math.inf,
+            delta=0.0,
+            model="non-private",
+            neighbouring="none: the output is not differentially private",
+            sensitivity=math.inf,
+            noise_scale=0.0,
+            calibration="none",
+            data_norm=math.inf,
+            n_samples=int(n_samples),
+            spends=(),
+            target_epsilon=math.inf,
+            notes=notes,
+        )
+
     def events(self) -> list[dp_accounting.DpEvent]:
         """The ``dp-accounting`` events of every spend, for composing across fits."""
         return [s.event() for s in self.spends]

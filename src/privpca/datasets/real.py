@@ -306,12 +306,15 @@ def load_leukemia(
     Bunch
         See :func:`load_dataset`.
     """
-    names = {"allaml": "leukemia_allaml", "discrete": "leukemia_discrete"}
+    name = _variant({"allaml": "leukemia_allaml", "discrete": "leukemia_discrete"}, variant)
+    return load_dataset(name, normalize_rows=normalize_rows, center=center, data_home=data_home)
+
+
+def _variant(names: dict[str, str], variant: str) -> str:
+    """The data set name of a loader's ``variant``, or a ValueError listing the choices."""
     if variant not in names:
         raise ValueError(f"variant must be one of {sorted(names)}; got {variant!r}.")
-    return load_dataset(
-        names[variant], normalize_rows=normalize_rows, center=center, data_home=data_home
-    )
+    return names[variant]
 
 
 def load_colon(
@@ -337,12 +340,8 @@ def load_colon(
     Bunch
         See :func:`load_dataset`.
     """
-    names = {"continuous": "colon_continuous", "discrete": "colon_discrete"}
-    if variant not in names:
-        raise ValueError(f"variant must be one of {sorted(names)}; got {variant!r}.")
-    return load_dataset(
-        names[variant], normalize_rows=normalize_rows, center=center, data_home=data_home
-    )
+    name = _variant({"continuous": "colon_continuous", "discrete": "colon_discrete"}, variant)
+    return load_dataset(name, normalize_rows=normalize_rows, center=center, data_home=data_home)
 
 
 def load_isolet5(

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils.validation import validate_data
 
-from privpca._validation import check_n_components, check_random_state
+from privpca._validation import check_n_components, check_random_state, refuse_non_finite
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.solvers.oja import GradientSource, MatrixGradients, VectorGradients, check_matrices
 from privpca.solvers.power import random_orthonormal_basis
@@ -41,7 +41,7 @@ class StochasticPCA(BasePrivatePCA):
         self
         """
         Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
-        _refuse_non_finite(Xv, "X")
+        refuse_non_finite(Xv, "X")
         return self._fit_source(VectorGradients(Xv))
 
     def fit_matrices(self, A: ArrayLike) -> Any:
@@ -76,16 +76,3 @@ class StochasticPCA(BasePrivatePCA):
         rng = check_random_state(self.random_state)
         return k, rng, random_orthonormal_basis(source.n_features, k, rng)
 
-
-def _refuse_non_finite(X: NDArray[np.float64], name: str) -> None:
-    with np.errstate(all="ignore"):
-        if np.isfinite(X.sum(axis=0)).all():  # one pass; NaN/inf make a column sum non-finite
-            return
-    finite = np.isfinite(X)
-    if not finite.all():
-        bad = int((~finite).any(axis=1).sum())
-        raise ValueError(
-            f"{name} contains NaN or infinity in {bad} row(s). Differentially private "
-            "estimators cannot impute or drop rows silently: remove or impute them first."
-        )
-    # Only overflow of finite values made a sum infinite: the data are finite.

@@ -135,18 +135,8 @@ class OjaPCA(StochasticPCA):
         b = _check_batch_size(self.batch_size, self)
         n = source.n_samples
         order = rng.permutation(n)
-        self.privacy_ = PrivacyRecord(
-            epsilon=math.inf,
-            delta=0.0,
-            model="non-private",
-            neighbouring="none: the output is not differentially private",
-            sensitivity=math.inf,
-            noise_scale=0.0,
-            calibration="none",
-            data_norm=math.inf,
-            n_samples=int(n),
-            target_epsilon=math.inf,
-            notes="Non-private Oja's algorithm: no noise, no guarantee (an infinite spend).",
+        self.privacy_ = PrivacyRecord.non_private(
+            n, "Non-private Oja's algorithm: no noise, no guarantee (an infinite spend)."
         )
         self._charge(self.privacy_, self.ledger)
         if b == 1 and isinstance(source, VectorGradients):

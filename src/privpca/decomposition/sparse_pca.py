@@ -240,22 +240,10 @@ class SparsePCA(BasePrivatePCA):
         return k, min(s, n_features)
 
     def _record(self, n: int) -> PrivacyRecord:
-        return PrivacyRecord(
-            epsilon=math.inf,
-            delta=0.0,
-            model="non-private",
-            neighbouring="none: the output is not differentially private",
-            sensitivity=math.inf,
-            noise_scale=0.0,
-            calibration="none",
-            data_norm=math.inf,
-            n_samples=int(n),
-            spends=(),
-            target_epsilon=math.inf,
-            notes=(
-                "Non-private sparse PCA (truncated power method): no noise, no privacy "
-                "guarantee. Recorded as an infinite spend, so a budgeted ledger refuses it."
-            ),
+        return PrivacyRecord.non_private(
+            n,
+            "Non-private sparse PCA (truncated power method): no noise, no privacy "
+            "guarantee. Recorded as an infinite spend, so a budgeted ledger refuses it.",
         )
 
     def default_lam(self, S: NDArray[np.float64], n_samples: int) -> float:

@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 import dp_accounting
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import norm
 
 from privpca._validation import check_delta, check_epsilon, check_in_range
 from privpca.mechanisms.histogram import (
@@ -202,9 +201,7 @@ class PrivateMean:
         m_centre = m_total / math.sqrt(centre_fraction)
         m_mean = m_total / math.sqrt(1.0 - centre_fraction)
         tail = tail_fraction * delta / (1.0 + math.exp(epsilon))
-        scale = m_centre * math.sqrt(2.0 * n_coordinates)
-        threshold = scale * float(norm.isf(tail / n_coordinates))
-        hist = StabilityHistogram("gaussian", scale, threshold, int(n_coordinates), tail)
+        hist = StabilityHistogram.gaussian(m_centre, n_histograms=int(n_coordinates), tail=tail)
         return cls(hist, m_mean, bin_width, radius, zeta)
 
     @property

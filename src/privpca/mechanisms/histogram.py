@@ -42,6 +42,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
 from privpca._validation import check_delta, check_epsilon, check_in_range
+from privpca.accounting.composition import _make_accountant
 
 __all__ = [
     "HistogramRelease",
@@ -153,11 +154,21 @@ class StabilityHistogram:
             threshold = scale * math.log(1.0 / (2.0 * per_hist))
         elif noise == "gaussian":
             multiplier = float(dp_accounting.get_sigma_gaussian(epsilon, delta_noise))
-            scale = multiplier * math.sqrt(2.0 * n_histograms)
-            threshold = scale * float(norm.isf(per_hist))
+            return cls.gaussian(multiplier, n_histograms=n_histograms, tail=tail)
         else:
             raise ValueError(f"noise must be 'laplace' or 'gaussian'. Got {noise!r} instead.")
         return cls(noise, scale, threshold, int(n_histograms), tail)
+
+    @classmethod
+    def gaussian(cls, multiplier: float, *, n_histograms: int, tail: float) -> StabilityHistogram:
+        """Gaussian noise of multiplier ``σ/√(2H)`` and the threshold whose tail is ``tail``.
+
+        For callers that split a budget themselves (e.g. DP-PCA's private mean, which composes
+        these counts with another Gaussian mechanism).
+        """
+        scale = multiplier * math.sqrt(2.0 * n_histograms)
+        threshold = scale * float(norm.isf(tail / n_histograms))
+        return cls("gaussian", scale, threshold, int(n_histograms), tail)
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """The event of the coupled mechanism ``M̃`` (convention of privpca's accounting)."""
@@ -239,8 +250,6 @@ def _column_counts(
 
 def _laplace_scale(epsilon: float, delta: float, count: int) -> float:
     """Smallest Laplace scale ``b`` with ``count`` sensitivity-1 releases (ε, δ)-DP (PLD)."""
-    from privpca.accounting.composition import _make_accountant
-
     pure = count / epsilon  # basic composition: always enough
     if count == 1 or delta <= 0:
         return pure
