@@ -161,7 +161,12 @@ def refuse_non_finite(X: NDArray[np.float64], name: str = "X") -> None:
 
 
 def clip_rows(
-    X: NDArray[np.float64], data_norm: float, *, owner: object | None = None
+    X: NDArray[np.float64],
+    data_norm: float,
+    *,
+    owner: object | None = None,
+    norms: NDArray[np.float64] | None = None,
+    copy: bool = True,
 ) -> tuple[NDArray[np.float64], int]:
     """Scale rows whose L2 norm exceeds ``data_norm`` down to ``data_norm``.
 
@@ -172,6 +177,11 @@ def clip_rows(
         when any row is clipped.
     data_norm : float
         The public bound on every row's L2 norm that the privacy analysis assumes.
+    norms : ndarray of shape (n_samples,), optional
+        The row norms, when the caller has them already (saves a pass over X).
+    copy : bool, default=True
+        Clip a copy (``X`` untouched); ``False`` clips ``X`` in place (for arrays the caller
+        owns).
 
     Returns
     -------
@@ -185,7 +195,8 @@ def clip_rows(
     RowClippingWarning
         When at least one row was clipped, saying how many.
     """
-    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    if norms is None:
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
     if not np.all(np.isfinite(norms)):
         # One pass over X for the norms doubles as the NaN/inf check (a NaN or inf entry makes
         # its row's norm non-finite); find the culprits only on this error path.
@@ -201,7 +212,7 @@ def clip_rows(
     n_clipped = int(over.sum())
     if n_clipped == 0:
         return X, 0
-    X_clipped = X.copy()
+    X_clipped = X.copy() if copy else X
     X_clipped[over] *= (data_norm / norms[over])[:, None]
     warnings.warn(
         f"{n_clipped} of {X.shape[0]} rows{_owner(owner).replace(' of', ' passed to')} had an "

@@ -33,9 +33,38 @@ def _make_accountant(accountant: str) -> dp_accounting.PrivacyAccountant:
     raise ValueError(f"accountant must be 'pld' or 'rdp'. Got {accountant!r} instead.")
 
 
+def merge_gaussian_events(events: Iterable[dp_accounting.DpEvent]) -> list[dp_accounting.DpEvent]:
+    """``events`` with every Gaussian release merged into one exactly equivalent event.
+
+    Adaptively composed Gaussian mechanisms with multipliers ``mᵢ`` (each ``cᵢ`` times) have the
+    privacy curve of one Gaussian with ``m = (Σ cᵢ/mᵢ²)^(-1/2)``: an identity, not a bound. The
+    merged list composes faster and without the accountant's discretisation error per event.
+    """
+    inverse = 0.0
+    rest: list[dp_accounting.DpEvent] = []
+    stack = list(events)
+    while stack:
+        event = stack.pop(0)
+        if isinstance(event, dp_accounting.ComposedDpEvent):
+            stack[:0] = list(event.events)
+        elif isinstance(event, dp_accounting.GaussianDpEvent):
+            inverse += math.inf if event.noise_multiplier == 0 else event.noise_multiplier**-2
+        elif isinstance(event, dp_accounting.SelfComposedDpEvent) and isinstance(
+            event.event, dp_accounting.GaussianDpEvent
+        ):
+            m = event.event.noise_multiplier
+            inverse += math.inf if m == 0 else event.count * m**-2
+        else:
+            rest.append(event)
+    if inverse > 0:
+        rest.append(dp_accounting.GaussianDpEvent(0.0 if math.isinf(inverse)
+                                                  else inverse**-0.5))
+    return rest
+
+
 def compose_events(events: Iterable[dp_accounting.DpEvent]) -> dp_accounting.DpEvent:
     """One ``ComposedDpEvent`` of ``events`` (a single event is returned as is)."""
-    events = list(events)
+    events = merge_gaussian_events(events)
     if len(events) == 1:
         return events[0]
     return dp_accounting.ComposedDpEvent(events)

@@ -109,8 +109,8 @@ class PrivacyLedger:
     def _compose(self, records: list[PrivacyRecord], delta: float) -> float:
         if not records:
             return 0.0
-        if len(records) == 1 and records[0].delta <= delta and len(records[0].spends) <= 1:
-            return records[0].epsilon
+        if len(records) == 1 and records[0].delta <= delta:
+            return records[0].epsilon  # the record's own certified guarantee (exact split)
         spends = [s for r in records for s in r.spends]
         if any(len(r.spends) == 0 for r in records):
             return math.inf  # a record we cannot compose (e.g. non-private) is never free
@@ -146,6 +146,23 @@ class PrivacyLedger:
                 f"delta={self.delta_budget:g}, over its budget epsilon_budget="
                 f"{self.epsilon_budget:g}. Nothing was released."
             )
+
+    def amend(self, old: PrivacyRecord, new: PrivacyRecord) -> None:
+        """Replace a booked record by its completed version (same events, more detail).
+
+        Estimators book their planned spend before touching the data and complete the record
+        (released bounds, noise scales) when the fit ends. Raises ValueError if the events
+        differ, so an amendment can never change what was spent.
+        """
+        if [repr(s.dp_event) for s in old.spends] != [repr(s.dp_event) for s in new.spends] or (
+            old.epsilon, old.delta) != (new.epsilon, new.delta):
+            raise ValueError("An amended record must keep the booked events and guarantee.")
+        with self._lock:
+            for i, (label, record) in enumerate(self._records):
+                if record is old:
+                    self._records[i] = (label, new)
+                    return
+        raise ValueError("The record to amend is not in this ledger.")
 
     def spend(self, record: PrivacyRecord, label: str = "") -> None:
         """Check the budget, then record ``record`` under ``label``."""

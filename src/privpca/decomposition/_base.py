@@ -21,13 +21,23 @@ __all__ = ["BasePrivatePCA"]
 class BasePrivatePCA(TransformerMixin, BaseEstimator):
     """Base class: ``transform``/``inverse_transform`` on ``components_``, and the ledger.
 
-    Projections are *uncentred*: the private estimators find the principal subspace of the
-    second-moment matrix ``E[x xᵀ]`` (as the papers do), because centring needs a private mean
-    that would cost budget. Centre data with a public mean first when that matters.
+    Projections subtract ``mean_`` and divide by ``scale_`` when the fit centred or scaled
+    (``centering="private"``, the default of the estimators built on the release pipeline,
+    :mod:`privpca.pipeline.release`); with ``centering=None`` they are uncentred, the papers'
+    second-moment setting.
     """
 
     components_: NDArray[np.float64]
     privacy_: PrivacyRecord
+
+    @staticmethod
+    def _preprocessing_rng(rng: np.random.Generator) -> np.random.Generator:
+        """An independent stream for the pipeline's noise, spawned without drawing from
+        ``rng`` (so the statistic's draws are the same with or without preprocessing)."""
+        try:
+            return rng.spawn(1)[0]
+        except (TypeError, ValueError):  # a bit generator without a SeedSequence
+            return np.random.default_rng(rng.integers(0, 2**63))
 
     def _charge(self, record: PrivacyRecord, ledger: PrivacyLedger | None) -> None:
         """Record the spend before anything computed from the data is released."""
@@ -61,13 +71,32 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "components_")
         Xv = validate_data(self, X, reset=False, dtype=np.float64)
+        mean = getattr(self, "mean_", None)
+        scale = getattr(self, "scale_", None)
+        if mean is not None and np.any(mean != 0.0):
+            Xv = Xv - mean
+        if scale is not None:
+            Xv = Xv / scale
         return np.asarray(Xv @ self.components_.T)
 
     def inverse_transform(self, X: ArrayLike) -> NDArray[np.float64]:
-        """Map projections back to feature space: ``X @ components_``."""
+        """Map projections back to feature space: ``X @ components_ · scale_ + mean_``."""
         check_is_fitted(self, "components_")
-        Xv = np.asarray(X, dtype=np.float64)
-        return np.asarray(Xv @ self.components_)
+        out = np.asarray(np.asarray(X, dtype=np.float64) @ self.components_)
+        scale = getattr(self, "scale_", None)
+        mean = getattr(self, "mean_", None)
+        if scale is not None:
+            out = out * scale
+        if mean is not None and np.any(mean != 0.0):
+            out = out + mean
+        return out
+
+    def _set_preprocessing(self, prepared: Any) -> None:
+        """``mean_`` (zeros when uncentred), ``scale_`` (None unless scaled), ``data_norm_``."""
+        p = prepared.rows.shape[1]
+        self.mean_ = np.zeros(p) if prepared.mean is None else np.asarray(prepared.mean)
+        self.scale_ = None if prepared.scale is None else np.asarray(prepared.scale)
+        self.data_norm_ = float(prepared.data_norm)
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()

@@ -27,29 +27,24 @@ import math
 from typing import Any
 
 import dp_accounting
-import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.utils.validation import validate_data
 
-from privpca._validation import (
-    check_delta,
-    check_epsilon,
-    check_in_range,
-    check_n_components,
-    check_options,
-    check_random_state,
-    clip_rows,
-)
+from privpca._validation import check_options, check_random_state
 from privpca.accounting.ledger import PrivacyLedger
-from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
+from privpca.decomposition._spectrum import (
+    check_n_components_spec,
+    fit_noisy_matrix,
+    mean_perturbation_bound,
+)
 from privpca.mechanisms.gaussian import (
     CALIBRATIONS,
-    GaussianMechanism,
     certified_epsilon,
+    classic_gaussian_sigma,
     symmetric_gaussian_noise,
 )
-from privpca.solvers.eigen import top_eigenvectors
+from privpca.pipeline.release import ReleasePipeline, Statistic, validated_rows
 from privpca.solvers.gram import gram_matrix
 
 __all__ = [
@@ -82,32 +77,54 @@ def gram_sensitivity(data_norm: float, neighbouring: str = "replace") -> float:
 class AnalyzeGaussPCA(BasePrivatePCA):
     """Central-model PCA by Gaussian noise on the Gram matrix ("Analyze Gauss").
 
-    Computes ``XᵀX + E`` with ``E`` symmetric, its upper triangle (diagonal included) i.i.d.
-    ``N(0, σ²)``, and returns the top-k eigenvectors. σ is the Gaussian-mechanism noise for
-    the L2 sensitivity Δ of the packed upper triangle of ``XᵀX``: ``Δ = √2·D²`` when one record
-    is replaced (default) and ``Δ = D²`` when one is added or removed (the paper's relation).
+    On defaults it is the PCA a data scientist expects, privately: the rows are centred on a
+    private mean, clipped to a private high quantile of their norms, and
+    ``G = Σ(x − μ̂)(x − μ̂)ᵀ + E`` is released with ``E`` symmetric, its upper triangle
+    (diagonal included) i.i.d. ``N(0, σ²)``; the components are its top-k eigenvectors. The
+    whole pipeline (:mod:`privpca.pipeline.release`) composes to exactly (ε, δ).
+    ``centering=None`` with a numeric ``data_norm`` is Dwork et al.'s algorithm on the
+    uncentred ``XᵀX``, as in the papers. σ is the Gaussian-mechanism noise for the L2
+    sensitivity Δ of the packed upper triangle of the Gram matrix: ``Δ = √2·D²`` when one
+    record is replaced (default) and ``Δ = D²`` when one is added or removed (the paper's
+    relation).
 
     Parameters
     ----------
-    n_components : int, default=2
-        Dimension k of the subspace.
+    n_components : int or float, default=2
+        Dimension k of the subspace, or a float in (0, 1): the smallest k whose private
+        explained-variance ratio reaches it (as in scikit-learn; free: post-processing).
     epsilon : float, default=1.0
-        ε > 0 of the (ε, δ)-DP guarantee.
+        ε > 0 of the (ε, δ)-DP guarantee of the whole fit.
     delta : float, default=1e-5
         0 < δ < 1.
-    data_norm : float, default=1.0
-        Public bound D on every record's L2 norm. Longer rows are clipped to it, with a
-        :class:`~privpca.exceptions.RowClippingWarning` saying how many.
+    centering : "private", None or array of shape (n_features,), default="private"
+        ``"private"``: centre on a private mean (a share of the budget, see
+        ``budget_shares``). ``None``: no centring (the papers' second moment ``E[x xᵀ]``).
+        An array: a public mean, free.
+    data_norm : "auto" or float, default="auto"
+        Bound D on the L2 norm of every (centred, scaled) row. ``"auto"``: a private 99 %
+        quantile of the row norms (a small share of the budget). A float is a public bound at
+        no cost; longer rows are clipped to it with a
+        :class:`~privpca.exceptions.RowClippingWarning`.
+    scale : bool or array of shape (n_features,), default=False
+        ``True``: divide each feature by a private standard deviation first (a correlation
+        PCA, as after scikit-learn's ``StandardScaler``). An array: public scales, free.
+    budget_shares : dict or None, default=None
+        Shares of the Gaussian budget for the preprocessing parts (``"bound_raw"``,
+        ``"mean"``, ``"scale_bound"``, ``"scale"``, ``"bound"``); ``None`` uses
+        :data:`privpca.pipeline.budget.DEFAULT_SHARES`. The statistic gets the rest.
     neighbouring : {"replace", "add-remove"}, default="replace"
         The neighbouring relation of the guarantee. ``"replace"``: one record replaced by any
         other (Δ = √2·D²; privpca's relation everywhere). ``"add-remove"``: one record added
-        or removed (Δ = D²), as in Dwork et al.; the privacy record then also states, in its
+        or removed (Δ = D²), as in Dwork et al.; only with ``centering=None`` and a numeric
+        ``data_norm`` (the paper's setting). The privacy record then also states, in its
         ``notes``, the ε the same noise certifies under replacement.
     calibration : {"analytic", "classic"}, default="analytic"
         Exact analytic Gaussian calibration (Balle & Wang 2018), or the paper's classic
         ``σ = Δ√(2 ln(1.25/δ))/ε``, which is proven only for ε < 1 (a
         :class:`~privpca.exceptions.PrivacyLeakWarning` is issued otherwise and
-        ``privacy_.epsilon`` reports the ε the noise really certifies).
+        ``privacy_.epsilon`` reports the ε the noise really certifies); classic only in the
+        paper's setting.
     random_state : None, int or numpy.random.Generator, default=None
         Source of the noise.
     ledger : PrivacyLedger or None, default=None
@@ -115,15 +132,33 @@ class AnalyzeGaussPCA(BasePrivatePCA):
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components, n_features)
-        Orthonormal rows: top-k eigenvectors of ``XᵀX + E``, in decreasing eigenvalue order.
-    explained_variance_ : ndarray of shape (n_components,)
-        Top eigenvalues of ``(XᵀX + E)/n`` (noisy; may be negative). ``n`` is treated as
-        public, as it is in ``privacy_.n_samples``.
+    components_ : ndarray of shape (n_components_, n_features)
+        Orthonormal rows: top-k eigenvectors of the noisy Gram matrix, decreasing eigenvalue.
+    n_components_ : int
+        k (resolved when ``n_components`` is a fraction).
+    mean_ : ndarray of shape (n_features,)
+        The private (or public) mean subtracted by ``transform``; zeros without centring.
+    scale_ : ndarray of shape (n_features,) or None
+        The private (or public) scales ``transform`` divides by; None without scaling.
+    data_norm_ : float
+        The bound D the statistic used (released: free to inspect).
+    explained_variance_ : ndarray of shape (n_components_,)
+        Top eigenvalues of the noisy Gram matrix over n − 1 (centred) or n (uncentred):
+        noisy, may be negative.
+    explained_variance_ratio_ : ndarray of shape (n_components_,)
+        Those eigenvalues over the noisy matrix's trace (the private total variance).
+    noise_level_ : float
+        Bound (probability ≥ 95 %) on the spectral norm of the noise, in the units of
+        ``explained_variance_``: eigenvalues closer than this to each other are not resolved.
+    expected_error_ : float
+        Bound (probability ≈ 95 %) on ‖V̂V̂ᵀ − VVᵀ‖_F between ``components_`` and the exact
+        PCA of the same centred, clipped rows, from released quantities only
+        (:mod:`privpca.decomposition._spectrum`); its maximum √(2k) means "no guarantee".
     noise_scale_ : float
         σ, the standard deviation of each upper-triangle entry of ``E``.
     privacy_ : PrivacyRecord
-        Central model, the neighbouring relation, Δ, σ and the certified (ε, δ).
+        Every part's spend (bounds, mean, statistic), the neighbouring relation, Δ, σ, and the
+        certified total (ε, δ).
     n_features_in_ : int
 
     See Also
@@ -133,8 +168,9 @@ class AnalyzeGaussPCA(BasePrivatePCA):
 
     Notes
     -----
-    Cost: one Gram matrix (``O(np²)``, BLAS ``syrk``), ``p(p+1)/2`` normal draws and a partial
-    symmetric eigendecomposition (top k pairs only).
+    Cost: one pass for the row norms, one for the mean, one centred copy, one Gram matrix
+    (``O(np²)``, BLAS ``syrk``), ``p(p+1)/2`` normal draws and a partial symmetric
+    eigendecomposition (top k + 1 pairs).
 
     References
     ----------
@@ -148,20 +184,26 @@ class AnalyzeGaussPCA(BasePrivatePCA):
     >>> from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
     >>> from privpca.datasets import make_spiked
     >>> X, V = make_spiked(5_000, 10, 2, lam=9.0, random_state=0)
-    >>> est = AnalyzeGaussPCA(n_components=2, epsilon=1.0, random_state=0).fit(X)
-    >>> est.components_.shape
-    (2, 10)
-    >>> est.privacy_.model, round(est.privacy_.sensitivity, 4)
-    ('central', 1.4142)
+    >>> est = AnalyzeGaussPCA(n_components=2, epsilon=1.0, random_state=0).fit(X + 5.0)
+    >>> est.components_.shape, est.mean_.shape
+    ((2, 10), (10,))
+    >>> [s.mechanism.split(":")[0] for s in est.privacy_.spends]
+    ['bound_raw', 'mean', 'bound', 'statistic']
+    >>> paper = AnalyzeGaussPCA(2, epsilon=1.0, centering=None, data_norm=1.0, random_state=0)
+    >>> round(paper.fit(X).privacy_.sensitivity, 4)
+    1.4142
     """
 
     def __init__(
         self,
-        n_components: int = 2,
+        n_components: int | float = 2,
         *,
         epsilon: float = 1.0,
         delta: float = 1e-5,
-        data_norm: float = 1.0,
+        centering: Any = "private",
+        data_norm: float | str = "auto",
+        scale: Any = False,
+        budget_shares: dict[str, float] | None = None,
         neighbouring: str = "replace",
         calibration: str = "analytic",
         random_state: Any = None,
@@ -170,74 +212,24 @@ class AnalyzeGaussPCA(BasePrivatePCA):
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
+        self.centering = centering
         self.data_norm = data_norm
+        self.scale = scale
+        self.budget_shares = budget_shares
         self.neighbouring = neighbouring
         self.calibration = calibration
         self.random_state = random_state
         self.ledger = ledger
 
-    def _mechanism(self) -> GaussianMechanism:
-        epsilon = check_epsilon(self.epsilon, owner=self)
-        delta = check_delta(self.delta, owner=self)
-        data_norm = check_in_range(self.data_norm, "data_norm", low=0.0, owner=self)
-        relation = check_options(
-            self.neighbouring, "neighbouring", NEIGHBOURING_RELATIONS, owner=self
-        )
-        calibration = check_options(self.calibration, "calibration", CALIBRATIONS, owner=self)
-        return GaussianMechanism(
-            epsilon,
-            delta,
-            gram_sensitivity(data_norm, relation),
-            calibration,
-            REPLACE_ONE if relation == "replace" else ADD_REMOVE_ONE,
-        )
-
-    def _record(self, mech: GaussianMechanism, n: int, n_clipped: int) -> PrivacyRecord:
-        eps = mech.certified_epsilon
-        notes = (
-            "The released eigenvectors are post-processing of the noisy Gram matrix "
-            "XᵀX + E, itself (epsilon, delta)-DP."
-        )
-        if self.calibration == "classic":
-            notes += (
-                f" Classic calibration: epsilon is what sigma certifies exactly ({eps:.4g}), "
-                f"the requested target was {float(self.epsilon):g}."
-            )
-        if self.neighbouring == "add-remove":
-            replace_sens = gram_sensitivity(self.data_norm, "replace")
-            eps_replace = certified_epsilon(mech.sigma, mech.delta, replace_sens)
-            notes += (
-                " Guarantee stated for add/remove-one neighbours (Delta = D²), as in Dwork et "
-                f"al.; under replace-one neighbours (Delta = √2·D²) the same noise certifies "
-                f"epsilon = {eps_replace:.4g} at the same delta. The ledger composes this "
-                "fit's event as given: do not mix neighbouring relations in one ledger."
-            )
-        spend = PrivacySpend(
-            mechanism="gaussian: packed upper triangle of XᵀX (Analyze Gauss)",
-            epsilon=eps,
-            delta=mech.delta,
-            sensitivity=mech.sensitivity,
-            noise_scale=mech.sigma,
-            dp_event=dp_accounting.GaussianDpEvent(mech.noise_multiplier),
-        )
-        return PrivacyRecord(
-            epsilon=eps,
-            delta=mech.delta,
-            model="central",
-            neighbouring=mech.neighbouring,
-            sensitivity=mech.sensitivity,
-            noise_scale=mech.sigma,
-            calibration=mech.calibration,
-            data_norm=float(self.data_norm),
-            n_samples=int(n),
-            n_clipped=int(n_clipped),
-            spends=(spend,),
-            target_epsilon=float(self.epsilon),
-            notes=notes,
+    def _statistic(self, relation: str) -> Statistic:
+        return Statistic(
+            "gaussian: packed upper triangle of the Gram matrix (Analyze Gauss)",
+            lambda D: gram_sensitivity(D, relation),
+            releases_spectrum=True,
         )
 
     def fit(self, X: ArrayLike, y: Any = None) -> AnalyzeGaussPCA:
-        """Add calibrated symmetric Gaussian noise to ``XᵀX`` and keep its top-k eigenvectors.
+        """Centre and bound privately, add calibrated noise to the Gram matrix, keep top-k.
 
         Parameters
         ----------
@@ -249,18 +241,87 @@ class AnalyzeGaussPCA(BasePrivatePCA):
         -------
         self
         """
-        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
+        Xv, sq = validated_rows(self, X)
         n, p = Xv.shape
-        k = check_n_components(self.n_components, p, owner=self)
-        mech = self._mechanism()
+        k = check_n_components_spec(self.n_components, p, self)
+        relation = check_options(self.neighbouring, "neighbouring", NEIGHBOURING_RELATIONS,
+                                 owner=self)
+        calibration = check_options(self.calibration, "calibration", CALIBRATIONS, owner=self)
+        run = ReleasePipeline(self, n, p, self._statistic(relation),
+                              neighbouring=REPLACE_ONE if relation == "replace"
+                              else ADD_REMOVE_ONE)
+        if not run.paper_mode and (relation != "replace" or calibration != "analytic"):
+            raise ValueError(
+                f"{type(self).__name__}: neighbouring='add-remove' and calibration='classic' "
+                "reproduce the paper's setting; they require centering=None, scale=False and a "
+                "numeric data_norm."
+            )
         rng = check_random_state(self.random_state)
-        Xc, n_clipped = clip_rows(Xv, float(self.data_norm), owner=self)
-        self.privacy_ = self._record(mech, n, n_clipped)
-        self._charge(self.privacy_, self.ledger)
-        noisy = gram_matrix(Xc)
-        noisy += symmetric_gaussian_noise(p, mech.sigma, rng)
-        values, vectors = top_eigenvectors(noisy, k)
-        self.components_ = vectors.T.copy()
-        self.explained_variance_ = values / n
-        self.noise_scale_ = mech.sigma
+        pre_rng = self._preprocessing_rng(rng)
+        if run.paper_mode:  # public D: σ and the certified ε are known before the data
+            sensitivity = gram_sensitivity(run.data_norm, relation)
+            sigma = (classic_gaussian_sigma(run.epsilon, run.delta, sensitivity)
+                     if calibration == "classic"
+                     else run.statistic_multiplier() * sensitivity)
+            eps = certified_epsilon(sigma, run.delta, sensitivity) if calibration == "classic" \
+                else run.epsilon
+            run.charge(self.ledger, epsilon=eps,
+                       statistic_event=dp_accounting.GaussianDpEvent(sigma / sensitivity))
+        else:
+            eps = run.epsilon
+            run.charge(self.ledger)
+        prepared = run.prepare(Xv, pre_rng, sq=sq)
+        sensitivity = gram_sensitivity(prepared.data_norm, relation)
+        if not run.paper_mode:
+            sigma = run.statistic_multiplier() * sensitivity
+        noisy = gram_matrix(prepared.rows)
+        noisy += symmetric_gaussian_noise(p, sigma, rng)
+        extra = 0.0
+        if "mean_noise_scale" in prepared.details:
+            sd = prepared.details["mean_noise_scale"]
+            if prepared.scale is not None:
+                sd = sd / float(prepared.scale.min())
+            extra = mean_perturbation_bound(n, sd, p)
+        fit = fit_noisy_matrix(noisy, k, noise_sd=sigma, denominator=run.denominator(prepared),
+                               extra_perturbation=extra)
+        spend = PrivacySpend(
+            mechanism=self._statistic(relation).mechanism,
+            epsilon=eps if run.paper_mode else run.statistic_budget.epsilon,
+            delta=run.delta if run.paper_mode else run.statistic_budget.delta,
+            sensitivity=sensitivity,
+            noise_scale=sigma,
+            dp_event=dp_accounting.GaussianDpEvent(
+                sigma / sensitivity if run.paper_mode else run.statistic_multiplier()),
+        )
+        self.privacy_ = run.record(prepared, spend, calibration=calibration,
+                                   notes=self._notes(eps, sigma, run), epsilon=eps)
+        self._set_preprocessing(prepared)
+        self.components_ = fit.components
+        self.n_components_ = fit.n_components
+        self.explained_variance_ = fit.explained_variance
+        self.explained_variance_ratio_ = fit.explained_variance_ratio
+        self.noise_level_ = fit.noise_level
+        self.expected_error_ = fit.expected_error
+        self.noise_scale_ = sigma
         return self
+
+    def _notes(self, eps: float, sigma: float, run: ReleasePipeline) -> str:
+        notes = (
+            "The released eigenvectors are post-processing of the noisy Gram matrix "
+            "G + E, itself (epsilon, delta)-DP together with the preprocessing."
+        )
+        if self.calibration == "classic":
+            notes += (
+                f" Classic calibration: epsilon is what sigma certifies exactly ({eps:.4g}), "
+                f"the requested target was {float(self.epsilon):g}."
+            )
+        if self.neighbouring == "add-remove":
+            replace_sens = gram_sensitivity(run.data_norm, "replace")
+            eps_replace = certified_epsilon(sigma, run.delta, replace_sens)
+            notes += (
+                " Guarantee stated for add/remove-one neighbours (Delta = D²), as in Dwork et "
+                f"al.; under replace-one neighbours (Delta = √2·D²) the same noise certifies "
+                f"epsilon = {eps_replace:.4g} at the same delta. The ledger composes this "
+                "fit's event as given: do not mix neighbouring relations in one ledger."
+            )
+        return notes

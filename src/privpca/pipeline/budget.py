@@ -1,0 +1,283 @@
+"""How one fit's (ε, δ) is split across the parts of the release pipeline.
+
+Every part of a fit that touches the data (the private norm bound, the mean, the per-feature
+scales, the explained variance, the estimator's own statistic) is a Gaussian mechanism, or is
+given a fixed share of (ε, δ). The split is decided from public parameters only, before any
+data is read, and is frozen in a :class:`BudgetPlan`.
+
+Gaussian parts: an exact split
+------------------------------
+The adaptive composition of Gaussian mechanisms with noise multipliers ``m₁, …, m_r``
+(``mᵢ = σᵢ/Δᵢ``) has exactly the privacy curve of one Gaussian mechanism with multiplier
+``m = (Σ 1/mᵢ²)^(-1/2)``: the privacy-loss random variables are Gaussian and their means and
+variances add. So with ``m = σ₁(ε, δ_noise)`` (the analytic calibration, dp-accounting's
+``get_sigma_gaussian``) and weights ``wᵢ ≥ 0`` summing to 1, the multipliers ``mᵢ = m/√wᵢ``
+compose to exactly (ε, δ_noise). A part released ``T`` times (a power method) gets
+``m√T/√w`` per release. The weights are shares of ``1/m²`` (zCDP's ρ), not of ε; a 5 % share
+costs the statistic only 2.5 % more noise.
+
+Stability histograms (the private quantiles of :mod:`privpca.mechanisms.quantile`) are
+Gaussian on the counts, plus a *tail*: the probability ``t`` that an empty bin is released.
+Their tails are paid from δ: ``δ = δ_noise + (1 + e^ε)·Σ t`` (:mod:`privpca.mechanisms.histogram`);
+:data:`TAIL_FRACTION` of δ goes to the tails.
+
+Other statistics: basic composition
+-----------------------------------
+A statistic that is not a Gaussian mechanism of known sensitivity (the exponential mechanism
+of :class:`~privpca.BinghamPCA`, MOD-SuLQ's theorem) is given ``(ε·(1 − s), δ·(1 − s))``
+(δ = 0 for a pure mechanism, which then leaves all of δ to the rest), where ``s`` is the summed
+weight of the Gaussian parts; those get ``(ε·s, δ·s)`` (or ``(ε·s, δ)``) split exactly as
+above. The two add up to (ε, δ) by basic composition.
+
+With no part but the statistic (``centering=None`` and a public ``data_norm``: the papers'
+setting), the statistic gets all of (ε, δ) and the noise is bitwise what it was before the
+pipeline existed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import dp_accounting
+import numpy as np
+
+from privpca._validation import check_in_range
+
+__all__ = [
+    "DEFAULT_SHARES",
+    "PART_NAMES",
+    "TAIL_FRACTION",
+    "BudgetPlan",
+    "PartBudget",
+]
+
+#: Parts of the pipeline, in the order they run.
+PART_NAMES: tuple[str, ...] = (
+    "bound_raw",  # quantile of ‖x‖ (clipping bound of the private mean)
+    "mean",  # Σ clip(x): the private mean
+    "scale_bound",  # per-feature quantiles of |x_j − μ_j| (clipping of the variances)
+    "scale",  # per-feature Σ (x_j − μ_j)²: the private standard deviations
+    "bound",  # quantile of ‖(x − μ)/s‖: the statistic's data_norm
+    "statistic",  # the estimator's own release
+    "variance",  # component and total variances (estimators whose statistic has no spectrum)
+)
+
+#: Default weights (shares of 1/m²) of the preprocessing parts; the statistic gets the rest.
+DEFAULT_SHARES: Mapping[str, float] = {
+    "bound_raw": 0.02,
+    "mean": 0.05,
+    "scale_bound": 0.02,
+    "scale": 0.05,
+    "bound": 0.02,
+    "variance": 0.02,
+}
+
+#: Share of δ that pays for the tails of the stability histograms (when there are any).
+TAIL_FRACTION = 0.01
+
+#: Parts that are stability histograms (they have a tail).
+HISTOGRAM_PARTS: frozenset[str] = frozenset({"bound_raw", "scale_bound", "bound"})
+
+
+@dataclass(frozen=True)
+class PartBudget:
+    """The budget of one part.
+
+    Attributes
+    ----------
+    name : str
+        One of :data:`PART_NAMES`.
+    weight : float
+        Share of ``1/m²`` (Gaussian parts) — the fraction of the Gaussian budget.
+    multiplier : float
+        Noise multiplier ``σ/Δ`` of *one* release of this part (``inf`` for a non-Gaussian
+        statistic, which uses ``epsilon``/``delta`` instead).
+    count : int
+        How many releases (composed adaptively).
+    tail : float
+        For a stability histogram, the probability per side that an empty bin is released.
+    epsilon, delta : float
+        For a non-Gaussian statistic: the (ε, δ) it must satisfy on its own. For a Gaussian
+        part: the ε that this part alone certifies at the plan's noise δ (informative).
+    """
+
+    name: str
+    weight: float
+    multiplier: float
+    count: int = 1
+    tail: float = 0.0
+    epsilon: float = math.nan
+    delta: float = math.nan
+
+    @property
+    def gaussian(self) -> bool:
+        return math.isfinite(self.multiplier)
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """The event of all ``count`` releases (privpca's convention: multiplier σ/Δ)."""
+        single = dp_accounting.GaussianDpEvent(self.multiplier)
+        return single if self.count == 1 else dp_accounting.SelfComposedDpEvent(single, self.count)
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    """A frozen split of (ε, δ) across the active parts of one fit.
+
+    Build it with :meth:`split`. ``parts`` maps each active part to its :class:`PartBudget`.
+
+    Examples
+    --------
+    >>> plan = BudgetPlan.split(1.0, 1e-5, ("bound", "mean"), statistic_count=1)
+    >>> sorted(plan.parts)
+    ['bound', 'mean', 'statistic']
+    >>> bool(plan.parts["statistic"].multiplier < plan.parts["mean"].multiplier)
+    True
+    >>> round(plan.composed_multiplier() / plan.total_multiplier, 12)
+    1.0
+    """
+
+    epsilon: float
+    delta: float
+    parts: Mapping[str, PartBudget]
+    total_multiplier: float
+    delta_noise: float
+    statistic_gaussian: bool
+    tail: float = 0.0
+    notes: str = field(default="", compare=False)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def split(
+        cls,
+        epsilon: float,
+        delta: float,
+        active: tuple[str, ...],
+        *,
+        statistic_count: int = 1,
+        statistic_gaussian: bool = True,
+        statistic_pure: bool = False,
+        shares: Mapping[str, float] | None = None,
+    ) -> BudgetPlan:
+        """Split (ε, δ) across the ``active`` preprocessing parts and the statistic.
+
+        Parameters
+        ----------
+        epsilon, delta : float
+            The whole fit's target. ``epsilon = inf`` is a non-private fit (every multiplier 0).
+        active : tuple of str
+            Preprocessing parts in use (names from :data:`PART_NAMES`, except "statistic").
+        statistic_count : int, default=1
+            Releases of the statistic (T for a power method).
+        statistic_gaussian : bool, default=True
+            Whether the statistic is a Gaussian mechanism calibrated by multiplier.
+        statistic_pure : bool, default=False
+            For a non-Gaussian statistic: pure ε-DP (takes no δ).
+        shares : mapping, optional
+            Weights overriding :data:`DEFAULT_SHARES` (each in [0, 1); their sum below 1).
+
+        Returns
+        -------
+        BudgetPlan
+        """
+        weights = {name: float(DEFAULT_SHARES[name]) for name in active}
+        for name, value in (shares or {}).items():
+            if name not in DEFAULT_SHARES:
+                raise ValueError(
+                    f"budget_shares has an unknown part {name!r}; the parts are "
+                    f"{sorted(DEFAULT_SHARES)}."
+                )
+            if name in weights:
+                weights[name] = check_in_range(value, f"budget_shares[{name!r}]", low=0.0,
+                                               high=1.0)
+        pre = sum(weights.values())
+        if not pre < 1.0:
+            raise ValueError(
+                f"The preprocessing shares {weights} sum to {pre:g}; they must leave a positive "
+                "share (1 - sum) for the estimator's statistic."
+            )
+        n_hist = sum(1 for name in active if name in HISTOGRAM_PARTS)
+        if math.isinf(epsilon):
+            parts = {name: PartBudget(name, w, 0.0) for name, w in weights.items()}
+            parts["statistic"] = PartBudget("statistic", 1.0 - pre, 0.0, int(statistic_count))
+            return cls(epsilon, 0.0, parts, 0.0, 0.0, statistic_gaussian)
+
+        if statistic_gaussian:
+            gauss_eps, gauss_delta = epsilon, delta
+            weights["statistic"] = 1.0 - pre
+        elif not weights:
+            parts = {"statistic": PartBudget("statistic", 1.0, math.inf, int(statistic_count),
+                                             epsilon=epsilon, delta=0.0 if statistic_pure
+                                             else delta)}
+            return cls(epsilon, delta, parts, math.inf, 0.0, False)
+        else:
+            gauss_eps = epsilon * pre
+            gauss_delta = delta if statistic_pure else delta * pre
+            weights = {name: w / pre for name, w in weights.items()}
+
+        tail_total = (TAIL_FRACTION * gauss_delta / (1.0 + math.exp(min(gauss_eps, 700.0)))
+                      if n_hist else 0.0)
+        delta_noise = gauss_delta - (1.0 + math.exp(min(gauss_eps, 700.0))) * tail_total
+        if n_hist == 0:
+            delta_noise = gauss_delta  # bitwise the single-mechanism calibration
+        m = float(dp_accounting.get_sigma_gaussian(gauss_eps, delta_noise))
+        parts = {}
+        for name, w in weights.items():
+            count = int(statistic_count) if name == "statistic" else 1
+            if w <= 0.0:
+                raise ValueError(f"budget_shares[{name!r}] must be positive for an active part.")
+            mult = m if w == 1.0 else m / math.sqrt(w)
+            if count > 1:
+                mult = mult * math.sqrt(count)
+            tail = tail_total / n_hist if name in HISTOGRAM_PARTS else 0.0
+            parts[name] = PartBudget(
+                name, w, mult, count, tail,
+                epsilon=_single_epsilon(mult / math.sqrt(count), delta_noise),
+                delta=delta_noise,
+            )
+        if not statistic_gaussian:
+            parts["statistic"] = PartBudget(
+                "statistic", 1.0 - pre, math.inf, int(statistic_count),
+                epsilon=epsilon - gauss_eps,
+                delta=0.0 if statistic_pure else delta - gauss_delta,
+            )
+        return cls(epsilon, delta, parts, m, delta_noise, statistic_gaussian, tail_total)
+
+    # ------------------------------------------------------------------ queries
+    def __contains__(self, name: object) -> bool:
+        return name in self.parts
+
+    def __getitem__(self, name: str) -> PartBudget:
+        return self.parts[name]
+
+    @property
+    def preprocessing(self) -> tuple[str, ...]:
+        """Active parts other than the statistic, in pipeline order."""
+        return tuple(name for name in PART_NAMES if name in self.parts and name != "statistic")
+
+    def composed_multiplier(self) -> float:
+        """``(Σ count/mᵢ²)^(-1/2)`` over the Gaussian parts: equals ``total_multiplier``."""
+        inv = sum(p.count / p.multiplier**2 for p in self.parts.values() if p.gaussian)
+        return math.inf if inv == 0 else 1.0 / math.sqrt(inv)
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-friendly summary of the split."""
+        return {
+            name: {
+                "weight": p.weight,
+                "noise_multiplier": p.multiplier if p.gaussian else None,
+                "count": p.count,
+                "epsilon": p.epsilon,
+                "delta": p.delta,
+            }
+            for name, p in self.parts.items()
+        }
+
+
+def _single_epsilon(multiplier: float, delta: float) -> float:
+    """ε of one Gaussian release of multiplier ``multiplier`` at ``delta`` (informative)."""
+    if multiplier <= 0 or not np.isfinite(multiplier):
+        return math.inf if multiplier <= 0 else 0.0
+    return float(dp_accounting.get_epsilon_gaussian(multiplier, delta))

@@ -1,0 +1,174 @@
+"""Central-model preprocessing: private norm bounds, private mean, private scales, clipping.
+
+Each function is one mechanism of the release pipeline; :mod:`privpca.pipeline.release` runs
+them in order with the budget of a :class:`~privpca.pipeline.budget.BudgetPlan`. All are
+Gaussian mechanisms under **replace-one** neighbours (n public):
+
+* **norm bound** (:class:`~privpca.mechanisms.quantile.PrivateQuantile`): stability histogram of
+  the row norms on a log grid, L2 sensitivity √2 on the counts;
+* **mean**: ``Σᵢ clip_R(xᵢ) + N(0, σ²I)``, divided by n; replacing a row moves the sum by
+  ``x − y`` with ``‖x‖, ‖y‖ ≤ R``: **Δ = 2R**;
+* **scale bounds**: one stability histogram per feature of ``|x_j − μ̂_j|`` (L2 sensitivity
+  ``√(2p)`` on all counts);
+* **scale**: ``v_j = Σᵢ min((x_ij − μ̂_j)², b_j²) + N(0, σ²)``; each term lies in ``[0, b_j²]``,
+  so replacing a row moves ``v`` by at most ``b_j²`` per feature: **Δ = √(Σ_j b_j⁴)**.
+
+The bounds R and b are themselves private releases, so the later mechanisms' sensitivities
+are functions of released values only (adaptive composition).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privpca.mechanisms.quantile import PrivateQuantile, QuantileRelease
+
+__all__ = [
+    "MeanRelease",
+    "ScaleRelease",
+    "private_mean",
+    "private_norm_bound",
+    "private_scale",
+]
+
+
+class BoundNotFoundError(ValueError):
+    """No bin of a private norm histogram cleared its threshold (too few rows for this ε)."""
+
+
+def private_norm_bound(
+    norms: NDArray[np.float64],
+    multiplier: float,
+    tail: float,
+    quantile: float,
+    rng: np.random.Generator,
+    *,
+    what: str = "row norms",
+) -> tuple[float, QuantileRelease]:
+    """A private ``quantile`` of ``norms`` (see :mod:`privpca.mechanisms.quantile`).
+
+    Raises
+    ------
+    BoundNotFoundError
+        When no bin clears the threshold, or only the bin of zeros does. The spend is already
+        recorded; the message says how to proceed.
+    """
+    mech = PrivateQuantile.calibrate(multiplier, tail, quantile=quantile)
+    release = mech.estimate(norms, rng)
+    value = float(release.value[0])
+    if not value > 0.0:
+        raise BoundNotFoundError(
+            f"data_norm='auto' found no private bound on the {what}: no bin of the private "
+            f"histogram cleared its threshold ({mech.histogram.threshold:.3g} rows), which "
+            "happens when there are too few rows for this epsilon. Give data_norm as a "
+            "public number, or use a larger epsilon."
+        )
+    return value, release
+
+
+@dataclass(frozen=True)
+class MeanRelease:
+    """The private mean and how it was made."""
+
+    mean: NDArray[np.float64]
+    bound: float
+    noise_scale: float  # std of the noise on the sum (per coordinate)
+    sensitivity: float
+
+
+def private_mean(
+    X: NDArray[np.float64],
+    norms: NDArray[np.float64],
+    bound: float,
+    multiplier: float,
+    rng: np.random.Generator,
+) -> MeanRelease:
+    """``(Σ clip_R(xᵢ) + N(0, (2R·m)² I))/n`` with R = ``bound`` (Δ = 2R)."""
+    n, p = X.shape
+    with np.errstate(divide="ignore"):
+        weights = np.minimum(1.0, bound / norms)
+    total = X.T @ weights  # one pass: Σ clip(x) without a clipped copy
+    sensitivity = 2.0 * bound
+    sigma = multiplier * sensitivity
+    total += sigma * rng.standard_normal(p)
+    return MeanRelease(total / n, bound, sigma, sensitivity)
+
+
+@dataclass(frozen=True)
+class ScaleRelease:
+    """Private per-feature standard deviations and how they were made."""
+
+    scale: NDArray[np.float64]
+    bounds: NDArray[np.float64]
+    noise_scale: float
+    sensitivity: float
+
+
+def private_scale(
+    X: NDArray[np.float64],
+    mean: NDArray[np.float64],
+    bound_multiplier: float,
+    bound_tail: float,
+    multiplier: float,
+    quantile: float,
+    rng: np.random.Generator,
+    *,
+    ddof: int = 1,
+) -> ScaleRelease:
+    """Private standard deviation of each feature around the (released) ``mean``.
+
+    Per-feature bounds ``b_j`` are private ``quantile``-quantiles of ``|x_j − μ̂_j|``; the
+    clipped sums of squares get Gaussian noise of multiplier ``multiplier`` (Δ = √Σb_j⁴). A
+    feature whose noisy variance is below its own noise level gets that level instead (a
+    post-processing floor), and one with no released bound gets scale 1.
+    """
+    n, p = X.shape
+    dev = np.abs(X - mean)
+    mech = PrivateQuantile.calibrate(bound_multiplier, bound_tail, quantile=quantile,
+                                     n_histograms=p)
+    bounds = mech.estimate(dev, rng).value
+    missing = ~(bounds > 0)
+    bounds = np.where(missing, 0.0, bounds)
+    np.minimum(dev, bounds, out=dev)
+    dev *= dev
+    sums = dev.sum(axis=0)
+    sensitivity = float(np.sqrt(np.sum(bounds**4)))
+    sigma = multiplier * sensitivity
+    sums += sigma * rng.standard_normal(p)
+    denom = max(n - ddof, 1)
+    floor = sigma / denom
+    variance = np.maximum(sums / denom, floor)
+    scale = np.sqrt(variance)
+    scale[missing | ~(scale > 0)] = 1.0
+    return ScaleRelease(scale, bounds, sigma, sensitivity)
+
+
+def clip_scale(norms: NDArray[np.float64], bound: float) -> NDArray[np.float64]:
+    """Per-row factors ``min(1, bound/‖x‖)`` (1 for zero rows)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.minimum(1.0, bound / norms)
+    factor[~np.isfinite(factor)] = 1.0
+    return factor
+
+
+def sq_norms(X: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Squared row norms in one pass; NaN/inf in X make the matching entry non-finite."""
+    return np.einsum("ij,ij->i", X, X)
+
+
+def check_finite_norms(sq: NDArray[np.float64], X: NDArray[np.float64]) -> None:
+    """Refuse NaN/inf (found through the norms' pass) and overflowing rows."""
+    if np.isfinite(sq).all():
+        return
+    bad = ~np.isfinite(X).all(axis=1)
+    if bad.any():
+        raise ValueError(
+            f"X contains NaN or infinity in {int(bad.sum())} row(s). Differentially private "
+            "estimators cannot impute or drop rows silently: remove or impute them first."
+        )
+    raise ValueError("X has rows whose norm overflows float64; rescale the data.")
+
+

@@ -1,0 +1,499 @@
+"""The release pipeline: one way through every fit, in one file.
+
+::
+
+    plan     = BudgetPlan.split(ε, δ, active parts)        # public: decided before any data
+    ledger.spend(planned record)                           # refused here, before anything runs
+    R        = private quantile of ‖x‖                     # centering="private"
+    μ̂        = private mean of clip_R(x)
+    s        = private per-feature scales                  # scale=True
+    D        = private quantile of ‖(x − μ̂)/s‖             # data_norm="auto" (else public D)
+    rows     = clip_D((x − μ̂)/s)
+    release  = estimator's statistic on rows, noise σ = m_stat·Δ(D)
+    variance = private component/total variances           # only if the statistic has no spectrum
+
+An estimator declares only its :class:`Statistic` (mechanism, sensitivity as a function of the
+norm bound D, number of releases) and computes it from :class:`PreparedRows` with the noise
+multiplier the plan gives it. The budget split (:mod:`privpca.pipeline.budget`), the clipping
+and the charge to the ledger all happen here.
+
+Neighbouring relation: replace one record (the number of records n is public). Every part is a
+Gaussian mechanism whose sensitivity is computed from earlier *released* values, so the whole
+fit is an adaptive composition, and the split makes it compose to exactly the requested
+(ε, δ) (see :mod:`privpca.pipeline.budget`).
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from privpca._validation import check_delta, check_epsilon, check_in_range, clip_rows
+from privpca.accounting.ledger import PrivacyLedger, default_ledger
+from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.exceptions import PrivacyWarning
+from privpca.pipeline.budget import PART_NAMES, BudgetPlan, PartBudget
+from privpca.pipeline.preprocessing import (
+    check_finite_norms,
+    private_mean,
+    private_norm_bound,
+    private_scale,
+    sq_norms,
+)
+
+__all__ = [
+    "DEFAULT_NORM_QUANTILE",
+    "PreparedRows",
+    "ReleasePipeline",
+    "Statistic",
+    "check_centering",
+    "check_data_norm",
+    "check_scale",
+]
+
+#: Quantile of the row norms used as the clipping bound when ``data_norm="auto"``.
+DEFAULT_NORM_QUANTILE = 0.99
+#: Quantile of |x_j − μ_j| used to clip each feature's variance when ``scale=True``.
+SCALE_QUANTILE = 0.99
+
+
+def check_centering(value: Any, n_features: int, owner: object) -> Any:
+    """``"private"``, ``None`` or a public mean of shape (n_features,) (returned as an array)."""
+    name = type(owner).__name__
+    if value is None or (isinstance(value, str) and value == "private"):
+        return value
+    if isinstance(value, str):
+        raise ValueError(
+            f"The 'centering' parameter of {name} must be 'private', None or an array of "
+            f"shape ({n_features},) (a public mean). Got {value!r} instead."
+        )
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != (n_features,) or not np.all(np.isfinite(arr)):
+        raise ValueError(
+            f"The 'centering' parameter of {name} must be 'private', None or a finite array "
+            f"of shape ({n_features},). Got an array of shape {arr.shape} instead."
+        )
+    return arr
+
+
+def check_data_norm(value: Any, owner: object) -> Any:
+    """``"auto"`` or a public bound ``0 < D < ∞``."""
+    if isinstance(value, str) and value == "auto":
+        return value
+    if isinstance(value, str):
+        raise ValueError(
+            f"The 'data_norm' parameter of {type(owner).__name__} must be 'auto' or a float "
+            f"in the range (0, inf). Got {value!r} instead."
+        )
+    return check_in_range(value, "data_norm", low=0.0, owner=owner)
+
+
+def check_scale(value: Any, n_features: int, owner: object) -> Any:
+    """``False``, ``True`` (private scales) or public positive scales of shape (n_features,)."""
+    name = type(owner).__name__
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != (n_features,) or not np.all(np.isfinite(arr)) or not np.all(arr > 0):
+        raise ValueError(
+            f"The 'scale' parameter of {name} must be a bool or an array of shape "
+            f"({n_features},) of positive public scales. Got {value!r} instead."
+        )
+    return arr
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """What an estimator releases from the prepared rows, declared before the fit.
+
+    Attributes
+    ----------
+    mechanism : str
+        Human-readable description, e.g. ``"gaussian: packed upper triangle of XᵀX"``.
+    sensitivity : callable
+        ``D ↦ Δ``, the L2 sensitivity of one release for rows of norm ≤ D (replace one).
+    count : int
+        Releases (adaptively composed), e.g. T power iterations.
+    kind : {"gaussian", "approx", "pure"}
+        ``"gaussian"``: calibrated by the plan's noise multiplier. ``"approx"``/``"pure"``:
+        given its own (ε, δ) (or pure ε) share and calibrated by the estimator.
+    releases_spectrum : bool
+        The statistic yields a noisy p×p matrix whose eigenvalues give the explained variance
+        for free; otherwise the pipeline spends a small share on the variances.
+    """
+
+    mechanism: str
+    sensitivity: Callable[[float], float]
+    count: int = 1
+    kind: str = "gaussian"
+    releases_spectrum: bool = False
+
+
+@dataclass
+class PreparedRows:
+    """Rows ready for the statistic, and what preprocessing released about them."""
+
+    rows: NDArray[np.float64]
+    data_norm: float
+    mean: NDArray[np.float64] | None
+    scale: NDArray[np.float64] | None
+    n_clipped: int
+    spends: list[PrivacySpend] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.rows.shape[0])
+
+    @property
+    def centred(self) -> bool:
+        return self.mean is not None
+
+
+class ReleasePipeline:
+    """Validate → plan → charge → centre/scale/bound/clip → statistic → variances → record.
+
+    Parameters
+    ----------
+    owner : estimator
+        Provides ``epsilon``, ``delta`` (absent: pure statistic), ``centering``,
+        ``data_norm``, ``scale`` and ``budget_shares`` as set by the user.
+    n_samples, n_features : int
+    statistic : Statistic
+    model : str
+        Trust model written to the record (``"central"``; the local and distributed models
+        run the same plan on their own parties).
+    neighbouring : str
+        The neighbouring relation written to the record.
+    """
+
+    def __init__(
+        self,
+        owner: Any,
+        n_samples: int,
+        n_features: int,
+        statistic: Statistic,
+        *,
+        model: str = "central",
+        neighbouring: str = "replace one record (any two records; n public)",
+    ) -> None:
+        self.owner = owner
+        self.n_samples, self.n_features = int(n_samples), int(n_features)
+        self.statistic = statistic
+        self.model = model
+        self.neighbouring = neighbouring
+        self.epsilon = check_epsilon(owner.epsilon, owner=owner)
+        pure = statistic.kind == "pure"
+        raw_delta = getattr(owner, "delta", None)
+        self.centering = check_centering(getattr(owner, "centering", None), n_features, owner)
+        self.data_norm = check_data_norm(getattr(owner, "data_norm", 1.0), owner)
+        self.scale = check_scale(getattr(owner, "scale", False), n_features, owner)
+        shares = getattr(owner, "budget_shares", None)
+        if shares is not None and not isinstance(shares, Mapping):
+            raise ValueError(
+                f"The 'budget_shares' parameter of {type(owner).__name__} must be a dict of "
+                f"part -> share or None. Got {shares!r} instead."
+            )
+        active = []
+        if isinstance(self.centering, str):
+            active += ["bound_raw", "mean"]
+        if self.scale is True:
+            active += ["scale_bound", "scale"]
+        if isinstance(self.data_norm, str):
+            active.append("bound")
+        self.table_mode = bool(active) or self.scale is not False or self.centering is not None
+        if not statistic.releases_spectrum and (self.table_mode or (shares and "variance" in
+                                                                    shares)):
+            active.append("variance")
+        self.active = tuple(active)
+        if pure and not self.active:
+            self.delta = 0.0  # a pure statistic alone: pure epsilon-DP, delta unused
+        else:
+            self.delta = check_delta(raw_delta, owner=owner)
+        self.plan = BudgetPlan.split(
+            self.epsilon,
+            self.delta,
+            self.active,
+            statistic_count=statistic.count,
+            statistic_gaussian=statistic.kind == "gaussian",
+            statistic_pure=pure,
+            shares=shares,
+        )
+        self._charged: PrivacyRecord | None = None
+        self._ledger: PrivacyLedger | None = None
+
+    # ------------------------------------------------------------------ budget
+    @property
+    def paper_mode(self) -> bool:
+        """No preprocessing part: the papers' uncentred, publicly bounded setting."""
+        return not self.active
+
+    @property
+    def statistic_budget(self) -> PartBudget:
+        return self.plan["statistic"]
+
+    def statistic_multiplier(self) -> float:
+        """Noise multiplier σ/Δ of *one* release of the (Gaussian) statistic."""
+        return self.plan["statistic"].multiplier
+
+    def _spend(self, part: str, mechanism: str, sensitivity: float, noise: float) -> PrivacySpend:
+        b = self.plan[part]
+        return PrivacySpend(
+            mechanism=f"{part}: {mechanism}",
+            epsilon=b.epsilon,
+            delta=b.delta,
+            sensitivity=float(sensitivity),
+            noise_scale=float(noise),
+            count=b.count,
+            dp_event=b.dp_event() if b.gaussian else None,
+            tail=b.tail,
+        )
+
+    def charge(
+        self,
+        ledger: PrivacyLedger | None,
+        *,
+        epsilon: float | None = None,
+        statistic_event: Any = None,
+    ) -> None:
+        """Book the whole planned spend before any data-dependent computation.
+
+        The booked record has every part's event; the final record (with the released bounds
+        and noise scales) replaces it in the ledger when the fit completes. ``epsilon`` and
+        ``statistic_event`` override the plan where an estimator calibrates its statistic
+        itself (classic calibration, a theorem's noise level), which needs a public bound.
+        """
+        owner = self.owner
+        if ledger is None and multiprocessing.parent_process() is not None:
+            warnings.warn(
+                f"{type(owner).__name__} is fitting in a child process with ledger=None: its "
+                "spend is recorded in this process's default ledger and will not reach the "
+                "parent's. Pass an explicit PrivacyLedger (it refuses to cross processes, so "
+                "the problem becomes an error) or fit with n_jobs=1.",
+                PrivacyWarning,
+                stacklevel=4,
+            )
+        target = default_ledger() if ledger is None else ledger
+        if not isinstance(target, PrivacyLedger):
+            raise ValueError(
+                f"The 'ledger' parameter of {type(owner).__name__} must be a PrivacyLedger or "
+                f"None. Got {ledger!r} instead."
+            )
+        spends = [self._spend(part, "planned", math.nan, math.nan) for part in self.plan.parts
+                  if part != "statistic"]
+        stat = self._planned_statistic_spend()
+        if statistic_event is not None:  # an estimator-specific calibration (paper setting)
+            stat = replace(stat, dp_event=statistic_event)
+        planned = self._record_from(spends, stat, data_norm=math.nan,
+                                    n_clipped=0, notes="planned before the fit",
+                                    epsilon=epsilon)
+        target.spend(planned, label=type(owner).__name__)
+        self._charged, self._ledger = planned, target
+
+    def _planned_statistic_spend(self) -> PrivacySpend:
+        b = self.plan["statistic"]
+        return PrivacySpend(
+            mechanism=f"statistic: {self.statistic.mechanism}",
+            epsilon=b.epsilon,
+            delta=b.delta,
+            sensitivity=math.nan,
+            noise_scale=math.nan,
+            count=b.count,
+            dp_event=b.dp_event() if b.gaussian else None,
+        )
+
+    # ------------------------------------------------------------------ preprocessing
+    def prepare(
+        self, X: NDArray[np.float64], rng: np.random.Generator, *, sq: NDArray[np.float64]
+    ) -> PreparedRows:
+        """Centre, scale, bound and clip ``X`` (never modified) with the planned budget.
+
+        ``sq`` are the squared row norms of ``X`` (computed once, before the charge, as the
+        non-finite check).
+        """
+        owner = self.owner
+        spends: list[PrivacySpend] = []
+        details: dict[str, Any] = {}
+        mean: NDArray[np.float64] | None = None
+        scale: NDArray[np.float64] | None = None
+        plan = self.plan
+        n = X.shape[0]
+        if isinstance(self.centering, str):
+            norms = np.sqrt(sq)
+            b = plan["bound_raw"]
+            R, rel = private_norm_bound(norms, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng)
+            spends.append(self._spend("bound_raw", "Gaussian stability histogram of ‖x‖ on a "
+                                      "log grid (private quantile)", math.sqrt(2.0),
+                                      math.sqrt(2.0) * b.multiplier))
+            m = private_mean(X, norms, R, plan["mean"].multiplier, rng)
+            spends.append(self._spend("mean", "gaussian: Σ clip_R(x) (private mean)",
+                                      m.sensitivity, m.noise_scale))
+            mean = m.mean
+            details["mean_bound"] = R
+            details["mean_noise_scale"] = m.noise_scale / n
+        elif self.centering is not None:
+            mean = np.asarray(self.centering, dtype=np.float64)
+        if self.scale is True:
+            centre = np.zeros(X.shape[1]) if mean is None else mean
+            bb, bs = plan["scale_bound"], plan["scale"]
+            s = private_scale(X, centre, bb.multiplier, bb.tail, bs.multiplier, SCALE_QUANTILE,
+                              rng, ddof=1 if mean is not None else 0)
+            spends.append(self._spend(
+                "scale_bound", f"Gaussian stability histograms of |x_j − μ_j| ({X.shape[1]} "
+                "features, log grid)", math.sqrt(2.0 * X.shape[1]),
+                math.sqrt(2.0 * X.shape[1]) * bb.multiplier))
+            spends.append(self._spend("scale", "gaussian: Σ min((x_j − μ_j)², b_j²) per feature",
+                                      s.sensitivity, s.noise_scale))
+            scale = s.scale
+        elif self.scale is not False:
+            scale = np.asarray(self.scale, dtype=np.float64)
+
+        if mean is None and scale is None:
+            rows, row_sq = X, sq
+        else:
+            rows = X - mean if mean is not None else X.copy()
+            if scale is not None:
+                rows /= scale
+            row_sq = sq_norms(rows)
+        if isinstance(self.data_norm, str):
+            b = plan["bound"]
+            norms = np.sqrt(row_sq)
+            D, rel = private_norm_bound(norms, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
+                                        what="centred row norms" if mean is not None
+                                        else "row norms")
+            spends.append(self._spend("bound", "Gaussian stability histogram of the row norms "
+                                      "seen by the statistic (private quantile)",
+                                      math.sqrt(2.0), math.sqrt(2.0) * b.multiplier))
+            details["clipped_estimate"] = float(rel.above[0])
+            over = norms > D
+            n_clipped = int(over.sum())
+            if n_clipped:
+                if rows is X:
+                    rows = X.copy()
+                rows[over] *= (D / norms[over])[:, None]
+        else:
+            D = float(self.data_norm)
+            rows, n_clipped = clip_rows(rows, D, owner=owner, norms=np.sqrt(row_sq),
+                                        copy=rows is X)
+        return PreparedRows(rows, float(D), mean, scale, n_clipped, spends, details)
+
+    # ------------------------------------------------------------------ variances
+    def release_variances(
+        self,
+        prepared: PreparedRows,
+        components: NDArray[np.float64],
+        rng: np.random.Generator,
+    ) -> tuple[NDArray[np.float64], float, float] | None:
+        """Private variances along ``components`` (k×p) and in total (the "variance" part).
+
+        Releases ``(Σᵢ ‖V_lᵀxᵢ‖², l = 1..k; Σᵢ ‖xᵢ‖²)`` + Gaussian noise. Each record's vector
+        is non-negative with every entry ≤ its last ≤ D² and the first k summing to at most
+        the last, so replacing it moves the vector by at most **√2·D²**. Returns
+        ``(component variances, total variance, noise std of each)`` per the estimator's
+        denominator, or None when the part is not active.
+        """
+        if "variance" not in self.plan:
+            return None
+        rows = prepared.rows
+        b = self.plan["variance"]
+        D2 = prepared.data_norm**2
+        proj = rows @ components.T
+        values = np.append((proj * proj).sum(axis=0), float(np.einsum("ij,ij->", rows, rows)))
+        sensitivity = math.sqrt(2.0) * D2
+        sigma = b.multiplier * sensitivity
+        values += sigma * rng.standard_normal(values.shape)
+        prepared.spends.append(self._spend(
+            "variance", "gaussian: Σ‖V_lᵀx‖² per component and Σ‖x‖² (explained variance)",
+            sensitivity, sigma))
+        denom = self.denominator(prepared)
+        return values[:-1] / denom, float(values[-1] / denom), sigma / denom
+
+    def denominator(self, prepared: PreparedRows) -> float:
+        """n − 1 for centred rows (scikit-learn's covariance), n for the second moment."""
+        n = prepared.n_samples
+        return float(n - 1 if prepared.centred and n > 1 else n)
+
+    # ------------------------------------------------------------------ record
+    def record(
+        self,
+        prepared: PreparedRows,
+        statistic_spend: PrivacySpend,
+        *,
+        calibration: str,
+        notes: str = "",
+        epsilon: float | None = None,
+        delta: float | None = None,
+    ) -> PrivacyRecord:
+        """The final record: every part's spend, the certified total and the notes."""
+        spend = replace(statistic_spend, mechanism=statistic_spend.mechanism
+                        if statistic_spend.mechanism.startswith("statistic: ")
+                        else f"statistic: {statistic_spend.mechanism}")
+        record = self._record_from(
+            list(prepared.spends), spend, data_norm=prepared.data_norm,
+            n_clipped=prepared.n_clipped, notes=notes, calibration=calibration,
+            epsilon=epsilon, delta=delta,
+        )
+        if self._ledger is not None and self._charged is not None:
+            self._ledger.amend(self._charged, record)
+            self._charged = record
+        return record
+
+    def _record_from(
+        self,
+        pre: list[PrivacySpend],
+        statistic_spend: PrivacySpend,
+        *,
+        data_norm: float,
+        n_clipped: int,
+        notes: str,
+        calibration: str = "analytic",
+        epsilon: float | None = None,
+        delta: float | None = None,
+    ) -> PrivacyRecord:
+        rank = {name: i for i, name in enumerate(PART_NAMES)}
+        spends = sorted([*pre, statistic_spend],
+                        key=lambda s: rank.get(s.mechanism.split(":")[0], len(rank)))
+        split = ""
+        if not self.paper_mode:
+            shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in self.plan.parts.items())
+            split = (
+                f" Budget split (shares of the Gaussian budget 1/m², exact composition; "
+                f"dp-accounting): {shares}; total noise multiplier "
+                f"{self.plan.total_multiplier:.6g}."
+            )
+            if self.plan.tail:
+                split += (f" Stability-histogram tails take {self.plan.tail:.3g} per side "
+                          "(paid from delta).")
+        return PrivacyRecord(
+            epsilon=self.epsilon if epsilon is None else float(epsilon),
+            delta=self.delta if delta is None else float(delta),
+            model=self.model,
+            neighbouring=self.neighbouring,
+            sensitivity=statistic_spend.sensitivity,
+            noise_scale=statistic_spend.noise_scale,
+            calibration=calibration,
+            data_norm=float(data_norm),
+            n_samples=self.n_samples,
+            n_clipped=int(n_clipped),
+            spends=tuple(spends),
+            target_epsilon=self.epsilon,
+            notes=(notes + split).strip(),
+        )
+
+
+def validated_rows(owner: Any, X: ArrayLike) -> tuple[NDArray[np.float64],
+                                                       NDArray[np.float64]]:
+    """``validate_data`` and the squared row norms (which double as the non-finite check)."""
+    from sklearn.utils.validation import validate_data
+
+    Xv = validate_data(owner, X, dtype=np.float64, ensure_all_finite=False, reset=True)
+    sq = sq_norms(Xv)
+    check_finite_norms(sq, Xv)
+    return Xv, sq
