@@ -16,13 +16,13 @@ rejection sampler of Kent, Ganeiber & Mardia for ``k = 1`` at low concentration.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
 import numpy as np
 import scipy.linalg
 from numpy.typing import ArrayLike, NDArray
-from sklearn.utils.validation import validate_data
 
 from privpca._validation import (
     check_epsilon,
@@ -30,12 +30,12 @@ from privpca._validation import (
     check_n_components,
     check_options,
     check_random_state,
-    clip_rows,
 )
 from privpca.accounting.ledger import PrivacyLedger
-from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.exceptions import PrivacyLeakWarning
+from privpca.pipeline.release import ReleasePipeline, Statistic, validated_rows
 from privpca.solvers.bingham import (
     UPDATES,
     ProposalBudgetExceededError,
@@ -80,9 +80,23 @@ class BinghamPCA(BasePrivatePCA):
         Dimension k of the released subspace.
     epsilon : float, default=1.0
         ε > 0 of the pure ε-DP guarantee.
-    data_norm : float, default=1.0
-        Public bound D on every record's L2 norm. Longer rows are clipped to it, with a
-        :class:`~privpca.exceptions.RowClippingWarning` saying how many.
+    delta : float, default=1e-5
+        δ of the Gaussian preprocessing (private mean, norm bound, variances). The
+        exponential mechanism itself is pure: with ``centering=None`` and a numeric
+        ``data_norm`` nothing else is released and the fit is pure ε-DP (δ unused, recorded
+        as 0). Otherwise the preprocessing gets a share ``s`` of ε (and all of δ) and the
+        mechanism ``(1 − s)·ε``, by basic composition.
+    centering : "private", None or array of shape (n_features,), default="private"
+        As in :class:`~privpca.AnalyzeGaussPCA`.
+    data_norm : "auto" or float, default="auto"
+        Bound D on every (centred, scaled) row's L2 norm: a private quantile, or a public
+        float (longer rows are clipped, with a :class:`~privpca.exceptions.RowClippingWarning`
+        saying how many).
+    scale : bool or array of shape (n_features,), default=False
+        As in :class:`~privpca.AnalyzeGaussPCA`.
+    budget_shares : dict or None, default=None
+        Shares of the Gaussian preprocessing (and ``"variance"``); see
+        :data:`privpca.pipeline.budget.DEFAULT_SHARES`.
     sampler : {"auto", "gibbs", "exact"}, default="auto"
         ``"exact"``: Kent–Ganeiber–Mardia rejection sampling (``k = 1`` only); raises
         :class:`~privpca.solvers.bingham.ProposalBudgetExceededError` after ``max_proposals``
@@ -120,9 +134,16 @@ class BinghamPCA(BasePrivatePCA):
     ----------
     components_ : ndarray of shape (n_components, n_features)
         Orthonormal rows spanning the released subspace (signs fixed by the largest entry).
+    mean_, scale_, data_norm_
+        As in :class:`~privpca.AnalyzeGaussPCA`.
+    explained_variance_, explained_variance_ratio_ : ndarray of shape (n_components,)
+        Private variances along the components and their ratio to the private total (the
+        pipeline's ``"variance"`` part); NaN in the papers' setting.
+    noise_level_, expected_error_ : float
+        NaN: the exponential mechanism has no additive noise to report.
     privacy_ : PrivacyRecord
-        ε, δ = 0, central model, replace-one neighbours, ``sensitivity`` = D² (of the score),
-        ``noise_scale`` = the temperature ``2D²/ε`` of the mechanism (density
+        ε, δ (0 in the papers' setting), central model, replace-one neighbours,
+        ``sensitivity`` = D² (of the score), ``noise_scale`` = the temperature ``2D²/ε`` of the mechanism (density
         ``∝ exp(q/T)``), ``calibration = "exponential mechanism"``.
     sampler_ : str
         The sampler that produced ``components_`` (``"exact"``, ``"gibbs"``, or ``"uniform"``
@@ -170,7 +191,11 @@ class BinghamPCA(BasePrivatePCA):
         n_components: int = 2,
         *,
         epsilon: float = 1.0,
-        data_norm: float = 1.0,
+        delta: float = 1e-5,
+        centering: Any = "private",
+        data_norm: float | str = "auto",
+        scale: Any = False,
+        budget_shares: dict[str, float] | None = None,
         sampler: str = "auto",
         update: str = "row",
         burn_in: int = 100,
@@ -182,7 +207,11 @@ class BinghamPCA(BasePrivatePCA):
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
+        self.delta = delta
+        self.centering = centering
         self.data_norm = data_norm
+        self.scale = scale
+        self.budget_shares = budget_shares
         self.sampler = sampler
         self.update = update
         self.burn_in = burn_in
@@ -196,7 +225,6 @@ class BinghamPCA(BasePrivatePCA):
     def _check_params(self, n_features: int) -> int:
         k = check_n_components(self.n_components, n_features, owner=self)
         check_epsilon(self.epsilon, owner=self)
-        check_in_range(self.data_norm, "data_norm", low=0.0, owner=self)
         check_options(self.sampler, "sampler", SAMPLERS, owner=self)
         check_options(self.update, "update", UPDATES, owner=self)
         check_in_range(self.burn_in, "burn_in", low=0, low_closed=True, integer=True, owner=self)
@@ -232,9 +260,11 @@ class BinghamPCA(BasePrivatePCA):
             return str(self.sampler)
         return "exact" if k == 1 else "gibbs"
 
-    def _record(self, n_samples: int, n_clipped: int, sampler: str) -> PrivacyRecord:
-        eps = float(self.epsilon)
-        D2 = float(self.data_norm) ** 2
+    def _statistic_spend(
+        self, eps: float, data_norm: float, sampler: str
+    ) -> tuple[PrivacySpend, str]:
+        """The exponential mechanism's spend at ε = ``eps`` and the notes on its sampler."""
+        D2 = float(data_norm) ** 2
         temperature = 2.0 * D2 / eps
         spend = PrivacySpend(
             mechanism=(
@@ -273,32 +303,19 @@ class BinghamPCA(BasePrivatePCA):
                     " The exact sampler was tried first and exhausted max_proposals; that "
                     "event depends on the data and was reported by a warning."
                 )
-        return PrivacyRecord(
-            epsilon=eps,
-            delta=0.0,
-            model="central",
-            neighbouring=NEIGHBOURING,
-            sensitivity=D2,
-            noise_scale=temperature,
-            calibration="exponential mechanism",
-            data_norm=float(self.data_norm),
-            n_samples=int(n_samples),
-            n_clipped=int(n_clipped),
-            spends=(spend,),
-            target_epsilon=eps,
-            notes=(
-                "Pure epsilon-DP exponential mechanism with score tr(V^T X^T X V) "
-                "(sensitivity D^2 under replacement); noise_scale holds its temperature "
-                "2 D^2 / epsilon (density proportional to exp(score / temperature)). "
-                + how
-                + " The spend has no dp-accounting event: compose it with others by basic "
-                "composition (epsilons add)."
-            ),
+        notes = (
+            "Pure epsilon-DP exponential mechanism with score tr(V^T X^T X V) "
+            "(sensitivity D^2 under replacement); noise_scale holds its temperature "
+            "2 D^2 / epsilon (density proportional to exp(score / temperature)). "
+            + how
+            + " The spend has no dp-accounting event: compose it with others by basic "
+            "composition (epsilons add)."
         )
+        return spend, notes
 
     # ------------------------------------------------------------------------------------
     def fit(self, X: ArrayLike, y: Any = None) -> BinghamPCA:
-        """Sample the released basis from the Bingham law of ``X``.
+        """Centre and bound privately, then sample the basis from the Bingham law.
 
         Parameters
         ----------
@@ -310,26 +327,36 @@ class BinghamPCA(BasePrivatePCA):
         -------
         self
         """
-        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
+        Xv, sq = validated_rows(self, X)
         n, p = Xv.shape
         k = self._check_params(p)
+        run = ReleasePipeline(
+            self, n, p,
+            Statistic("exponential mechanism on the Stiefel manifold (matrix Bingham)",
+                      lambda D: D**2, kind="pure"),
+            neighbouring=NEIGHBOURING,
+        )
+        eps = float(run.statistic_budget.epsilon)
         rng = check_random_state(self.random_state)
-        Xc, n_clipped = clip_rows(Xv, float(self.data_norm), owner=self)
+        pre_rng = self._preprocessing_rng(rng)
         sampler = self._resolve_sampler(k, p)
-        self.privacy_ = self._record(n, n_clipped, sampler)
-        self._charge(self.privacy_, self.ledger)  # before anything data-dependent is released
+        run.charge(self.ledger)  # before anything data-dependent is computed
+        prepared = run.prepare(Xv, pre_rng, sq=sq)
+        Xc, data_norm = prepared.rows, prepared.data_norm
 
         for attr in ("trace_", "mixing_"):
             if hasattr(self, attr):
                 delattr(self, attr)
         self.n_sweeps_ = 0
+        self.noise_level_ = math.nan
+        self.expected_error_ = math.nan
         if sampler == "uniform":
             V = scipy.linalg.qr(rng.standard_normal((p, p)))[0]
             self.sampler_ = "uniform"
-            self.components_ = np.asarray(fix_signs(V).T)
+            self._finish(run, prepared, np.asarray(fix_signs(V).T), eps, sampler, pre_rng)
             return self
 
-        inv_temp = float(self.epsilon) / (2.0 * float(self.data_norm) ** 2)
+        inv_temp = eps / (2.0 * data_norm**2)
         B = gram_matrix(Xc)
         B *= inv_temp
         lam, U = scipy.linalg.eigh(B, check_finite=False, overwrite_a=True)
@@ -349,10 +376,10 @@ class BinghamPCA(BasePrivatePCA):
                     stacklevel=2,
                 )
                 sampler = "gibbs-fallback"
-                self.privacy_ = self._record(n, n_clipped, sampler)
             else:
                 self.sampler_ = "exact"
-                self.components_ = np.asarray(fix_signs(res.vector[:, None]).T)
+                self._finish(run, prepared, np.asarray(fix_signs(res.vector[:, None]).T), eps,
+                             sampler, pre_rng)
                 return self
 
         n_sweeps = int(self.burn_in) + int(self.n_iter)
@@ -361,10 +388,40 @@ class BinghamPCA(BasePrivatePCA):
         )
         self.sampler_ = "gibbs"
         self.n_sweeps_ = n_sweeps
-        self.components_ = np.asarray(fix_signs(chain.basis).T)
+        self._finish(run, prepared, np.asarray(fix_signs(chain.basis).T), eps, sampler, pre_rng)
         if int(self.diagnostic_chains) > 0:
-            self._diagnose(chain.trace, lam, k, n_sweeps, n, rng)
+            self._diagnose(chain.trace, lam, k, n_sweeps, n, rng, eps, data_norm)
         return self
+
+    def _finish(
+        self,
+        run: ReleasePipeline,
+        prepared: Any,
+        components: NDArray[np.float64],
+        eps: float,
+        sampler: str,
+        rng: np.random.Generator,
+    ) -> None:
+        """Variances (outside the papers' setting), the record, the fitted attributes."""
+        k = components.shape[0]
+        variances = run.release_variances(prepared, components, rng)
+        if variances is None:
+            self.explained_variance_ = np.full(k, np.nan)
+            self.explained_variance_ratio_ = np.full(k, np.nan)
+        else:
+            values, total, _ = variances
+            order = np.argsort(-values, kind="stable")  # post-processing: free
+            components, values = components[order], values[order]
+            self.explained_variance_ = values
+            self.explained_variance_ratio_ = values / total if total > 0 else np.full(k, np.nan)
+        spend, notes = self._statistic_spend(eps, prepared.data_norm, sampler)
+        if not run.paper_mode:
+            notes += (" The Gaussian preprocessing parts and the exponential mechanism compose "
+                      "by basic composition to the requested (epsilon, delta).")
+        self.privacy_ = run.record(prepared, spend, calibration="exponential mechanism",
+                                   notes=notes)
+        self._set_preprocessing(prepared)
+        self.components_ = components
 
     def _diagnose(
         self,
@@ -374,6 +431,8 @@ class BinghamPCA(BasePrivatePCA):
         n_sweeps: int,
         n_samples: int,
         rng: np.random.Generator,
+        eps: float,
+        data_norm: float,
     ) -> None:
         warnings.warn(
             "BinghamPCA: trace_ and mixing_ are computed from the data without noise and are "
@@ -388,7 +447,7 @@ class BinghamPCA(BasePrivatePCA):
                 sample_bingham_gibbs(lam, k, n_sweeps, update=str(self.update), rng=rng).trace
             )
         # tr(VᵀBV) → tr(VᵀAV): B = ε/(2D²)·XᵀX and A = XᵀX/n.
-        scale = 2.0 * float(self.data_norm) ** 2 / (float(self.epsilon) * n_samples)
+        scale = 2.0 * data_norm**2 / (eps * n_samples)
         self.trace_ = np.vstack(traces) * scale
         window = self.trace_[:, int(self.burn_in) :]
         self.mixing_ = (

@@ -31,24 +31,20 @@ import math
 from typing import Any
 
 import dp_accounting
-import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.utils.validation import validate_data
 
-from privpca._validation import (
-    check_delta,
-    check_epsilon,
-    check_in_range,
-    check_n_components,
-    check_random_state,
-    clip_rows,
-)
+from privpca._validation import check_delta, check_epsilon, check_in_range, check_random_state
 from privpca.accounting.ledger import PrivacyLedger
-from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
+from privpca.decomposition._spectrum import (
+    check_n_components_spec,
+    fit_noisy_matrix,
+    mean_perturbation_bound,
+)
 from privpca.decomposition.analyze_gauss import REPLACE_ONE
 from privpca.mechanisms.gaussian import certified_epsilon, symmetric_gaussian_noise
-from privpca.solvers.eigen import top_eigenvectors
+from privpca.pipeline.release import ReleasePipeline, Statistic, validated_rows
 from privpca.solvers.gram import gram_matrix
 
 __all__ = ["ModSuLQPCA", "mod_sulq_beta"]
@@ -97,22 +93,33 @@ class ModSuLQPCA(BasePrivatePCA):
     """Central-model PCA by Chaudhuri et al.'s MOD-SuLQ: eigenvectors of ``XᵀX/n + N``.
 
     ``N`` is symmetric with i.i.d. ``N(0, (D²β)²)`` upper triangle (diagonal included), β as in
-    :func:`mod_sulq_beta`. The guarantee is their theorem's (ε, δ); ``certified_epsilon_``
-    gives the (usually much smaller) ε that the Gaussian-mechanism analysis certifies for the
-    same noise, to show how loose the theorem's bound is.
+    :func:`mod_sulq_beta`. On defaults the rows are first centred on a private mean and
+    clipped to a private norm bound D (:mod:`privpca.pipeline.release`); MOD-SuLQ then gets
+    ``(ε, δ)·(1 − s)`` of the budget by basic composition, ``s`` being the preprocessing's
+    share. ``certified_epsilon_`` gives the (usually much smaller) ε that the
+    Gaussian-mechanism analysis certifies for the same noise, to show how loose the theorem's
+    bound is.
 
     Parameters
     ----------
-    n_components : int, default=2
-        Dimension k of the subspace.
+    n_components : int or float, default=2
+        Dimension k of the subspace, or a fraction in (0, 1) of the private explained
+        variance (scikit-learn's convention).
     epsilon : float, default=1.0
-        ε > 0 of the theorem's (ε, δ)-DP guarantee.
+        ε > 0 of the whole fit's (ε, δ)-DP guarantee.
     delta : float, default=1e-5
         0 < δ < 1.
-    data_norm : float, default=1.0
-        Public bound D on every record's L2 norm; longer rows are clipped (with a
+    centering : "private", None or array of shape (n_features,), default="private"
+        As in :class:`~privpca.AnalyzeGaussPCA`.
+    data_norm : "auto" or float, default="auto"
+        Bound D on every (centred, scaled) row's L2 norm: a private quantile, or a public
+        float (longer rows are clipped, with a
         :class:`~privpca.exceptions.RowClippingWarning`). The paper assumes D = 1; for other D
         the data are analysed as ``X/D`` and the noise on ``XᵀX/n`` is ``D²β``.
+    scale : bool or array of shape (n_features,), default=False
+        As in :class:`~privpca.AnalyzeGaussPCA`.
+    budget_shares : dict or None, default=None
+        As in :class:`~privpca.AnalyzeGaussPCA`.
     random_state : None, int or numpy.random.Generator, default=None
         Source of the noise.
     ledger : PrivacyLedger or None, default=None
@@ -120,21 +127,29 @@ class ModSuLQPCA(BasePrivatePCA):
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components, n_features)
+    components_ : ndarray of shape (n_components_, n_features)
         Orthonormal rows: top-k eigenvectors of ``A``, decreasing eigenvalue order.
-    explained_variance_ : ndarray of shape (n_components,)
-        Top eigenvalues of ``A = XᵀX/n + N`` (noisy).
+    n_components_ : int
+    mean_, scale_, data_norm_
+        As in :class:`~privpca.AnalyzeGaussPCA`.
+    explained_variance_ : ndarray of shape (n_components_,)
+        Top eigenvalues of ``A = XᵀX/n + N`` (noisy), rescaled to n − 1 when centred.
+    explained_variance_ratio_ : ndarray of shape (n_components_,)
+        Over the trace of ``A`` (the private total variance).
+    noise_level_, expected_error_ : float
+        As in :class:`~privpca.AnalyzeGaussPCA` (noise std ``D²β`` per entry of ``A``).
     beta_ : float
         β of the formula (for records of norm ≤ 1).
     noise_scale_ : float
         ``D²·β``, the standard deviation of each upper-triangle entry of the noise added to
         ``XᵀX/n``.
     certified_epsilon_ : float
-        ε certified at ``delta`` by the Gaussian mechanism with sensitivity ``√2·D²/n``
-        (replace-one) for noise ``D²β``.
+        ε certified at the statistic's δ by the Gaussian mechanism with sensitivity
+        ``√2·D²/n`` (replace-one) for noise ``D²β``.
     privacy_ : PrivacyRecord
-        ``epsilon``/``delta`` are the theorem's; ``sensitivity`` is ``√2·D²/n``; the notes
-        repeat ``certified_epsilon_``.
+        ``epsilon``/``delta`` are the request (the theorem's share plus the preprocessing's);
+        the statistic's ``sensitivity`` is ``√2·D²/n``; the notes repeat
+        ``certified_epsilon_``.
     n_features_in_ : int
 
     Notes
@@ -152,30 +167,37 @@ class ModSuLQPCA(BasePrivatePCA):
     >>> from privpca.decomposition.mod_sulq import ModSuLQPCA
     >>> from privpca.datasets import make_spiked
     >>> X, V = make_spiked(10_000, 10, 2, lam=9.0, random_state=0)
-    >>> est = ModSuLQPCA(n_components=2, epsilon=1.0, random_state=0).fit(X)
+    >>> est = ModSuLQPCA(n_components=2, epsilon=1.0, centering=None, data_norm=1.0,
+    ...                  random_state=0).fit(X)
     >>> est.certified_epsilon_ < est.privacy_.epsilon
     True
     """
 
     def __init__(
         self,
-        n_components: int = 2,
+        n_components: int | float = 2,
         *,
         epsilon: float = 1.0,
         delta: float = 1e-5,
-        data_norm: float = 1.0,
+        centering: Any = "private",
+        data_norm: float | str = "auto",
+        scale: Any = False,
+        budget_shares: dict[str, float] | None = None,
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
+        self.centering = centering
         self.data_norm = data_norm
+        self.scale = scale
+        self.budget_shares = budget_shares
         self.random_state = random_state
         self.ledger = ledger
 
     def fit(self, X: ArrayLike, y: Any = None) -> ModSuLQPCA:
-        """Add MOD-SuLQ noise to ``XᵀX/n`` and keep the top-k eigenvectors.
+        """Centre and bound privately, add MOD-SuLQ noise to ``XᵀX/n``, keep the top-k.
 
         Parameters
         ----------
@@ -187,62 +209,74 @@ class ModSuLQPCA(BasePrivatePCA):
         -------
         self
         """
-        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
+        Xv, sq = validated_rows(self, X)
         n, d = Xv.shape
-        k = check_n_components(self.n_components, d, owner=self)
-        epsilon = check_epsilon(self.epsilon, owner=self)
-        delta = check_delta(self.delta, owner=self)
-        data_norm = check_in_range(self.data_norm, "data_norm", low=0.0, owner=self)
-        beta = mod_sulq_beta(n, d, epsilon, delta)
+        k = check_n_components_spec(self.n_components, d, self)
+        check_epsilon(self.epsilon, owner=self)
+        check_delta(self.delta, owner=self)
+        run = ReleasePipeline(
+            self, n, d,
+            Statistic("gaussian (MOD-SuLQ): packed upper triangle of XᵀX/n",
+                      lambda D: math.sqrt(2.0) * D**2 / n, kind="approx",
+                      releases_spectrum=True),
+            neighbouring=REPLACE_ONE,
+        )
+        eps_s, delta_s = run.statistic_budget.epsilon, run.statistic_budget.delta
+        beta = mod_sulq_beta(n, d, eps_s, delta_s)
+        # σ/Δ = D²β/(√2·D²/n) does not depend on D: the event is known before the data.
+        multiplier = beta * n / math.sqrt(2.0)
         rng = check_random_state(self.random_state)
-        Xc, n_clipped = clip_rows(Xv, data_norm, owner=self)
+        pre_rng = self._preprocessing_rng(rng)
+        run.charge(self.ledger, statistic_event=dp_accounting.GaussianDpEvent(multiplier))
+        prepared = run.prepare(Xv, pre_rng, sq=sq)
+        data_norm = prepared.data_norm
 
         scale = data_norm**2 * beta
         sensitivity = math.sqrt(2.0) * data_norm**2 / n
-        eps_gauss = certified_epsilon(scale, delta, sensitivity)
-        self.privacy_ = PrivacyRecord(
-            epsilon=epsilon,
-            delta=delta,
-            model="central",
-            neighbouring=REPLACE_ONE,
-            sensitivity=sensitivity,
-            noise_scale=scale,
-            calibration="mod-sulq",
-            data_norm=data_norm,
-            n_samples=int(n),
-            n_clipped=int(n_clipped),
-            spends=(
-                PrivacySpend(
-                    mechanism="gaussian (MOD-SuLQ): packed upper triangle of XᵀX/n",
-                    epsilon=epsilon,
-                    delta=delta,
-                    sensitivity=sensitivity,
-                    noise_scale=scale,
-                    dp_event=dp_accounting.GaussianDpEvent(scale / sensitivity),
-                ),
-            ),
-            target_epsilon=epsilon,
-            notes=(
-                f"(epsilon, delta) from Chaudhuri et al.'s MOD-SuLQ theorem with beta = "
-                f"{beta:.6g} for records of norm <= 1"
-                + (
-                    f", applied to X/data_norm (noise std data_norm²·beta = {scale:.6g})"
-                    if data_norm != 1.0
-                    else ""
-                )
-                + f". The Gaussian-mechanism analysis (L2 sensitivity √2·D²/n = "
-                f"{sensitivity:.4g} under replacement) certifies epsilon = {eps_gauss:.4g} at "
-                f"the same delta for this noise; the dp_event composed by a ledger is that "
-                "Gaussian mechanism."
-            ),
-        )
-        self._charge(self.privacy_, self.ledger)
-        A = gram_matrix(Xc)
+        eps_gauss = certified_epsilon(scale, delta_s, sensitivity)
+        A = gram_matrix(prepared.rows)
         A /= n
         A += symmetric_gaussian_noise(d, scale, rng)
-        values, vectors = top_eigenvectors(A, k)
-        self.components_ = vectors.T.copy()
-        self.explained_variance_ = values
+        extra = 0.0
+        if "mean_noise_scale" in prepared.details:
+            sd = prepared.details["mean_noise_scale"]
+            if prepared.scale is not None:
+                sd = sd / float(prepared.scale.min())
+            extra = mean_perturbation_bound(n, sd, d) / n
+        fit = fit_noisy_matrix(A, k, noise_sd=scale, denominator=run.denominator(prepared) / n,
+                               extra_perturbation=extra)
+        spend = PrivacySpend(
+            mechanism="gaussian (MOD-SuLQ): packed upper triangle of XᵀX/n",
+            epsilon=eps_s,
+            delta=delta_s,
+            sensitivity=sensitivity,
+            noise_scale=scale,
+            dp_event=dp_accounting.GaussianDpEvent(multiplier),
+        )
+        notes = (
+            f"(epsilon, delta) = ({eps_s:.6g}, {delta_s:.3g}) for the statistic from Chaudhuri "
+            f"et al.'s MOD-SuLQ theorem with beta = {beta:.6g} for records of norm <= 1"
+            + (
+                f", applied to X/data_norm (noise std data_norm²·beta = {scale:.6g})"
+                if data_norm != 1.0
+                else ""
+            )
+            + f". The Gaussian-mechanism analysis (L2 sensitivity √2·D²/n = "
+            f"{sensitivity:.4g} under replacement) certifies epsilon = {eps_gauss:.4g} at "
+            "the same delta for this noise; the dp_event composed by a ledger is that "
+            "Gaussian mechanism."
+        )
+        if not run.paper_mode:
+            notes += (" The preprocessing parts and the statistic compose by basic composition "
+                      "to the requested (epsilon, delta).")
+        self.privacy_ = run.record(prepared, spend, calibration="mod-sulq", notes=notes)
+        self._set_preprocessing(prepared)
+        self.components_ = fit.components
+        self.n_components_ = fit.n_components
+        self.explained_variance_ = fit.explained_variance
+        self.explained_variance_ratio_ = fit.explained_variance_ratio
+        self.noise_level_ = fit.noise_level
+        self.expected_error_ = fit.expected_error
         self.beta_ = beta
         self.noise_scale_ = scale
         self.certified_epsilon_ = eps_gauss

@@ -44,23 +44,20 @@ from typing import Any
 import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.utils.validation import validate_data
 
 from privpca._validation import (
-    check_delta,
-    check_epsilon,
     check_in_range,
     check_n_components,
     check_options,
     check_random_state,
-    clip_rows,
 )
 from privpca.accounting.composition import gaussian_noise_multiplier_for_composition
 from privpca.accounting.ledger import PrivacyLedger
-from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.decomposition.analyze_gauss import REPLACE_ONE
 from privpca.mechanisms.gaussian import certified_epsilon
+from privpca.pipeline.release import ReleasePipeline, Statistic, validated_rows
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.gram import gram_matrix
 from privpca.solvers.power import power_step, random_orthonormal_basis
@@ -118,9 +115,19 @@ class NoisyPowerPCA(BasePrivatePCA):
         ε > 0 of the overall (ε, δ)-DP guarantee (all T iterations together).
     delta : float, default=1e-5
         0 < δ < 1.
-    data_norm : float, default=1.0
-        Public bound D on every record's L2 norm; longer rows are clipped (with a
+    centering : "private", None or array of shape (n_features,), default="private"
+        As in :class:`~privpca.AnalyzeGaussPCA`: a private mean (a share of the budget),
+        none (the papers' ``XᵀX``), or a public mean.
+    data_norm : "auto" or float, default="auto"
+        Bound D on every (centred, scaled) row's L2 norm: a private quantile (a share of the
+        budget) or a public float (longer rows are clipped, with a
         :class:`~privpca.exceptions.RowClippingWarning`).
+    scale : bool or array of shape (n_features,), default=False
+        As in :class:`~privpca.AnalyzeGaussPCA`.
+    budget_shares : dict or None, default=None
+        Shares of the Gaussian budget for the preprocessing parts and ``"variance"`` (the
+        explained variance, released when not in the papers' setting); see
+        :data:`privpca.pipeline.budget.DEFAULT_SHARES`.
     n_iter : int, default=10
         T, the number of noisy iterations, fixed in advance (it sets the noise). Hardt & Price
         need ``T ≈ log(p)/log(λ_k/λ_{k+1})``-ish iterations; choose T from public knowledge —
@@ -141,7 +148,18 @@ class NoisyPowerPCA(BasePrivatePCA):
     ----------
     components_ : ndarray of shape (n_components, n_features)
         Orthonormal rows spanning ``Q_T``. They are a basis of the estimated subspace, not
-        ordered eigenvectors (ordering them would need another private query).
+        eigenvectors; outside the papers' setting they are ordered by their private variance.
+    mean_, scale_, data_norm_
+        As in :class:`~privpca.AnalyzeGaussPCA`.
+    explained_variance_ : ndarray of shape (n_components,)
+        Private variance along each component (the pipeline's ``"variance"`` part; NaN in the
+        papers' setting, where nothing beyond ``Q_T`` is released).
+    explained_variance_ratio_ : ndarray of shape (n_components,)
+        Over the private total variance (NaN in the papers' setting).
+    noise_level_ : float
+        σ over the variance denominator: the noise std of each entry of ``XᵀX Q`` per record.
+    expected_error_ : float
+        NaN: no estimate from released quantities is validated for the power method yet.
     n_iter_ : int
         T.
     noise_scale_ : float
@@ -186,7 +204,10 @@ class NoisyPowerPCA(BasePrivatePCA):
         *,
         epsilon: float = 1.0,
         delta: float = 1e-5,
-        data_norm: float = 1.0,
+        centering: Any = "private",
+        data_norm: float | str = "auto",
+        scale: Any = False,
+        budget_shares: dict[str, float] | None = None,
         n_iter: int = 10,
         solver: str = "auto",
         keep_history: bool = False,
@@ -196,7 +217,10 @@ class NoisyPowerPCA(BasePrivatePCA):
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
+        self.centering = centering
         self.data_norm = data_norm
+        self.scale = scale
+        self.budget_shares = budget_shares
         self.n_iter = n_iter
         self.solver = solver
         self.keep_history = keep_history
@@ -204,7 +228,7 @@ class NoisyPowerPCA(BasePrivatePCA):
         self.ledger = ledger
 
     def fit(self, X: ArrayLike, y: Any = None) -> NoisyPowerPCA:
-        """Run T noisy power iterations on ``XᵀX``.
+        """Centre and bound privately, then run T noisy power iterations on ``XᵀX``.
 
         Parameters
         ----------
@@ -216,12 +240,9 @@ class NoisyPowerPCA(BasePrivatePCA):
         -------
         self
         """
-        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
+        Xv, sq = validated_rows(self, X)
         n, p = Xv.shape
         k = check_n_components(self.n_components, p, owner=self)
-        epsilon = check_epsilon(self.epsilon, owner=self)
-        delta = check_delta(self.delta, owner=self)
-        data_norm = check_in_range(self.data_norm, "data_norm", low=0.0, owner=self)
         T = int(
             check_in_range(self.n_iter, "n_iter", low=1, low_closed=True, integer=True, owner=self)
         )
@@ -231,43 +252,24 @@ class NoisyPowerPCA(BasePrivatePCA):
                 f"The 'keep_history' parameter of {type(self).__name__} must be a bool. "
                 f"Got {self.keep_history!r} instead."
             )
+        run = ReleasePipeline(
+            self, n, p,
+            Statistic("gaussian: XᵀX Q per power iteration (Frobenius sensitivity)",
+                      lambda D: power_sensitivity(D, k), count=T),
+            neighbouring=REPLACE_ONE,
+        )
+        epsilon, delta = run.epsilon, run.delta
         rng = check_random_state(self.random_state)
-        Xc, n_clipped = clip_rows(Xv, data_norm, owner=self)
+        pre_rng = self._preprocessing_rng(rng)
+        multiplier = (_composition_multiplier(epsilon, delta, T) if run.paper_mode
+                      else run.statistic_multiplier())
+        run.charge(self.ledger)
+        prepared = run.prepare(Xv, pre_rng, sq=sq)
+        Xc, data_norm = prepared.rows, prepared.data_norm
 
         sensitivity = power_sensitivity(data_norm, k)
-        multiplier = _composition_multiplier(epsilon, delta, T)
         sigma = multiplier * sensitivity
         paper_sigma = hardt_price_noise_scale(epsilon, delta, k, T)
-        spend = PrivacySpend(
-            mechanism="gaussian: XᵀX Q per power iteration (Frobenius sensitivity)",
-            epsilon=certified_epsilon(sigma, delta, sensitivity),
-            delta=delta,
-            sensitivity=sensitivity,
-            noise_scale=sigma,
-            count=T,
-            dp_event=dp_accounting.GaussianDpEvent(multiplier),
-        )
-        self.privacy_ = PrivacyRecord.from_spends(
-            (spend,),
-            delta,
-            model="central",
-            neighbouring=REPLACE_ONE,
-            sensitivity=sensitivity,
-            noise_scale=sigma,
-            calibration="analytic (T-fold Gaussian composition, dp-accounting)",
-            data_norm=data_norm,
-            n_samples=int(n),
-            n_clipped=int(n_clipped),
-            target_epsilon=epsilon,
-            notes=(
-                f"{T} adaptive releases of XᵀX Q + N(0, sigma²), each with sensitivity "
-                f"{sensitivity:.4g} (replace one record) and noise multiplier {multiplier:.6g}, "
-                "composed by dp-accounting; Q_0 is data-independent and every Q_t is "
-                "post-processing. For comparison, Hardt & Price's entry-level calibration "
-                f"would use sigma = {paper_sigma:.4g}·‖Q‖_∞ (not a row-level guarantee)."
-            ),
-        )
-        self._charge(self.privacy_, self.ledger)
 
         if solver == "auto":
             solver = "gram" if _use_gram(n, p, k, T) else "data"
@@ -285,11 +287,47 @@ class NoisyPowerPCA(BasePrivatePCA):
             Q = power_step(operator, Q, noise_scale=sigma, rng=rng)
             if history is not None:
                 history[t] = Q.T
-        self.components_ = fix_signs(Q).T.copy()
+        components = fix_signs(Q).T.copy()
+        variances = run.release_variances(prepared, components, pre_rng)
+        if variances is None:
+            self.explained_variance_ = np.full(k, np.nan)
+            self.explained_variance_ratio_ = np.full(k, np.nan)
+        else:
+            values, total, _ = variances
+            order = np.argsort(-values, kind="stable")  # post-processing: free
+            components, values = components[order], values[order]
+            self.explained_variance_ = values
+            self.explained_variance_ratio_ = values / total if total > 0 else np.full(k, np.nan)
+        spend = PrivacySpend(
+            mechanism="gaussian: XᵀX Q per power iteration (Frobenius sensitivity)",
+            epsilon=certified_epsilon(sigma, delta, sensitivity) if run.paper_mode
+            else run.statistic_budget.epsilon,
+            delta=delta if run.paper_mode else run.statistic_budget.delta,
+            sensitivity=sensitivity,
+            noise_scale=sigma,
+            count=T,
+            dp_event=dp_accounting.GaussianDpEvent(multiplier),
+        )
+        notes = (
+            f"{T} adaptive releases of XᵀX Q + N(0, sigma²), each with sensitivity "
+            f"{sensitivity:.4g} (replace one record) and noise multiplier {multiplier:.6g}, "
+            "composed by dp-accounting; Q_0 is data-independent and every Q_t is "
+            "post-processing. For comparison, Hardt & Price's entry-level calibration "
+            f"would use sigma = {paper_sigma:.4g}·‖Q‖_∞ (not a row-level guarantee)."
+        )
+        self.privacy_ = run.record(
+            prepared, spend,
+            calibration="analytic (T-fold Gaussian composition, dp-accounting)",
+            notes=notes,
+        )
+        self._set_preprocessing(prepared)
+        self.components_ = components
         self.n_iter_ = T
         self.noise_scale_ = sigma
         self.noise_multiplier_ = multiplier
         self.paper_noise_scale_ = paper_sigma
+        self.noise_level_ = sigma / run.denominator(prepared)
+        self.expected_error_ = math.nan
         self.history_ = history
         self.solver_ = solver
         return self

@@ -10,14 +10,18 @@ Gaussian mechanisms under **replace-one** neighbours (n public):
   ``x − y`` with ``‖x‖, ‖y‖ ≤ R``: **Δ = 2R**;
 * **scale bounds**: one stability histogram per feature of ``|x_j − μ̂_j|`` (L2 sensitivity
   ``√(2p)`` on all counts);
-* **scale**: ``v_j = Σᵢ min((x_ij − μ̂_j)², b_j²) + N(0, σ²)``; each term lies in ``[0, b_j²]``,
-  so replacing a row moves ``v`` by at most ``b_j²`` per feature: **Δ = √(Σ_j b_j⁴)**.
+* **scale**: ``v_j = Σᵢ min((x_ij − μ̂_j)²/b_j², 1) + N(0, σ²)``; each term lies in ``[0, 1]``,
+  so replacing a row moves ``v`` by at most 1 per feature: **Δ = √p**. Normalising by each
+  feature's own bound makes the noise on a variance proportional to that feature's scale
+  (``σ·b_j²``): with mixed units, one joint bound would drown the small features.
 
 The bounds R and b are themselves private releases, so the later mechanisms' sensitivities
 are functions of released values only (adaptive composition).
 """
 
 from __future__ import annotations
+
+import math
 
 from dataclasses import dataclass
 
@@ -103,7 +107,7 @@ class ScaleRelease:
 
     scale: NDArray[np.float64]
     bounds: NDArray[np.float64]
-    noise_scale: float
+    noise_scale: float  # std of the noise on each normalised sum Σ min(d²/b², 1)
     sensitivity: float
 
 
@@ -121,9 +125,9 @@ def private_scale(
     """Private standard deviation of each feature around the (released) ``mean``.
 
     Per-feature bounds ``b_j`` are private ``quantile``-quantiles of ``|x_j − μ̂_j|``; the
-    clipped sums of squares get Gaussian noise of multiplier ``multiplier`` (Δ = √Σb_j⁴). A
-    feature whose noisy variance is below its own noise level gets that level instead (a
-    post-processing floor), and one with no released bound gets scale 1.
+    sums of ``min((x_j − μ̂_j)²/b_j², 1)`` get Gaussian noise of multiplier ``multiplier``
+    (Δ = √p). A feature whose noisy variance is below its own noise level gets that level
+    instead (a post-processing floor), and one with no released bound gets scale 1.
     """
     n, p = X.shape
     dev = np.abs(X - mean)
@@ -131,16 +135,17 @@ def private_scale(
                                      n_histograms=p)
     bounds = mech.estimate(dev, rng).value
     missing = ~(bounds > 0)
-    bounds = np.where(missing, 0.0, bounds)
-    np.minimum(dev, bounds, out=dev)
+    bounds = np.where(missing, 1.0, bounds)
+    dev /= bounds
+    np.minimum(dev, 1.0, out=dev)
     dev *= dev
     sums = dev.sum(axis=0)
-    sensitivity = float(np.sqrt(np.sum(bounds**4)))
+    sensitivity = math.sqrt(p)
     sigma = multiplier * sensitivity
     sums += sigma * rng.standard_normal(p)
     denom = max(n - ddof, 1)
     floor = sigma / denom
-    variance = np.maximum(sums / denom, floor)
+    variance = np.maximum(sums / denom, floor) * bounds**2
     scale = np.sqrt(variance)
     scale[missing | ~(scale > 0)] = 1.0
     return ScaleRelease(scale, bounds, sigma, sensitivity)

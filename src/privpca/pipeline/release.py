@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -252,7 +253,7 @@ class ReleasePipeline:
             sensitivity=float(sensitivity),
             noise_scale=float(noise),
             count=b.count,
-            dp_event=b.dp_event() if b.gaussian else None,
+            dp_event=dp_accounting.GaussianDpEvent(b.multiplier) if b.gaussian else None,
             tail=b.tail,
         )
 
@@ -306,7 +307,7 @@ class ReleasePipeline:
             sensitivity=math.nan,
             noise_scale=math.nan,
             count=b.count,
-            dp_event=b.dp_event() if b.gaussian else None,
+            dp_event=dp_accounting.GaussianDpEvent(b.multiplier) if b.gaussian else None,
         )
 
     # ------------------------------------------------------------------ preprocessing
@@ -349,7 +350,7 @@ class ReleasePipeline:
                 "scale_bound", f"Gaussian stability histograms of |x_j − μ_j| ({X.shape[1]} "
                 "features, log grid)", math.sqrt(2.0 * X.shape[1]),
                 math.sqrt(2.0 * X.shape[1]) * bb.multiplier))
-            spends.append(self._spend("scale", "gaussian: Σ min((x_j − μ_j)², b_j²) per feature",
+            spends.append(self._spend("scale", "gaussian: Σ min((x_j − μ_j)²/b_j², 1) per feature",
                                       s.sensitivity, s.noise_scale))
             scale = s.scale
         elif self.scale is not False:
