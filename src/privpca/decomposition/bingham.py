@@ -143,8 +143,8 @@ class BinghamPCA(BasePrivatePCA):
         NaN: the exponential mechanism has no additive noise to report.
     privacy_ : PrivacyRecord
         ε, δ (0 in the papers' setting), central model, replace-one neighbours,
-        ``sensitivity`` = D² (of the score), ``noise_scale`` = the temperature ``2D²/ε`` of the mechanism (density
-        ``∝ exp(q/T)``), ``calibration = "exponential mechanism"``.
+        ``sensitivity`` = D² (of the score), ``noise_scale`` = the temperature ``2D²/ε`` of
+        the mechanism (density ``∝ exp(q/T)``), ``calibration = "exponential mechanism"``.
     sampler_ : str
         The sampler that produced ``components_`` (``"exact"``, ``"gibbs"``, or ``"uniform"``
         when ``k = p``, where the Bingham law is the Haar law whatever the data).
@@ -403,17 +403,8 @@ class BinghamPCA(BasePrivatePCA):
         rng: np.random.Generator,
     ) -> None:
         """Variances (outside the papers' setting), the record, the fitted attributes."""
-        k = components.shape[0]
-        variances = run.release_variances(prepared, components, rng)
-        if variances is None:
-            self.explained_variance_ = np.full(k, np.nan)
-            self.explained_variance_ratio_ = np.full(k, np.nan)
-        else:
-            values, total, _ = variances
-            order = np.argsort(-values, kind="stable")  # post-processing: free
-            components, values = components[order], values[order]
-            self.explained_variance_ = values
-            self.explained_variance_ratio_ = values / total if total > 0 else np.full(k, np.nan)
+        components, self.explained_variance_, self.explained_variance_ratio_ = (
+            run.rotate_to_spectrum(prepared, components, rng))
         spend, notes = self._statistic_spend(eps, prepared.data_norm, sampler)
         if not run.paper_mode:
             notes += (" The Gaussian preprocessing parts and the exponential mechanism compose "

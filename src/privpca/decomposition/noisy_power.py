@@ -287,17 +287,8 @@ class NoisyPowerPCA(BasePrivatePCA):
             Q = power_step(operator, Q, noise_scale=sigma, rng=rng)
             if history is not None:
                 history[t] = Q.T
-        components = fix_signs(Q).T.copy()
-        variances = run.release_variances(prepared, components, pre_rng)
-        if variances is None:
-            self.explained_variance_ = np.full(k, np.nan)
-            self.explained_variance_ratio_ = np.full(k, np.nan)
-        else:
-            values, total, _ = variances
-            order = np.argsort(-values, kind="stable")  # post-processing: free
-            components, values = components[order], values[order]
-            self.explained_variance_ = values
-            self.explained_variance_ratio_ = values / total if total > 0 else np.full(k, np.nan)
+        components, self.explained_variance_, self.explained_variance_ratio_ = (
+            run.rotate_to_spectrum(prepared, fix_signs(Q).T.copy(), pre_rng))
         spend = PrivacySpend(
             mechanism="gaussian: XᵀX Q per power iteration (Frobenius sensitivity)",
             epsilon=certified_epsilon(sigma, delta, sensitivity) if run.paper_mode

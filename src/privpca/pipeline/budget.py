@@ -56,8 +56,10 @@ __all__ = [
 
 #: Parts of the pipeline, in the order they run.
 PART_NAMES: tuple[str, ...] = (
-    "bound_raw",  # quantile of ‖x‖ (clipping bound of the private mean)
-    "mean",  # Σ clip(x): the private mean
+    "bound_raw",  # quantile of ‖x‖ (clipping bound of the first private mean)
+    "mean",  # Σ clip(x): the first private mean
+    "bound_residual",  # quantile of ‖x − μ̂₁‖ (clipping bound of the refinement)
+    "mean_refine",  # Σ clip(x − μ̂₁): the refined mean
     "scale_bound",  # per-feature quantiles of |x_j − μ_j| (clipping of the variances)
     "scale",  # per-feature Σ (x_j − μ_j)²: the private standard deviations
     "bound",  # quantile of ‖(x − μ)/s‖: the statistic's data_norm
@@ -67,19 +69,28 @@ PART_NAMES: tuple[str, ...] = (
 
 #: Default weights (shares of 1/m²) of the preprocessing parts; the statistic gets the rest.
 DEFAULT_SHARES: Mapping[str, float] = {
-    "bound_raw": 0.02,
-    "mean": 0.05,
+    "bound_raw": 0.01,
+    "mean": 0.02,
+    "bound_residual": 0.01,
+    "mean_refine": 0.03,
     "scale_bound": 0.02,
     "scale": 0.05,
     "bound": 0.02,
     "variance": 0.02,
 }
 
+#: Releases per part (the per-feature scales run two rounds: the second one's bounds are set
+#: around the first one's refined means, so features with a large mean and a tiny spread get
+#: bounds of their own size).
+PART_COUNTS: Mapping[str, int] = {"scale_bound": 2, "scale": 2}
+
 #: Share of δ that pays for the tails of the stability histograms (when there are any).
 TAIL_FRACTION = 0.01
 
 #: Parts that are stability histograms (they have a tail).
-HISTOGRAM_PARTS: frozenset[str] = frozenset({"bound_raw", "scale_bound", "bound"})
+HISTOGRAM_PARTS: frozenset[str] = frozenset(
+    {"bound_raw", "bound_residual", "scale_bound", "bound"}
+)
 
 
 @dataclass(frozen=True)
@@ -98,7 +109,8 @@ class PartBudget:
     count : int
         How many releases (composed adaptively).
     tail : float
-        For a stability histogram, the probability per side that an empty bin is released.
+        For a stability histogram, the probability per side that an empty bin is released,
+        per release (``count·tail`` in all).
     epsilon, delta : float
         For a non-Gaussian statistic: the (ε, δ) it must satisfy on its own. For a Gaussian
         part: the ε that this part alone certifies at the plan's noise δ (informative).
@@ -225,13 +237,13 @@ class BudgetPlan:
         m = float(dp_accounting.get_sigma_gaussian(gauss_eps, delta_noise))
         parts = {}
         for name, w in weights.items():
-            count = int(statistic_count) if name == "statistic" else 1
+            count = int(statistic_count) if name == "statistic" else PART_COUNTS.get(name, 1)
             if w <= 0.0:
                 raise ValueError(f"budget_shares[{name!r}] must be positive for an active part.")
             mult = m if w == 1.0 else m / math.sqrt(w)
             if count > 1:
                 mult = mult * math.sqrt(count)
-            tail = tail_total / n_hist if name in HISTOGRAM_PARTS else 0.0
+            tail = tail_total / n_hist / count if name in HISTOGRAM_PARTS else 0.0
             parts[name] = PartBudget(
                 name, w, mult, count, tail,
                 epsilon=_single_epsilon(mult / math.sqrt(count), delta_noise),

@@ -10,10 +10,11 @@ Gaussian mechanisms under **replace-one** neighbours (n public):
   ``x − y`` with ``‖x‖, ‖y‖ ≤ R``: **Δ = 2R**;
 * **scale bounds**: one stability histogram per feature of ``|x_j − μ̂_j|`` (L2 sensitivity
   ``√(2p)`` on all counts);
-* **scale**: ``v_j = Σᵢ min((x_ij − μ̂_j)²/b_j², 1) + N(0, σ²)``; each term lies in ``[0, 1]``,
-  so replacing a row moves ``v`` by at most 1 per feature: **Δ = √p**. Normalising by each
-  feature's own bound makes the noise on a variance proportional to that feature's scale
-  (``σ·b_j²``): with mixed units, one joint bound would drown the small features.
+* **scale**: with ``u_j = clip((x_j − μ̂_j)/b_j, ±1)``, the sums ``Σu_j`` and ``Σu_j²`` of every
+  feature, with Gaussian noise; replacing a row moves them by at most 2 and 1 per feature:
+  **Δ = √(5p)**. Normalising by each feature's own bound makes the noise on a feature's mean
+  and variance proportional to its own spread: with mixed units, one joint bound would drown
+  the small features. This also refines the mean, feature by feature.
 
 The bounds R and b are themselves private releases, so the later mechanisms' sensitivities
 are functions of released values only (adaptive composition).
@@ -22,7 +23,6 @@ are functions of released values only (adaptive composition).
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,11 +103,12 @@ def private_mean(
 
 @dataclass(frozen=True)
 class ScaleRelease:
-    """Private per-feature standard deviations and how they were made."""
+    """Private per-feature means and standard deviations, and how they were made."""
 
+    mean: NDArray[np.float64]
     scale: NDArray[np.float64]
     bounds: NDArray[np.float64]
-    noise_scale: float  # std of the noise on each normalised sum Σ min(d²/b², 1)
+    noise_scale: float  # std of the noise on each normalised sum
     sensitivity: float
 
 
@@ -122,33 +123,42 @@ def private_scale(
     *,
     ddof: int = 1,
 ) -> ScaleRelease:
-    """Private standard deviation of each feature around the (released) ``mean``.
+    """Private mean and standard deviation of each feature, in that feature's own units.
 
-    Per-feature bounds ``b_j`` are private ``quantile``-quantiles of ``|x_j − μ̂_j|``; the
-    sums of ``min((x_j − μ̂_j)²/b_j², 1)`` get Gaussian noise of multiplier ``multiplier``
-    (Δ = √p). A feature whose noisy variance is below its own noise level gets that level
-    instead (a post-processing floor), and one with no released bound gets scale 1.
+    Per-feature bounds ``b_j`` are private ``quantile``-quantiles of ``|x_j − μ̂_j|`` (one
+    Gaussian stability histogram per feature). With ``u_j = clip((x_j − μ̂_j)/b_j, −1, 1)``,
+    the sums ``Σu_j`` and ``Σu_j²`` of all features are released together with Gaussian noise
+    of multiplier ``multiplier``: replacing a row moves each ``Σu_j`` by at most 2 and each
+    ``Σu_j²`` by at most 1, so **Δ = √(5p)**. Normalising by each feature's own bound makes
+    every feature's noise proportional to its own spread: with mixed units, a joint norm
+    bound would drown the small features. The refined mean is ``μ̂_j + b_j·Σu_j/n`` and the
+    variance ``b_j²(Σu_j²/n − (Σu_j/n)²)`` (times n/(n − ddof)); a variance below its own
+    noise level gets that level (a post-processing floor); a feature with no released bound
+    keeps μ̂_j and gets scale 1.
     """
     n, p = X.shape
-    dev = np.abs(X - mean)
+    dev = X - mean
     mech = PrivateQuantile.calibrate(bound_multiplier, bound_tail, quantile=quantile,
                                      n_histograms=p)
-    bounds = mech.estimate(dev, rng).value
+    bounds = mech.estimate(np.abs(dev), rng).value
     missing = ~(bounds > 0)
     bounds = np.where(missing, 1.0, bounds)
     dev /= bounds
-    np.minimum(dev, 1.0, out=dev)
+    np.clip(dev, -1.0, 1.0, out=dev)
+    first = dev.sum(axis=0)
     dev *= dev
-    sums = dev.sum(axis=0)
-    sensitivity = math.sqrt(p)
+    second = dev.sum(axis=0)
+    sensitivity = math.sqrt(5.0 * p)
     sigma = multiplier * sensitivity
-    sums += sigma * rng.standard_normal(p)
-    denom = max(n - ddof, 1)
-    floor = sigma / denom
-    variance = np.maximum(sums / denom, floor) * bounds**2
-    scale = np.sqrt(variance)
+    first += sigma * rng.standard_normal(p)
+    second += sigma * rng.standard_normal(p)
+    shift = first / n
+    refined = mean + np.where(missing, 0.0, bounds * shift)
+    variance = (second / n - shift**2) * n / max(n - ddof, 1)
+    floor = sigma / max(n - ddof, 1)
+    scale = np.sqrt(np.maximum(variance, floor)) * bounds
     scale[missing | ~(scale > 0)] = 1.0
-    return ScaleRelease(scale, bounds, sigma, sensitivity)
+    return ScaleRelease(refined, scale, bounds, sigma, sensitivity)
 
 
 def clip_scale(norms: NDArray[np.float64], bound: float) -> NDArray[np.float64]:

@@ -4,8 +4,10 @@
 
     plan     = BudgetPlan.split(ε, δ, active parts)        # public: decided before any data
     ledger.spend(planned record)                           # refused here, before anything runs
-    R        = private quantile of ‖x‖                     # centering="private"
-    μ̂        = private mean of clip_R(x)
+    R₁       = private quantile of ‖x‖                     # centering="private"
+    μ̂₁       = private mean of clip_R₁(x)
+    R₂       = private quantile of ‖x − μ̂₁‖
+    μ̂        = μ̂₁ + private mean of clip_R₂(x − μ̂₁)        # refinement: noise ∝ spread, not ‖μ‖
     s        = private per-feature scales                  # scale=True
     D        = private quantile of ‖(x − μ̂)/s‖             # data_norm="auto" (else public D)
     rows     = clip_D((x − μ̂)/s)
@@ -48,6 +50,7 @@ from privpca.pipeline.preprocessing import (
     private_scale,
     sq_norms,
 )
+from privpca.solvers.eigen import fix_signs
 
 __all__ = [
     "DEFAULT_NORM_QUANTILE",
@@ -204,7 +207,7 @@ class ReleasePipeline:
             )
         active = []
         if isinstance(self.centering, str):
-            active += ["bound_raw", "mean"]
+            active += ["bound_raw", "mean", "bound_residual", "mean_refine"]
         if self.scale is True:
             active += ["scale_bound", "scale"]
         if isinstance(self.data_norm, str):
@@ -325,34 +328,29 @@ class ReleasePipeline:
         mean: NDArray[np.float64] | None = None
         scale: NDArray[np.float64] | None = None
         plan = self.plan
-        n = X.shape[0]
         if isinstance(self.centering, str):
-            norms = np.sqrt(sq)
-            b = plan["bound_raw"]
-            R, rel = private_norm_bound(norms, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng)
-            spends.append(self._spend("bound_raw", "Gaussian stability histogram of ‖x‖ on a "
-                                      "log grid (private quantile)", math.sqrt(2.0),
-                                      math.sqrt(2.0) * b.multiplier))
-            m = private_mean(X, norms, R, plan["mean"].multiplier, rng)
-            spends.append(self._spend("mean", "gaussian: Σ clip_R(x) (private mean)",
-                                      m.sensitivity, m.noise_scale))
-            mean = m.mean
-            details["mean_bound"] = R
-            details["mean_noise_scale"] = m.noise_scale / n
+            mean = self._private_mean(X, sq, rng, spends, details)
         elif self.centering is not None:
             mean = np.asarray(self.centering, dtype=np.float64)
         if self.scale is True:
             centre = np.zeros(X.shape[1]) if mean is None else mean
             bb, bs = plan["scale_bound"], plan["scale"]
-            s = private_scale(X, centre, bb.multiplier, bb.tail, bs.multiplier, SCALE_QUANTILE,
-                              rng, ddof=1 if mean is not None else 0)
+            for _ in range(bs.count):  # round 2 re-bounds around round 1's refined means
+                s = private_scale(X, centre, bb.multiplier, bb.tail, bs.multiplier,
+                                  SCALE_QUANTILE, rng, ddof=1 if mean is not None else 0)
+                if mean is not None:
+                    centre = s.mean
             spends.append(self._spend(
                 "scale_bound", f"Gaussian stability histograms of |x_j − μ_j| ({X.shape[1]} "
-                "features, log grid)", math.sqrt(2.0 * X.shape[1]),
+                "features, log grid), two rounds", math.sqrt(2.0 * X.shape[1]),
                 math.sqrt(2.0 * X.shape[1]) * bb.multiplier))
-            spends.append(self._spend("scale", "gaussian: Σ min((x_j − μ_j)²/b_j², 1) per feature",
-                                      s.sensitivity, s.noise_scale))
+            spends.append(self._spend(
+                "scale", "gaussian: Σu_j and Σu_j², u_j = clip((x_j − μ_j)/b_j, ±1), per "
+                "feature, two rounds (refined means and standard deviations)", s.sensitivity,
+                s.noise_scale))
             scale = s.scale
+            if mean is not None:
+                mean = centre
         elif self.scale is not False:
             scale = np.asarray(self.scale, dtype=np.float64)
 
@@ -385,6 +383,47 @@ class ReleasePipeline:
                                         copy=rows is X)
         return PreparedRows(rows, float(D), mean, scale, n_clipped, spends, details)
 
+    def _private_mean(
+        self,
+        X: NDArray[np.float64],
+        sq: NDArray[np.float64],
+        rng: np.random.Generator,
+        spends: list[PrivacySpend],
+        details: dict[str, Any],
+    ) -> NDArray[np.float64]:
+        """Two rounds: a mean clipped at a quantile of ‖x‖, then the mean of the residuals.
+
+        The first round's noise scales with ‖μ‖ (the raw rows' norm), which drowns features
+        with a large mean and a small spread (a year, a timestamp); the refinement's scales
+        with the spread around the first estimate.
+        """
+        plan = self.plan
+        n = X.shape[0]
+        norms = np.sqrt(sq)
+        mean = np.zeros(X.shape[1])
+        for bound_part, mean_part in (("bound_raw", "mean"), ("bound_residual", "mean_refine")):
+            b = plan[bound_part]
+            if bound_part == "bound_residual":
+                norms = np.sqrt(np.maximum(sq - 2.0 * (X @ mean) + float(mean @ mean), 0.0))
+            R, _ = private_norm_bound(norms, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
+                                      what="row norms" if bound_part == "bound_raw"
+                                      else "residuals from the first mean")
+            spends.append(self._spend(
+                bound_part, "Gaussian stability histogram of "
+                + ("‖x‖" if bound_part == "bound_raw" else "‖x − μ̂₁‖")
+                + " on a log grid (private quantile)", math.sqrt(2.0),
+                math.sqrt(2.0) * b.multiplier))
+            shifted = X if bound_part == "bound_raw" else X - mean
+            m = private_mean(shifted, norms, R, plan[mean_part].multiplier, rng)
+            spends.append(self._spend(
+                mean_part, "gaussian: Σ clip_R(x" + ("" if bound_part == "bound_raw"
+                                                      else " − μ̂₁") + ") (private mean)",
+                m.sensitivity, m.noise_scale))
+            mean = mean + m.mean
+            details[f"{mean_part}_bound"] = R
+            details["mean_noise_scale"] = m.noise_scale / n
+        return mean
+
     # ------------------------------------------------------------------ variances
     def release_variances(
         self,
@@ -394,27 +433,75 @@ class ReleasePipeline:
     ) -> tuple[NDArray[np.float64], float, float] | None:
         """Private variances along ``components`` (k×p) and in total (the "variance" part).
 
-        Releases ``(Σᵢ ‖V_lᵀxᵢ‖², l = 1..k; Σᵢ ‖xᵢ‖²)`` + Gaussian noise. Each record's vector
-        is non-negative with every entry ≤ its last ≤ D² and the first k summing to at most
-        the last, so replacing it moves the vector by at most **√2·D²**. Returns
-        ``(component variances, total variance, noise std of each)`` per the estimator's
-        denominator, or None when the part is not active.
+        The diagonal of :meth:`release_component_spectrum`'s matrix: ``(variance along each
+        component, total variance, noise std of each)``, or None when the part is not active.
+        """
+        out = self.release_component_spectrum(prepared, components, rng)
+        if out is None:
+            return None
+        matrix, total, sd = out
+        return np.diag(matrix).copy(), total, sd
+
+    def release_component_spectrum(
+        self,
+        prepared: PreparedRows,
+        components: NDArray[np.float64],
+        rng: np.random.Generator,
+    ) -> tuple[NDArray[np.float64], float, float] | None:
+        """The "variance" part: ``VᵀGV`` (k×k) and ``tr G`` with Gaussian noise.
+
+        Each record contributes ``(u(Vᵀx xᵀV), ‖x‖²)`` (``u``: packed upper triangle). With
+        ``A = ‖x‖² ≤ D²``, ``‖u(Vᵀx xᵀV)‖ ≤ ‖Vᵀx‖² ≤ A``, and two records' vectors have a
+        non-negative inner product (``⟨u(aaᵀ), u(bbᵀ)⟩ ≥ 0``, see
+        :mod:`privpca.protocols.local_covariance`), so replacing a record moves the release by
+        at most ``√(2A² + 2B² − 2AB) ≤ √2·D²``: **Δ = √2·D²**. Its eigenvectors rotate ``V``
+        into ordered components and its eigenvalues are their variances (post-processing).
+        Returns ``(k×k matrix, total, noise std)`` in variance units (over the denominator),
+        or None when the part is not active.
         """
         if "variance" not in self.plan:
             return None
         rows = prepared.rows
+        k = components.shape[0]
         b = self.plan["variance"]
-        D2 = prepared.data_norm**2
         proj = rows @ components.T
-        values = np.append((proj * proj).sum(axis=0), float(np.einsum("ij,ij->", rows, rows)))
-        sensitivity = math.sqrt(2.0) * D2
+        matrix = proj.T @ proj
+        total = float(np.einsum("ij,ij->", rows, rows))
+        sensitivity = math.sqrt(2.0) * prepared.data_norm**2
         sigma = b.multiplier * sensitivity
-        values += sigma * rng.standard_normal(values.shape)
+        iu = np.triu_indices(k)
+        noise = np.zeros((k, k))
+        noise[iu] = sigma * rng.standard_normal(len(iu[0]))
+        noise = noise + np.triu(noise, 1).T
+        matrix += noise
+        total += sigma * float(rng.standard_normal())
         prepared.spends.append(self._spend(
-            "variance", "gaussian: Σ‖V_lᵀx‖² per component and Σ‖x‖² (explained variance)",
-            sensitivity, sigma))
+            "variance", "gaussian: packed VᵀGV and tr G (explained variance along the "
+            "components)", sensitivity, sigma))
         denom = self.denominator(prepared)
-        return values[:-1] / denom, float(values[-1] / denom), sigma / denom
+        return matrix / denom, total / denom, sigma / denom
+
+    def rotate_to_spectrum(
+        self,
+        prepared: PreparedRows,
+        components: NDArray[np.float64],
+        rng: np.random.Generator,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """Components rotated to the eigenvectors of the private ``VᵀGV``, with variances.
+
+        Returns ``(components, explained_variance, explained_variance_ratio)``; in the papers'
+        setting (part not active) the components unchanged and NaN variances.
+        """
+        k = components.shape[0]
+        out = self.release_component_spectrum(prepared, components, rng)
+        if out is None:
+            return components, np.full(k, np.nan), np.full(k, np.nan)
+        matrix, total, _ = out
+        values, vectors = np.linalg.eigh(matrix)
+        values, vectors = values[::-1], vectors[:, ::-1]
+        rotated = fix_signs((vectors.T @ components).T).T.copy()
+        ratio = values / total if total > 0 else np.full(k, np.nan)
+        return rotated, values, ratio
 
     def denominator(self, prepared: PreparedRows) -> float:
         """n − 1 for centred rows (scikit-learn's covariance), n for the second moment."""
