@@ -79,7 +79,7 @@ def bench_one(d: int, n: int, repeat: int) -> None:
     D = float(np.sqrt(np.einsum("ij,ij->i", X, X)).max())
     ledger = PrivacyLedger()
     common = {"n_components": K, "epsilon": EPS, "delta": DELTA, "data_norm": D,
-              "random_state": 0, "ledger": ledger}
+              "centering": None, "random_state": 0, "ledger": ledger}
 
     t_gram = best_time(lambda: gram_matrix(X), repeat)
 

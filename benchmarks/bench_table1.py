@@ -96,6 +96,8 @@ def bingham_factory(update: str) -> Callable[[], BinghamPCA]:
             n_iter=SWEEPS,
             random_state=0,
             ledger=ledger,
+            centering=None,  # the paper's setting (uncentred, ‖x‖ ≤ 1)
+            data_norm=1.0,
         )
 
     return make
@@ -139,7 +141,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     for d in args.dims:
         X = table1_data(d)
         secs = time_fit(
-            lambda: ModSuLQPCA(K, epsilon=1.0, delta=1e-5, random_state=0, ledger=ledger),
+            lambda: ModSuLQPCA(K, epsilon=1.0, delta=1e-5, random_state=0, ledger=ledger,
+                               centering=None, data_norm=1.0),
             d,
             repeat=max(args.repeat, 3),
             X=X,

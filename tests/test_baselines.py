@@ -17,6 +17,7 @@ import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from conftest import PAPER, PAPER_CENTRING, expected_failed_checks
 from privpca import BudgetExceededError, PrivacyLeakWarning, PrivacyLedger, RowClippingWarning
 from privpca.accounting import compose_epsilon
 from privpca.datasets import make_low_rank_gaussian, make_spiked
@@ -37,14 +38,24 @@ ALL = [*PRIVATE, SparsePCA]
 
 
 def _fast(cls, **params):
-    """An instance with a short noisy power run (the composition solve is cached per T)."""
+    """An instance in the papers' setting (uncentred, ‖x‖ ≤ 1) with a short noisy power run
+    (the composition solve is cached per T)."""
     if cls is NoisyPowerPCA:
         params.setdefault("n_iter", 5)
+    if "centering" in cls().get_params():
+        for key, value in PAPER.items():
+            params.setdefault(key, value)
     return cls(**params)
 
 
+# The checks use tiny data sets (tens of rows): the defaults' private bounds need a few hundred
+# rows at ε = 1, so the default pipeline runs at a large ε, and the papers' setting as is.
 @parametrize_with_checks(
-    [AnalyzeGaussPCA(), ModSuLQPCA(), NoisyPowerPCA(n_iter=3), SparsePCA(), SparsePCA(n_nonzero=3)]
+    [AnalyzeGaussPCA(epsilon=1e4), AnalyzeGaussPCA(**PAPER),
+     ModSuLQPCA(epsilon=1e4), ModSuLQPCA(**PAPER),
+     NoisyPowerPCA(n_iter=3, epsilon=1e4), NoisyPowerPCA(n_iter=3, **PAPER),
+     SparsePCA(), SparsePCA(n_nonzero=3)],
+    expected_failed_checks=expected_failed_checks,
 )
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
@@ -82,7 +93,7 @@ def test_analyze_gauss_calibration(neighbouring, calibration, spiked):
         data_norm=D,
         neighbouring=neighbouring,
         calibration=calibration,
-        random_state=0,
+        random_state=0, **PAPER_CENTRING,
     ).fit(X)
     sens = (math.sqrt(2) if neighbouring == "replace" else 1.0) * D**2
     if calibration == "classic":
@@ -125,7 +136,8 @@ def test_gram_sensitivity_closed_forms():
 
 def test_analyze_gauss_classic_warns_above_one(spiked):
     with pytest.warns(PrivacyLeakWarning, match="epsilon < 1"):
-        est = AnalyzeGaussPCA(epsilon=2.0, calibration="classic", random_state=0).fit(spiked[0])
+        est = AnalyzeGaussPCA(epsilon=2.0, calibration="classic", random_state=0,
+            **PAPER).fit(spiked[0])
     assert est.privacy_.epsilon == pytest.approx(
         dp_accounting.get_epsilon_gaussian(est.noise_scale_ / math.sqrt(2), 1e-5), rel=1e-6
     )
@@ -133,7 +145,8 @@ def test_analyze_gauss_classic_warns_above_one(spiked):
 
 def test_analyze_gauss_noise_std_is_sigma():
     p = 60
-    est = AnalyzeGaussPCA(n_components=p, epsilon=1.0, random_state=1).fit(np.zeros((10, p)))
+    est = AnalyzeGaussPCA(n_components=p, epsilon=1.0, random_state=1, **PAPER).fit(np.zeros((10,
+        p)))
     std = _noise_std_from_spectrum(est.explained_variance_ * 10, p)
     assert std == pytest.approx(est.noise_scale_, rel=0.05)
 
@@ -154,7 +167,8 @@ def test_mod_sulq_beta_closed_form():
 def test_mod_sulq_noise_std_is_beta_not_beta_squared():
     # n = 500, d = 50: beta ≈ 0.61, so beta² ≈ 0.37 would be visibly too little noise.
     n, d = 500, 50
-    est = ModSuLQPCA(n_components=d, epsilon=1.0, delta=1e-5, random_state=2).fit(np.zeros((n, d)))
+    est = ModSuLQPCA(n_components=d, epsilon=1.0, delta=1e-5, random_state=2,
+        **PAPER).fit(np.zeros((n, d)))
     beta = mod_sulq_beta(n, d, 1.0, 1e-5)
     assert est.beta_ == pytest.approx(beta) and est.noise_scale_ == pytest.approx(beta)
     assert beta < 0.7 and beta**2 < 0.65 * beta
@@ -166,7 +180,8 @@ def test_mod_sulq_noise_std_is_beta_not_beta_squared():
 def test_mod_sulq_record_and_gaussian_epsilon(spiked):
     X, _ = spiked
     n, d = X.shape
-    est = ModSuLQPCA(epsilon=1.0, delta=1e-5, data_norm=2.0, random_state=0).fit(X)
+    est = ModSuLQPCA(epsilon=1.0, delta=1e-5, data_norm=2.0, random_state=0,
+        **PAPER_CENTRING).fit(X)
     beta = mod_sulq_beta(n, d, 1.0, 1e-5)
     assert est.noise_scale_ == pytest.approx(4.0 * beta)  # D²·beta
     rec = est.privacy_
@@ -179,7 +194,8 @@ def test_mod_sulq_record_and_gaussian_epsilon(spiked):
     assert est.certified_epsilon_ < 0.5 * rec.epsilon  # the theorem is loose
     assert f"{eps_gauss:.4g}" in rec.notes and "X/data_norm" in rec.notes
     # Rescaling by D leaves the eigenvectors' distribution unchanged: same seed, same answer.
-    unit = ModSuLQPCA(epsilon=1.0, delta=1e-5, data_norm=1.0, random_state=0).fit(X / 2.0)
+    unit = ModSuLQPCA(epsilon=1.0, delta=1e-5, data_norm=1.0, random_state=0,
+        **PAPER_CENTRING).fit(X / 2.0)
     np.testing.assert_allclose(np.abs(est.components_ @ unit.components_.T), np.eye(2), atol=1e-8)
 
 
@@ -189,7 +205,7 @@ def test_mod_sulq_record_and_gaussian_epsilon(spiked):
 @pytest.mark.parametrize(("eps", "delta", "T"), [(1.0, 1e-5, 3), (0.5, 1e-6, 8)])
 def test_noisy_power_multiplier_composes_to_epsilon(eps, delta, T, spiked):
     X, _ = spiked
-    est = NoisyPowerPCA(epsilon=eps, delta=delta, n_iter=T, random_state=0).fit(X[:500])
+    est = NoisyPowerPCA(epsilon=eps, delta=delta, n_iter=T, random_state=0, **PAPER).fit(X[:500])
     m = est.noise_multiplier_
     # Through the project's accounting (PLD):
     composed = compose_epsilon(
@@ -233,7 +249,8 @@ def test_noisy_power_sensitivity():
 
 
 def test_noisy_power_k1_uses_d_squared(spiked):
-    est = NoisyPowerPCA(n_components=1, epsilon=1.0, n_iter=3, random_state=0).fit(spiked[0])
+    est = NoisyPowerPCA(n_components=1, epsilon=1.0, n_iter=3, random_state=0,
+        **PAPER).fit(spiked[0])
     assert est.privacy_.sensitivity == 1.0
     assert est.noise_scale_ == pytest.approx(est.noise_multiplier_)
 
@@ -247,7 +264,7 @@ def test_noisy_power_noise_scale_reaches_every_iteration(monkeypatch, spiked):
         return original(A, Q, **kwargs)
 
     monkeypatch.setattr(noisy_power, "power_step", spy)
-    est = NoisyPowerPCA(n_iter=3, epsilon=1.0, random_state=0).fit(spiked[0][:200])
+    est = NoisyPowerPCA(n_iter=3, epsilon=1.0, random_state=0, **PAPER).fit(spiked[0][:200])
     assert calls == [est.noise_scale_] * 3
 
 
@@ -260,7 +277,8 @@ def test_noisy_power_history_solvers_and_no_full_eigh(monkeypatch, spiked):
     monkeypatch.setattr(np.linalg, "eigh", forbidden)
     monkeypatch.setattr(scipy.linalg, "eigh", forbidden)
     fits = {
-        solver: NoisyPowerPCA(n_iter=3, solver=solver, keep_history=True, random_state=5).fit(X)
+        solver: NoisyPowerPCA(n_iter=3, solver=solver, keep_history=True, random_state=5,
+            **PAPER).fit(X)
         for solver in ("gram", "data")
     }
     a, b = fits["gram"], fits["data"]
@@ -269,11 +287,11 @@ def test_noisy_power_history_solvers_and_no_full_eigh(monkeypatch, spiked):
     assert a.n_iter_ == 3 and a.history_.shape == (3, 2, 10)
     # The last iterate is the output, up to the sign convention of components_.
     np.testing.assert_allclose(np.abs(a.history_[-1] @ a.components_.T), np.eye(2), atol=1e-12)
-    assert NoisyPowerPCA(n_iter=3, random_state=5).fit(X).history_ is None
+    assert NoisyPowerPCA(n_iter=3, random_state=5, **PAPER).fit(X).history_ is None
     # "auto": a tall X with few features forms the Gram matrix; a wide one does not.
-    assert NoisyPowerPCA(n_iter=3, random_state=0).fit(X).solver_ == "gram"
+    assert NoisyPowerPCA(n_iter=3, random_state=0, **PAPER).fit(X).solver_ == "gram"
     wide = np.random.default_rng(0).standard_normal((20, 400)) * 0.01
-    assert NoisyPowerPCA(n_iter=3, random_state=0).fit(wide).solver_ == "data"
+    assert NoisyPowerPCA(n_iter=3, random_state=0, **PAPER).fit(wide).solver_ == "data"
 
 
 # --- all private estimators ------------------------------------------------------------------

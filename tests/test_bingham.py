@@ -19,6 +19,7 @@ from scipy import stats
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import privpca.decomposition.bingham as bingham_module
+from conftest import PAPER, PAPER_CENTRING, expected_failed_checks
 from privpca import PrivacyLeakWarning, PrivacyLedger, RowClippingWarning, default_ledger
 from privpca.datasets import make_spiked
 from privpca.decomposition.bingham import BinghamPCA
@@ -215,7 +216,8 @@ def test_diagnostics_on_known_chains():
 # --- the estimator ----------------------------------------------------------------------------
 
 
-@parametrize_with_checks([BinghamPCA()])
+@parametrize_with_checks([BinghamPCA(epsilon=1e4, n_iter=10, burn_in=0), BinghamPCA(**PAPER)],
+                         expected_failed_checks=expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RowClippingWarning)  # check data exceeds norm 1
@@ -229,7 +231,8 @@ def spiked():
 
 def test_privacy_record_and_attributes(spiked):
     X, _ = spiked
-    est = BinghamPCA(n_components=2, epsilon=0.7, data_norm=2.0, random_state=0).fit(X)
+    est = BinghamPCA(n_components=2, epsilon=0.7, data_norm=2.0, random_state=0,
+        **PAPER_CENTRING).fit(X)
     assert est.components_.shape == (2, 10)
     np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(2), atol=1e-10)
     rec = est.privacy_
@@ -248,17 +251,18 @@ def test_privacy_record_and_attributes(spiked):
 
 def test_auto_uses_exact_for_one_component(spiked):
     X, _ = spiked
-    one = BinghamPCA(n_components=1, epsilon=1.0, random_state=0).fit(X)
+    one = BinghamPCA(n_components=1, epsilon=1.0, random_state=0, **PAPER).fit(X)
     assert one.sampler_ == "exact" and one.n_sweeps_ == 0
     assert "exactly" in one.privacy_.notes
-    two = BinghamPCA(n_components=2, epsilon=1.0, burn_in=5, n_iter=5, random_state=0).fit(X)
+    two = BinghamPCA(n_components=2, epsilon=1.0, burn_in=5, n_iter=5, random_state=0,
+        **PAPER).fit(X)
     assert two.sampler_ == "gibbs"
 
 
 def test_exact_sampler_errors(spiked):
     X, _ = spiked
     with pytest.raises(ValueError, match="requires n_components=1"):
-        BinghamPCA(n_components=2, sampler="exact").fit(X[:100])
+        BinghamPCA(n_components=2, sampler="exact", **PAPER).fit(X[:100])
     raised = 0
     for seed in range(10):
         try:
@@ -268,7 +272,7 @@ def test_exact_sampler_errors(spiked):
                 sampler="exact",
                 max_proposals=1,
                 random_state=seed,
-                ledger=PrivacyLedger(),
+                ledger=PrivacyLedger(), **PAPER,
             ).fit(X)
         except ProposalBudgetExceededError as err:
             assert "max_proposals=1 " in str(err)
@@ -284,13 +288,14 @@ def test_auto_falls_back_to_gibbs_with_a_warning(spiked, monkeypatch):
 
     monkeypatch.setattr(bingham_module, "sample_bingham_exact", exhausted)
     with pytest.warns(PrivacyLeakWarning, match="falling back to the Gibbs sampler"):
-        est = BinghamPCA(n_components=1, epsilon=1.0, burn_in=5, n_iter=5, random_state=0).fit(X)
+        est = BinghamPCA(n_components=1, epsilon=1.0, burn_in=5, n_iter=5, random_state=0,
+            **PAPER).fit(X)
     assert est.sampler_ == "gibbs" and "exhausted max_proposals" in est.privacy_.notes
 
 
 def test_full_rank_is_haar(spiked):
     X, _ = spiked
-    est = BinghamPCA(n_components=10, random_state=0).fit(X[:200])
+    est = BinghamPCA(n_components=10, random_state=0, **PAPER).fit(X[:200])
     assert est.sampler_ == "uniform"
     np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(10), atol=1e-10)
 
@@ -301,7 +306,7 @@ def test_clipping_warns_counts_and_never_mutates():
     X[:7] *= 100
     original = X.copy()
     with pytest.warns(RowClippingWarning, match="7 of 100 rows"):
-        est = BinghamPCA(n_components=2, burn_in=2, n_iter=2, random_state=0).fit(X)
+        est = BinghamPCA(n_components=2, burn_in=2, n_iter=2, random_state=0, **PAPER).fit(X)
     assert est.privacy_.n_clipped == 7
     np.testing.assert_array_equal(X, original)
 
@@ -331,8 +336,8 @@ def test_bad_parameters(params, match, spiked):
 
 def test_seeded_fits_are_reproducible(spiked):
     X, _ = spiked
-    a = BinghamPCA(burn_in=10, n_iter=10, random_state=4).fit(X).components_
-    b = BinghamPCA(burn_in=10, n_iter=10, random_state=4).fit(X).components_
+    a = BinghamPCA(burn_in=10, n_iter=10, random_state=4, **PAPER).fit(X).components_
+    b = BinghamPCA(burn_in=10, n_iter=10, random_state=4, **PAPER).fit(X).components_
     np.testing.assert_array_equal(a, b)
 
 
@@ -343,7 +348,7 @@ def test_more_privacy_more_error_and_more_samples_less(spiked):
         return np.mean(
             [
                 sin_theta(
-                    BinghamPCA(epsilon=eps, burn_in=20, n_iter=10, random_state=s)
+                    BinghamPCA(epsilon=eps, burn_in=20, n_iter=10, random_state=s, **PAPER)
                     .fit(X[:n])
                     .components_.T,
                     V,
@@ -360,22 +365,23 @@ def test_diagnostic_chains_are_flagged_as_not_private(spiked):
     X, _ = spiked
     with pytest.warns(PrivacyLeakWarning, match="not covered by privacy_"):
         est = BinghamPCA(
-            n_components=2, burn_in=20, n_iter=60, diagnostic_chains=3, random_state=0
+            n_components=2, burn_in=20, n_iter=60, diagnostic_chains=3, random_state=0, **PAPER
         ).fit(X)
     assert est.trace_.shape == (4, 80)
     assert np.all((est.trace_ > 0) & (est.trace_ <= 2.0))  # tr(VᵀAV) ∈ [0, k D²]
     assert set(est.mixing_) >= {"split_rhat", "ess", "geweke_z", "flags"}
     assert est.mixing_["split_rhat"] < 1.1
-    refit = BinghamPCA(n_components=2, burn_in=2, n_iter=2, random_state=0).fit(X)
+    refit = BinghamPCA(n_components=2, burn_in=2, n_iter=2, random_state=0, **PAPER).fit(X)
     assert not hasattr(refit, "mixing_")
 
 
 def test_ledger_records_the_pure_spend(spiked):
     X, _ = spiked
     before = len(default_ledger())
-    BinghamPCA(burn_in=2, n_iter=2, random_state=0).fit(X[:100])
+    BinghamPCA(burn_in=2, n_iter=2, random_state=0, **PAPER).fit(X[:100])
     assert len(default_ledger()) == before + 1
     ledger = PrivacyLedger()
-    BinghamPCA(epsilon=0.3, burn_in=2, n_iter=2, ledger=ledger, random_state=0).fit(X[:100])
+    BinghamPCA(epsilon=0.3, burn_in=2, n_iter=2, ledger=ledger, random_state=0,
+        **PAPER).fit(X[:100])
     assert ledger.epsilon(1e-6) == pytest.approx(0.3)
     assert math.isclose(ledger.records[0][1].delta, 0.0)

@@ -93,7 +93,7 @@ def test_gaussian_events_merge_exactly():
               dp_accounting.LaplaceDpEvent(1.0)]
     merged = merge_gaussian_events(events)
     assert len(merged) == 2
-    gauss = [e for e in merged if isinstance(e, dp_accounting.GaussianDpEvent)][0]
+    gauss = next(e for e in merged if isinstance(e, dp_accounting.GaussianDpEvent))
     assert gauss.noise_multiplier == pytest.approx((1 / 4 + 4 / 16) ** -0.5)
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from tqdm.auto import tqdm
 
+from privpca.experiments.paper_setting import PAPER_NORM
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.datasets.synthetic import make_low_rank_gaussian
 from privpca.decomposition import (
@@ -124,22 +125,22 @@ def run_demo(
     eps, delta = cfg.epsilon, cfg.delta
     methods: dict[str, Callable[[int], Any]] = {
         "LocalGaussianPCA (local)": lambda seed: LocalGaussianPCA(
-            k, epsilon=eps, delta=delta, random_state=seed, ledger=ledger
+            k, epsilon=eps, delta=delta, random_state=seed, ledger=ledger, **PAPER_NORM
         ),
         "LocalSparsePCA (local)": lambda seed: LocalSparsePCA(
-            k, epsilon=eps, delta=delta, random_state=seed, ledger=ledger
+            k, epsilon=eps, delta=delta, random_state=seed, ledger=ledger, **PAPER_NORM
         ),
         "AnalyzeGaussPCA (central)": lambda seed: AnalyzeGaussPCA(
-            k, epsilon=eps, delta=delta, random_state=seed, ledger=ledger
+            k, epsilon=eps, delta=delta, random_state=seed, ledger=ledger, **PAPER_NORM
         ),
         "ModSuLQPCA (central)": lambda seed: ModSuLQPCA(
-            k, epsilon=eps, delta=delta, random_state=seed, ledger=ledger
+            k, epsilon=eps, delta=delta, random_state=seed, ledger=ledger, **PAPER_NORM
         ),
         "NoisyPowerPCA (central)": lambda seed: NoisyPowerPCA(
-            k, epsilon=eps, delta=delta, random_state=seed, ledger=ledger
+            k, epsilon=eps, delta=delta, random_state=seed, ledger=ledger, **PAPER_NORM
         ),
         "BinghamPCA (central, pure ε)": lambda seed: BinghamPCA(
-            k, epsilon=eps, random_state=seed, ledger=ledger
+            k, epsilon=eps, random_state=seed, ledger=ledger, **PAPER_NORM
         ),
         "SparsePCA (non-private)": lambda seed: SparsePCA(
             k, n_nonzero=cfg.n_nonzero, random_state=seed, ledger=ledger

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from privpca.experiments.paper_setting import PAPER_NORM
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition import BinghamPCA, ModSuLQPCA
 from privpca.experiments.registry import (
@@ -63,6 +64,7 @@ COMPARISON_METHODS: dict[str, MethodFactory] = {
         delta=f.delta,
         random_state=f.random_state,
         ledger=f.ledger,
+        **PAPER_NORM,
     ),
     "ppca": lambda f: BinghamPCA(
         f.n_components,
@@ -71,6 +73,7 @@ COMPARISON_METHODS: dict[str, MethodFactory] = {
         n_iter=int(f.options.get("gibbs_sweeps", 100)),
         random_state=f.random_state,
         ledger=f.ledger,
+        **PAPER_NORM,
     ),
 }
 

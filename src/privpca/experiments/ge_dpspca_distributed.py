@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from privpca.experiments.paper_setting import PAPER_NORM
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition.distributed import DPSPCA
 from privpca.experiments.ge_dpspca import COMPARISON_METHODS, SIN_LABEL, make_ge_data
@@ -57,6 +58,7 @@ def dpspca_factory(spec: FitSpec) -> DPSPCA:
         n_iter=int(spec.options.get("n_iter", 10)),
         n_nonzero=int(spec.options.get("n_nonzero", 50)),
         random_state=spec.random_state,
+        **PAPER_NORM,
         ledger=spec.ledger,
     )
 
@@ -79,7 +81,8 @@ def run_fig3(params: dict[str, Any], ctx: RunContext) -> ExperimentResult:
         X, Q = make_ge_data(n, d, k, s, np.random.default_rng(seed))
         for i, (panel, eps, delta) in enumerate(settings):
             est = DPSPCA(k, epsilon=eps, delta=delta, n_iter=T, n_nonzero=s_hat,
-                         random_state=np.random.default_rng([seed, i]), ledger=ledger)
+                         random_state=np.random.default_rng([seed, i]), ledger=ledger,
+                         **PAPER_NORM)
             est, seconds, _ = quiet_fit(est, X)
             path = est.sin_theta_path(Q)
             for t, err in enumerate(path):

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from privpca.experiments.paper_setting import PAPER_UNCENTRED
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.datasets import make_signal_noise
 from privpca.decomposition import DPPCA, OjaPCA, PrivateOjaPCA
@@ -52,7 +53,8 @@ def corollary_5_2_rate(n: float, d: float, epsilon: float, delta: float, kappa: 
 
 
 def _dppca(epsilon: float, delta: float, seed: int, ledger: PrivacyLedger) -> DPPCA:
-    return DPPCA(epsilon=epsilon, delta=delta, random_state=seed, ledger=ledger)
+    return DPPCA(epsilon=epsilon, delta=delta, random_state=seed, ledger=ledger,
+                 **PAPER_UNCENTRED)
 
 
 def run_rate(params: dict[str, Any], ctx: RunContext) -> ExperimentResult:
@@ -77,7 +79,7 @@ def run_rate(params: dict[str, Any], ctx: RunContext) -> ExperimentResult:
                          eigen_failures=est.n_eigen_failures_))
         ctx.advance()
         if panel == "vs-n" and oja:
-            est, seconds, _ = quiet_fit(OjaPCA(random_state=seed), X)
+            est, seconds, _ = quiet_fit(OjaPCA(random_state=seed, **PAPER_UNCENTRED), X)
             rows.append(dict(base, method="Oja (non-private)",
                              error=sin_theta(est.components_.T, v), seconds=seconds))
             ctx.advance()
@@ -179,10 +181,10 @@ def run_example41(params: dict[str, Any], ctx: RunContext) -> ExperimentResult:
                 ("DP-PCA", _dppca(eps, delta, seed, ledger)),
                 ("Private Oja (shuffled)", PrivateOjaPCA(
                     epsilon=eps, delta=delta, clip_norm=clip, random_state=seed,
-                    ledger=ledger)),
+                    ledger=ledger, **PAPER_UNCENTRED)),
                 ("Private Oja (no amplification)", PrivateOjaPCA(
                     epsilon=eps, delta=delta, clip_norm=clip, amplification="none",
-                    random_state=seed, ledger=ledger)),
+                    random_state=seed, ledger=ledger, **PAPER_UNCENTRED)),
             ]
             for name, est in estimators:
                 est, seconds, _ = quiet_fit(est, X)

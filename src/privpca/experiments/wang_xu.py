@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from privpca.experiments.paper_setting import PAPER_NORM
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.datasets.real import load_dataset
 from privpca.datasets.synthetic import make_sparse_spiked, make_spiked
@@ -76,6 +77,7 @@ METHODS: dict[str, MethodFactory] = {
         delta=f.delta,
         random_state=f.random_state,
         ledger=f.ledger,
+        **PAPER_NORM,
     ),
     "local-gaussian-paper-sigma": lambda f: LocalGaussianPCA(
         f.n_components,
@@ -84,6 +86,7 @@ METHODS: dict[str, MethodFactory] = {
         calibration="classic",
         sensitivity="paper",
         random_state=f.random_state,
+        **PAPER_NORM,
         ledger=f.ledger,
     ),
     "local-sparse": lambda f: LocalSparsePCA(
@@ -93,6 +96,7 @@ METHODS: dict[str, MethodFactory] = {
         max_iter=int(f.options.get("admm_max_iter", 100)),
         lam_scale=float(f.options.get("lam_scale", 0.25)),
         random_state=f.random_state,
+        **PAPER_NORM,
         ledger=f.ledger,
     ),
     "non-private-pca": lambda f: NonPrivatePCA(f.n_components),
