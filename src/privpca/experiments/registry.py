@@ -62,6 +62,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "privpca.experiments.ge_dpspca",
     "privpca.experiments.ge_dpspca_distributed",
     "privpca.experiments.liu_dppca",
+    "privpca.experiments.real_data",
 )
 
 

@@ -36,6 +36,7 @@ pipeline existed.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -234,7 +235,7 @@ class BudgetPlan:
         delta_noise = gauss_delta - (1.0 + math.exp(min(gauss_eps, 700.0))) * tail_total
         if n_hist == 0:
             delta_noise = gauss_delta  # bitwise the single-mechanism calibration
-        m = float(dp_accounting.get_sigma_gaussian(gauss_eps, delta_noise))
+        m = _sigma(gauss_eps, delta_noise)
         parts = {}
         for name, w in weights.items():
             count = int(statistic_count) if name == "statistic" else PART_COUNTS.get(name, 1)
@@ -288,6 +289,13 @@ class BudgetPlan:
         }
 
 
+@functools.lru_cache(maxsize=1024)
+def _sigma(epsilon: float, delta: float) -> float:
+    """dp-accounting's analytic multiplier, cached: refits reuse (ε, δ) many times."""
+    return float(dp_accounting.get_sigma_gaussian(epsilon, delta))
+
+
+@functools.lru_cache(maxsize=1024)
 def _single_epsilon(multiplier: float, delta: float) -> float:
     """ε of one Gaussian release of multiplier ``multiplier`` at ``delta`` (informative)."""
     if multiplier <= 0 or not np.isfinite(multiplier):

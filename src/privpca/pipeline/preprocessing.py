@@ -89,12 +89,20 @@ def private_mean(
     bound: float,
     multiplier: float,
     rng: np.random.Generator,
+    *,
+    centre: NDArray[np.float64] | None = None,
 ) -> MeanRelease:
-    """``(Σ clip_R(xᵢ) + N(0, (2R·m)² I))/n`` with R = ``bound`` (Δ = 2R)."""
+    """``(Σ clip_R(xᵢ − c) + N(0, (2R·m)² I))/n`` with R = ``bound`` (Δ = 2R).
+
+    ``norms`` are ``‖xᵢ − c‖`` for the public ``centre`` c (default 0); the clipped sum is
+    ``Xᵀw − c·Σw`` (one pass over X, no shifted copy).
+    """
     n, p = X.shape
     with np.errstate(divide="ignore"):
         weights = np.minimum(1.0, bound / norms)
     total = X.T @ weights  # one pass: Σ clip(x) without a clipped copy
+    if centre is not None:
+        total -= centre * weights.sum()
     sensitivity = 2.0 * bound
     sigma = multiplier * sensitivity
     total += sigma * rng.standard_normal(p)

@@ -413,8 +413,8 @@ class ReleasePipeline:
                 + ("‖x‖" if bound_part == "bound_raw" else "‖x − μ̂₁‖")
                 + " on a log grid (private quantile)", math.sqrt(2.0),
                 math.sqrt(2.0) * b.multiplier))
-            shifted = X if bound_part == "bound_raw" else X - mean
-            m = private_mean(shifted, norms, R, plan[mean_part].multiplier, rng)
+            m = private_mean(X, norms, R, plan[mean_part].multiplier, rng,
+                             centre=None if bound_part == "bound_raw" else mean)
             spends.append(self._spend(
                 mean_part, "gaussian: Σ clip_R(x" + ("" if bound_part == "bound_raw"
                                                       else " − μ̂₁") + ") (private mean)",
