@@ -22,7 +22,6 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from tqdm.auto import tqdm
 
-from privpca.experiments.paper_setting import PAPER_NORM
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.datasets.synthetic import make_low_rank_gaussian
 from privpca.decomposition import (
@@ -35,6 +34,7 @@ from privpca.decomposition import (
     SparsePCA,
 )
 from privpca.exceptions import RowClippingWarning
+from privpca.experiments.paper_setting import PAPER_NORM
 from privpca.experiments.plotting import plot_error_curves
 from privpca.metrics import subspace_distance
 from privpca.solvers.eigen import top_eigenvectors

@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca.experiments.paper_setting import PAPER_NORM
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition import BinghamPCA, ModSuLQPCA
+from privpca.experiments.paper_setting import PAPER_NORM
 from privpca.experiments.registry import (
     Experiment,
     ExperimentResult,

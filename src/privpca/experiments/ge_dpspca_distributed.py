@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from privpca.experiments.paper_setting import PAPER_NORM
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition.distributed import DPSPCA
 from privpca.experiments.ge_dpspca import COMPARISON_METHODS, SIN_LABEL, make_ge_data
+from privpca.experiments.paper_setting import PAPER_NORM
 from privpca.experiments.registry import (
     Experiment,
     ExperimentResult,

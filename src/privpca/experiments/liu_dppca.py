@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca.experiments.paper_setting import PAPER_UNCENTRED
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.datasets import make_signal_noise
 from privpca.decomposition import DPPCA, OjaPCA, PrivateOjaPCA
+from privpca.experiments.paper_setting import PAPER_UNCENTRED
 from privpca.experiments.registry import Experiment, ExperimentResult, Panel, register
 from privpca.experiments.runner import RunContext, quiet_fit
 from privpca.metrics import sin_theta

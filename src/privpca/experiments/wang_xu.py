@@ -33,12 +33,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca.experiments.paper_setting import PAPER_NORM
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.datasets.real import load_dataset
 from privpca.datasets.synthetic import make_sparse_spiked, make_spiked
 from privpca.decomposition import LocalGaussianPCA, LocalSparsePCA
 from privpca.decomposition.sparse_pca import truncated_power_method
+from privpca.experiments.paper_setting import PAPER_NORM
 from privpca.experiments.registry import (
     Experiment,
     ExperimentResult,
