@@ -13,9 +13,12 @@ Error estimate
   ``‖E‖₂ ≤ σ(2√p + 2√(ln(2/α)))`` with probability at least 1 − α (:func:`noise_norm_bound`).
 * **Centring.** Centring on a private mean ``μ̂`` instead of the sample mean adds the PSD rank-one
   term ``n(x̄ − μ̂)(x̄ − μ̂)ᵀ``, bounded the same way from the mean's released noise level.
-* **Subspace.** Davis–Kahan in the form of Yu, Wang & Samworth (2015, Theorem 2):
-  ``‖sin Θ‖_F ≤ 2√k‖E‖₂/(λ_k − λ_{k+1})`` for the eigenvalues of ``G``; by Weyl,
-  ``λ_k − λ_{k+1} ≥ λ̂_k − λ̂_{k+1} − 2‖E‖₂`` in terms of the released ``λ̂``. The estimate
+* **Subspace.** Davis–Kahan's sin θ theorem: if ``G``'s top-k eigenvalues are ≥ a and the
+  perturbed matrix's others are ≤ a − η, then ``‖sin Θ‖_F ≤ ‖(M − G)V‖_F/η`` with V the top-k
+  eigenvectors of ``G``. V does not depend on the noise, so ``EV`` is a Gaussian p×k matrix
+  (entries of variance at most σ², a √2σ-Lipschitz function of the noise):
+  ``‖EV‖_F ≤ σ(√(pk) + 2√ln(2/α))`` w.p. ≥ 1 − α; the centring term adds at most its norm.
+  By Weyl, ``η ≥ λ̂_k − λ̂_{k+1} − ‖M − G‖₂`` in terms of the released ``λ̂``. The estimate
   reported is ``√2·‖sin Θ‖_F`` (the distance ‖V̂V̂ᵀ − VVᵀ‖_F used throughout privpca), capped
   at its maximum ``√(2·min(k, p − k))``. It bounds the distance to the *non-private PCA of the
   same prepared rows* (centred, scaled, clipped): clipping bias is not noise and not included.
@@ -38,6 +41,7 @@ __all__ = [
     "check_n_components_spec",
     "fit_noisy_matrix",
     "noise_norm_bound",
+    "projected_noise_bound",
     "subspace_error_bound",
 ]
 
@@ -58,17 +62,30 @@ def mean_perturbation_bound(
     return float(n_samples) * radius**2
 
 
+def projected_noise_bound(sigma: float, n_features: int, k: int,
+                          alpha: float = ERROR_ALPHA) -> float:
+    """``σ(√(pk) + 2√ln(2/α))``: ‖EV‖_F for a fixed orthonormal p×k V, w.p. ≥ 1 − α."""
+    return float(sigma) * (math.sqrt(n_features * k) + 2.0 * math.sqrt(math.log(2.0 / alpha)))
+
+
 def subspace_error_bound(
-    eigenvalues: NDArray[np.float64], k: int, noise_norm: float, n_features: int
+    eigenvalues: NDArray[np.float64], k: int, noise_norm: float, n_features: int,
+    projected_noise: float | None = None,
 ) -> float:
-    """Davis–Kahan–Weyl bound on ‖V̂V̂ᵀ − VVᵀ‖_F from released eigenvalues (k+1 of them)."""
-    cap = math.sqrt(2.0 * min(k, n_features - k)) if k < n_features else 0.0
+    """Davis–Kahan–Weyl bound on ‖V̂V̂ᵀ − VVᵀ‖_F from released eigenvalues (k+1 of them).
+
+    ``noise_norm`` bounds ‖M − G‖₂ and ``projected_noise`` bounds ‖(M − G)V‖_F (default:
+    √k·noise_norm, always valid).
+    """
     if k >= n_features:
         return 0.0
-    gap = float(eigenvalues[k - 1] - eigenvalues[k]) - 2.0 * noise_norm
+    cap = math.sqrt(2.0 * min(k, n_features - k))
+    if projected_noise is None:
+        projected_noise = math.sqrt(k) * noise_norm
+    gap = float(eigenvalues[k - 1] - eigenvalues[k]) - noise_norm
     if not gap > 0:
         return cap
-    return min(cap, math.sqrt(2.0) * 2.0 * math.sqrt(k) * noise_norm / gap)
+    return min(cap, math.sqrt(2.0) * projected_noise / gap)
 
 
 def check_n_components_spec(n_components: object, n_features: int, owner: object) -> int | float:
@@ -140,7 +157,8 @@ def fit_noisy_matrix(
     else:
         with_next = values
     noise_norm = noise_norm_bound(noise_sd, p) + extra_perturbation
-    error = subspace_error_bound(with_next, k, noise_norm, p)
+    projected = projected_noise_bound(noise_sd, p, k) + extra_perturbation
+    error = subspace_error_bound(with_next, k, noise_norm, p, projected)
     ratio = values / total if total > 0 else np.full(k, np.nan)
     return SpectrumFit(
         components=vectors.T.copy(),

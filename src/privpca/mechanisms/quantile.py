@@ -1,7 +1,9 @@
 """Private quantiles of non-negative values (row norms, |feature − mean|) on a log grid.
 
 The values are binned on the fixed geometric grid ``[b^j, b^(j+1))`` with ``b = 2^(1/4)``
-(bins 19 % wide, any scale from 10⁻³⁰⁰ to 10³⁰⁰, zero in a bin of its own), and a Gaussian
+(bins 19 % wide, any scale from 10⁻³⁰⁰ to 10³⁰⁰, zero in a bin of its own) — or ``2^(1/2)``
+or ``2`` when there are few records for the threshold (:func:`grid_base`: a function of the
+public n and the threshold only, so the choice is free) — and a Gaussian
 **stability histogram** (:class:`~privpca.mechanisms.histogram.StabilityHistogram`) releases
 the noisy counts of the bins that clear a threshold. The q-quantile is then read off the
 released bins: the upper edge of the first bin at which the released cumulative count reaches
@@ -29,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 from privpca._validation import check_in_range
 from privpca.mechanisms.histogram import StabilityHistogram, _column_counts, geometric_bin
 
-__all__ = ["LOG_GRID_BASE", "PrivateQuantile", "QuantileRelease"]
+__all__ = ["LOG_GRID_BASE", "PrivateQuantile", "QuantileRelease", "grid_base"]
 
 #: Ratio of consecutive bin edges of the grid.
 LOG_GRID_BASE = 2.0**0.25
@@ -72,16 +74,28 @@ class PrivateQuantile:
 
     quantile: float
     histogram: StabilityHistogram
+    base: float = LOG_GRID_BASE
 
     @classmethod
     def calibrate(
-        cls, multiplier: float, tail: float, *, quantile: float, n_histograms: int = 1
+        cls,
+        multiplier: float,
+        tail: float,
+        *,
+        quantile: float,
+        n_histograms: int = 1,
+        n_records: int | None = None,
     ) -> PrivateQuantile:
-        """Gaussian noise of multiplier ``σ/√(2H)`` and the threshold whose tail is ``tail``."""
+        """Gaussian noise of multiplier ``σ/√(2H)`` and the threshold whose tail is ``tail``.
+
+        With ``n_records`` (public), the grid is widened when the records are few for the
+        threshold (:func:`grid_base`).
+        """
         q = check_in_range(quantile, "quantile", low=0.0, high=1.0, high_closed=True)
         check_in_range(tail, "tail", low=0.0, high=1.0)
         hist = StabilityHistogram.gaussian(multiplier, n_histograms=n_histograms, tail=tail)
-        return cls(q, hist)
+        base = LOG_GRID_BASE if n_records is None else grid_base(n_records, hist.threshold)
+        return cls(q, hist, base)
 
     def estimate(self, values: ArrayLike, rng: np.random.Generator) -> QuantileRelease:
         """The private quantile of each column of ``values`` (non-negative, one row per record).
@@ -102,7 +116,7 @@ class PrivateQuantile:
         if h != self.histogram.n_histograms:
             raise ValueError(f"values has {h} column(s); calibrated for "
                              f"{self.histogram.n_histograms}.")
-        bins = geometric_bin(V, base=LOG_GRID_BASE)
+        bins = geometric_bin(V, base=self.base)
         col, index, counts = _column_counts(bins)
         noisy = counts + rng.normal(0.0, self.histogram.scale, size=counts.shape)
         ok = noisy > self.histogram.threshold
@@ -118,10 +132,24 @@ class PrivateQuantile:
             total = cum[-1]
             j = int(np.searchsorted(cum, self.quantile * total * (1 - 1e-12)))
             j = min(j, len(idx) - 1)
-            value[c] = 0.0 if idx[j] <= _ZERO_BIN else LOG_GRID_BASE ** (int(idx[j]) + 1)
+            value[c] = 0.0 if idx[j] <= _ZERO_BIN else self.base ** (int(idx[j]) + 1)
             mass[c] = total
             above[c] = total - cum[j]
         return QuantileRelease(value, mass, above)
+
+
+def grid_base(n_records: int, threshold: float) -> float:
+    """Bin ratio for ``n_records`` values against a release ``threshold`` (both public).
+
+    Norms of real rows typically spread over a factor of 2–3; a bin must hold more than the
+    threshold to be released. 2^(1/4) when n ≥ 16·threshold, 2^(1/2) when n ≥ 6·threshold,
+    else 2 (a coarser bound, up to twice the quantile, rather than none).
+    """
+    if n_records >= 16 * threshold:
+        return LOG_GRID_BASE
+    if n_records >= 6 * threshold:
+        return 2.0**0.5
+    return 2.0
 
 
 def log_grid_edge(index: int) -> float:

@@ -70,13 +70,13 @@ PART_NAMES: tuple[str, ...] = (
 
 #: Default weights (shares of 1/m²) of the preprocessing parts; the statistic gets the rest.
 DEFAULT_SHARES: Mapping[str, float] = {
-    "bound_raw": 0.01,
-    "mean": 0.02,
-    "bound_residual": 0.01,
+    "bound_raw": 0.015,
+    "mean": 0.015,
+    "bound_residual": 0.015,
     "mean_refine": 0.03,
     "scale_bound": 0.02,
     "scale": 0.05,
-    "bound": 0.02,
+    "bound": 0.015,
     "variance": 0.02,
 }
 

@@ -51,6 +51,7 @@ def private_norm_bound(
     rng: np.random.Generator,
     *,
     what: str = "row norms",
+    hint: str = "Give data_norm as a public number, or use a larger epsilon.",
 ) -> tuple[float, QuantileRelease]:
     """A private ``quantile`` of ``norms`` (see :mod:`privpca.mechanisms.quantile`).
 
@@ -60,15 +61,15 @@ def private_norm_bound(
         When no bin clears the threshold, or only the bin of zeros does. The spend is already
         recorded; the message says how to proceed.
     """
-    mech = PrivateQuantile.calibrate(multiplier, tail, quantile=quantile)
+    mech = PrivateQuantile.calibrate(multiplier, tail, quantile=quantile,
+                                     n_records=len(norms))
     release = mech.estimate(norms, rng)
     value = float(release.value[0])
     if not value > 0.0:
         raise BoundNotFoundError(
             f"data_norm='auto' found no private bound on the {what}: no bin of the private "
             f"histogram cleared its threshold ({mech.histogram.threshold:.3g} rows), which "
-            "happens when there are too few rows for this epsilon. Give data_norm as a "
-            "public number, or use a larger epsilon."
+            f"happens when there are too few rows for this epsilon. {hint}"
         )
     return value, release
 
@@ -147,7 +148,7 @@ def private_scale(
     n, p = X.shape
     dev = X - mean
     mech = PrivateQuantile.calibrate(bound_multiplier, bound_tail, quantile=quantile,
-                                     n_histograms=p)
+                                     n_histograms=p, n_records=n)
     bounds = mech.estimate(np.abs(dev), rng).value
     missing = ~(bounds > 0)
     bounds = np.where(missing, 1.0, bounds)

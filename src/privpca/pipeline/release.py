@@ -405,9 +405,12 @@ class ReleasePipeline:
             b = plan[bound_part]
             if bound_part == "bound_residual":
                 norms = np.sqrt(np.maximum(sq - 2.0 * (X @ mean) + float(mean @ mean), 0.0))
-            R, _ = private_norm_bound(norms, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
-                                      what="row norms" if bound_part == "bound_raw"
-                                      else "residuals from the first mean")
+            R, _ = private_norm_bound(
+                norms, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
+                what="row norms (to clip the private mean)" if bound_part == "bound_raw"
+                else "residuals from the first private mean",
+                hint="The private mean needs it whatever data_norm is: give a public mean "
+                "(centering=array), centering=None, or a larger epsilon.")
             spends.append(self._spend(
                 bound_part, "Gaussian stability histogram of "
                 + ("‖x‖" if bound_part == "bound_raw" else "‖x − μ̂₁‖")
