@@ -32,64 +32,274 @@ def test_demo_quick_writes_table_plot_and_records(runner, tmp_path):
     assert "BinghamPCA" in result.output and "SparsePCA (non-private)" in result.output
 
 
-@pytest.mark.parametrize("suffix", [".csv", ".npy"])
-def test_fit_writes_components_and_privacy(runner, tmp_path, suffix):
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((500, 6)) * 0.2
-    path = tmp_path / f"data{suffix}"
-    if suffix == ".csv":
-        header = ",".join(f"f{i}" for i in range(6))
-        np.savetxt(path, X, delimiter=",", header=header, comments="")
-    else:
-        np.save(path, X)
-    out = tmp_path / "fit.json"
-    result = runner.invoke(
-        main,
-        [
-            "fit",
-            "-m",
-            "local-gaussian",
-            "-k",
-            "2",
-            "--epsilon",
-            "1",
-            "--seed",
-            "3",
-            str(path),
-            "-o",
-            str(out),
-        ],
-    )
+#: Every field ``privpca fit`` writes (null where a method does not release it).
+FIT_FIELDS = {
+    "method", "estimator", "params", "n_samples", "n_features", "feature_names",
+    "n_components", "components", "mean", "scale", "data_norm", "explained_variance",
+    "explained_variance_ratio", "noise_level", "expected_error", "privacy",
+}
+
+CUSTOMER_COLUMNS = ("income_usd", "spending_usd", "age_years", "share_online", "height_m",
+                    "visits_per_month")
+
+
+def customers(n: int, seed: int = 0) -> np.ndarray:
+    """A table as people have them: two latent factors, columns in dollars, years, fractions,
+    metres and counts (standard deviations from 0.09 to 15 000), far from centred."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((n, 2))
+    e = rng.standard_normal((n, 6))
+    return np.column_stack([
+        52_000 + 15_000 * (0.9 * z[:, 0] + 0.3 * e[:, 0]),
+        31_000 + 8_000 * (0.7 * z[:, 0] + 0.6 * z[:, 1] + 0.3 * e[:, 1]),
+        41 + 12 * (0.8 * z[:, 1] + 0.5 * e[:, 2]),
+        0.35 + 0.08 * (0.6 * z[:, 0] - 0.6 * z[:, 1] + 0.5 * e[:, 3]),
+        1.72 + 0.09 * e[:, 4],
+        3 + 1.5 * (0.7 * z[:, 1] + 0.6 * e[:, 5]),
+    ])
+
+
+def write_csv(path, X, header=CUSTOMER_COLUMNS):
+    np.savetxt(path, X, delimiter=",", header=",".join(header) if header else "",
+               comments="", fmt="%.6g")
+    return path
+
+
+@pytest.fixture(scope="module")
+def customers_csv(tmp_path_factory):
+    X = customers(20_000)
+    path = write_csv(tmp_path_factory.mktemp("cli") / "customers.csv", X)
+    return path, np.loadtxt(path, delimiter=",", skiprows=1)  # the rows as written
+
+
+def projector(components) -> np.ndarray:
+    V = np.asarray(components, dtype=float).T
+    return V @ V.T
+
+
+def test_fit_defaults_on_a_mixed_unit_table_match_sklearn(runner, customers_csv, tmp_path):
+    from sklearn.decomposition import PCA
+
+    path, X = customers_csv
+    out, figures = tmp_path / "fit.json", tmp_path / "figures"
+    result = runner.invoke(main, ["fit", str(path), "-k", "2", "--epsilon", "1", "--seed", "0",
+                                  "-o", str(out), "--plot", str(figures)])
     assert result.exit_code == 0, result.output
     payload = json.loads(out.read_text())
+    assert set(payload) == FIT_FIELDS
+    assert payload["method"] == "analyze-gauss"
+    assert payload["params"]["centering"] == "private" and payload["params"]["data_norm"] == "auto"
+    assert payload["params"]["scale"] is False and payload["scale"] is None
+    assert payload["feature_names"] == list(CUSTOMER_COLUMNS)
+    assert payload["n_samples"] == 20_000 and payload["n_features"] == 6
+    assert payload["n_components"] == 2
+    ref = PCA(2).fit(X)
+    distance = np.linalg.norm(projector(payload["components"]) - projector(ref.components_))
+    assert distance < 0.1, distance
+    np.testing.assert_allclose(payload["explained_variance_ratio"],
+                               ref.explained_variance_ratio_, atol=0.05)
+    np.testing.assert_allclose(payload["explained_variance"], ref.explained_variance_, rtol=0.2)
+    mean = np.array(payload["mean"])  # private: the large-unit columns are close
+    assert mean.shape == (6,) and abs(mean[0] - X[:, 0].mean()) < 0.05 * X[:, 0].std()
+    assert payload["data_norm"] > 0 and payload["noise_level"] > 0
+    assert distance <= payload["expected_error"] <= 2.0
+    privacy = payload["privacy"]
+    assert privacy["epsilon"] == pytest.approx(1.0) and privacy["delta"] == pytest.approx(1e-5)
+    assert privacy["n_samples"] == 20_000 and privacy["data_norm"] == payload["data_norm"]
+    parts = [s["mechanism"].split(":")[0] for s in privacy["spends"]]
+    assert "mean" in parts and "bound" in parts and parts[-1] == "statistic"
+    # A human summary on stderr; the plots written.
+    assert "explained variance ratio (private)" in result.stderr
+    assert "(1, 1e-05)-DP" in result.stderr
+    for name in ("scree.png", "loadings.png"):
+        assert (figures / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert str(figures / name) in result.stderr
+
+
+def test_fit_options_fraction_scale_centering_public_bound(runner, customers_csv):
+    path, X = customers_csv
+    small = path.with_name("small.csv")
+    write_csv(small, X[:4_000])
+    args = ["fit", str(small), "--epsilon", "1", "--seed", "1"]
+    result = runner.invoke(main, [*args, "-k", "0.95"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["params"]["n_components"] == 0.95
+    assert payload["n_components"] == len(payload["components"]) >= 1
+    result = runner.invoke(main, [*args, "--scale"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    scale = np.array(payload["scale"])
+    assert payload["params"]["scale"] is True
+    assert scale.shape == (6,) and np.all(scale > 0) and np.all(np.isfinite(scale))
+    result = runner.invoke(main, [*args, "--centering", "none", "--data-norm", "2e5"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["params"]["centering"] is None and payload["mean"] == [0.0] * 6
+    assert payload["data_norm"] == 2e5 and payload["privacy"]["data_norm"] == 2e5
+    assert [s["mechanism"].split(":")[0] for s in payload["privacy"]["spends"]] == [
+        "statistic"]  # a public bound and no centring: the whole budget to the statistic
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npy"])
+def test_fit_without_header_names_features_like_sklearn(runner, tmp_path, suffix):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((500, 4)) * 0.2
+    path = tmp_path / f"data{suffix}"
+    if suffix == ".csv":
+        write_csv(path, X, header=None)
+    else:
+        np.save(path, X)
+    result = runner.invoke(main, ["fit", str(path), "-k", "2", "--epsilon", "1", "--seed", "3",
+                                  "--centering", "none", "--data-norm", "1"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
     comps = np.array(payload["components"])
-    assert comps.shape == (2, 6)
+    assert comps.shape == (2, 4)
     np.testing.assert_allclose(comps @ comps.T, np.eye(2), atol=1e-10)
-    assert payload["privacy"]["epsilon"] == 1.0
-    assert payload["privacy"]["model"] == "local"
-    assert payload["n_samples"] == 500
+    assert payload["feature_names"] == ["x0", "x1", "x2", "x3"]
+    assert payload["n_samples"] == 500 and payload["data_norm"] == 1.0
 
 
-def test_fit_reports_clipping_and_bad_input(runner, tmp_path):
+def test_fit_local_method_with_public_bound(runner, tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "data.csv"
+    write_csv(path, rng.standard_normal((500, 6)) * 0.2, header=[f"f{i}" for i in range(6)])
+    out = tmp_path / "fit.json"
+    result = runner.invoke(main, ["fit", "-m", "local-gaussian", "-k", "2", "--epsilon", "1",
+                                  "--data-norm", "1", "--seed", "3", str(path), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(out.read_text())
+    assert set(payload) == FIT_FIELDS
+    assert np.array(payload["components"]).shape == (2, 6)
+    assert payload["privacy"]["epsilon"] == 1.0 and payload["privacy"]["model"] == "local"
+    assert payload["feature_names"] == [f"f{i}" for i in range(6)]
+
+
+def test_fit_reports_clipping(runner, tmp_path):
     X = np.full((20, 3), 0.1)
     X[:4] = 5.0
     path = tmp_path / "big.npy"
     np.save(path, X)
-    result = runner.invoke(
-        main, ["fit", "-m", "local-sparse", "-k", "1", "--epsilon", "1", str(path)]
-    )
+    result = runner.invoke(main, ["fit", "-k", "1", "--epsilon", "1", "--centering", "none",
+                                  "--data-norm", "1", str(path)])
     assert result.exit_code == 0, result.output
-    assert "RowClippingWarning: 4 of 20 rows" in result.output
-    X[0, 0] = np.nan
-    np.save(path, X)
-    result = runner.invoke(main, ["fit", "-m", "local-gaussian", "--epsilon", "1", str(path)])
+    assert "RowClippingWarning: 4 of 20 rows" in result.stderr
+    assert json.loads(result.stdout)["privacy"]["n_clipped"] == 4
+
+
+BAD_CELLS = [
+    ("1.5,2,3\n2.5,,4\n", "'b' (1 cell, first on line 3)"),
+    ("1.5,2,3\n2.5,NaN,4\n3.5,nan,5\n", "'b' (2 cells, first on line 3)"),
+    ("1.5,2,inf\n2.5,1,4\n", "'c' (1 cell, first on line 2)"),
+    ("1.5,2,3\nNA,1,\n", "'a' (1 cell, first on line 3), 'c' (1 cell"),
+]
+
+
+@pytest.mark.parametrize(("body", "named"), BAD_CELLS)
+def test_fit_refuses_missing_values_naming_the_columns(runner, tmp_path, body, named):
+    path = tmp_path / "holes.csv"
+    path.write_text("a,b,c\n" + body)
+    result = runner.invoke(main, ["fit", str(path), "-k", "1", "--epsilon", "1"])
     assert result.exit_code != 0
-    assert "NaN or infinity" in result.output
-    clean = tmp_path / "clean.npy"
-    np.save(clean, np.full((20, 3), 0.1))
-    result = runner.invoke(main, ["fit", "-m", "local-gaussian", "--epsilon", "-1", str(clean)])
+    assert "missing or non-finite values" in result.output and named in result.output
+    assert "does not impute" in result.output
+
+
+def test_fit_refuses_text_columns_and_ragged_rows(runner, tmp_path):
+    path = tmp_path / "mixed.csv"
+    path.write_text("age,city,income,plan\n31,Paris,5e4,basic\n40,Lyon,6e4,gold\n")
+    result = runner.invoke(main, ["fit", str(path), "-k", "1", "--epsilon", "1"])
     assert result.exit_code != 0
-    assert "'epsilon' parameter of LocalGaussianPCA must be a float" in result.output
+    assert "non-numeric columns 'city' (e.g. 'Paris' on line 2), 'plan'" in result.output
+    assert "'age'" not in result.output and "'income'" not in result.output
+    path.write_text("a,b\n1,2\n3,4,5\n")
+    result = runner.invoke(main, ["fit", str(path), "-k", "1", "--epsilon", "1"])
+    assert result.exit_code != 0 and "line 3 has 3 fields, expected 2" in result.output
+    path.write_text("a,b\n")
+    result = runner.invoke(main, ["fit", str(path), "-k", "1", "--epsilon", "1"])
+    assert result.exit_code != 0 and "no data rows below the header" in result.output
+    npy = tmp_path / "vector.npy"
+    np.save(npy, np.ones(5))
+    result = runner.invoke(main, ["fit", str(npy), "-k", "1", "--epsilon", "1"])
+    assert result.exit_code != 0 and "expected a 2-D numeric array" in result.output
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--epsilon", "0"], "Invalid value for '--epsilon': 0.0 is not in the range x>0"),
+        (["--epsilon", "-1"], "Invalid value for '--epsilon': -1.0 is not in the range x>0"),
+        (["--epsilon", "1", "--delta", "1"], "Invalid value for '--delta'"),
+        (["--epsilon", "1", "-k", "0"], "expected an int >= 1"),
+        (["--epsilon", "1", "-k", "1.5"], "float in (0, 1)"),
+        (["--epsilon", "1", "-k", "two"], "Got 'two'"),
+        (["--epsilon", "1", "-k", "7"], "n_components=7 must be between 1 and n_features=6"),
+        (["--epsilon", "1", "--data-norm", "-2"], "expected 'auto' or a float in (0, inf)"),
+        (["--epsilon", "1", "--data-norm", "big"], "Got 'big'"),
+        (["--epsilon", "1", "--centering", "mean"], "Invalid value for '--centering'"),
+    ],
+)
+def test_fit_refuses_bad_options(runner, customers_csv, option, message):
+    path, _ = customers_csv
+    result = runner.invoke(main, ["fit", str(path), *option])
+    assert result.exit_code != 0
+    assert message in result.output
+
+
+class _Minimal:
+    """A private estimator that takes few parameters and releases only components."""
+
+    def __init__(self, n_components=2, *, epsilon=1.0, random_state=None):
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.random_state = random_state
+
+    def get_params(self, deep=True):
+        return {"n_components": self.n_components, "epsilon": self.epsilon,
+                "random_state": self.random_state}
+
+    def fit(self, X):
+        from privpca.accounting.record import PrivacyRecord, PrivacySpend
+
+        self.components_ = np.eye(X.shape[1])[: self.n_components]
+        self.explained_variance_ = np.full(self.n_components, np.nan)
+        adaptive = PrivacySpend(mechanism="adaptive", epsilon=self.epsilon, delta=0.0,
+                                sensitivity=np.nan, noise_scale=np.nan)
+        self.privacy_ = PrivacyRecord(epsilon=self.epsilon, delta=0.0, model="central",
+                                      neighbouring="replace one record", sensitivity=1.0,
+                                      noise_scale=1.0, calibration="test", data_norm=1.0,
+                                      n_samples=X.shape[0], spends=(adaptive,))
+        return self
+
+
+def test_fit_passes_only_accepted_parameters_and_writes_null(runner, tmp_path, monkeypatch):
+    import privpca.cli
+
+    monkeypatch.setitem(privpca.cli.PRIVATE_ESTIMATORS, "dps-pca", _Minimal)
+    path = write_csv(tmp_path / "d.csv", customers(50), header=CUSTOMER_COLUMNS)
+    figures = tmp_path / "figures"
+    result = runner.invoke(main, ["fit", str(path), "-m", "dps-pca", "--epsilon", "2",
+                                  "--plot", str(figures)])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert set(payload) == FIT_FIELDS
+    assert payload["params"] == {"n_components": 2, "epsilon": 2.0, "random_state": None}
+    for key in ("mean", "scale", "data_norm", "explained_variance_ratio", "noise_level",
+                "expected_error"):
+        assert payload[key] is None, key
+    assert payload["explained_variance"] == [None, None]  # NaN → null: strict JSON
+    assert payload["privacy"]["spends"][0]["sensitivity"] is None
+    assert "NaN" not in result.stdout
+    assert "not estimated by this method" in result.stderr
+    assert (figures / "scree.png").stat().st_size > 0
+    assert (figures / "loadings.png").stat().st_size > 0
+    for option in (["--scale"], ["--centering", "none"], ["--data-norm", "3"],
+                   ["--delta", "1e-6"], ["--calibration", "classic"]):
+        result = runner.invoke(main, ["fit", str(path), "-m", "dps-pca", "--epsilon", "2",
+                                      *option])
+        assert result.exit_code != 0
+        assert f"{option[0]} does not apply to dps-pca" in result.output
 
 
 def test_fit_central_methods(runner, tmp_path):
@@ -100,14 +310,17 @@ def test_fit_central_methods(runner, tmp_path):
     args = ["fit", "-k", "1", "--epsilon", "1", "--seed", "0", str(path)]
     result = runner.invoke(main, [*args, "-m", "dp-pca"])
     assert result.exit_code == 0, result.output
-    payload = json.loads(result.output)
+    payload = json.loads(result.stdout)
     assert payload["privacy"]["model"] == "central"
     assert np.array(payload["components"]).shape == (1, 4)
     assert payload["privacy"]["epsilon"] == 1.0 and "Algorithm 4" in payload["privacy"]["notes"]
     result = runner.invoke(main, [*args, "-m", "private-oja", "--data-norm", "2"])
     assert result.exit_code == 0, result.output
-    assert "clip_norm=4.0" in json.loads(result.output[result.output.index("{"):])["estimator"]
+    assert "clip_norm=4.0" in json.loads(result.stdout)["estimator"]
     small = tmp_path / "small.npy"
     np.save(small, X[:300])
-    result = runner.invoke(main, ["fit", "-m", "dp-pca", "--epsilon", "1", str(small)])
+    result = runner.invoke(main, ["fit", "-m", "dp-pca", "--epsilon", "1", "--centering", "none",
+                                  str(small)])
     assert result.exit_code != 0 and "at least one minibatch" in result.output
+    result = runner.invoke(main, ["fit", "-m", "dp-pca", "--epsilon", "1", str(small)])
+    assert result.exit_code != 0 and "epsilon" in result.output  # too few rows, said clearly

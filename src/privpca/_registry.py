@@ -15,8 +15,10 @@ from privpca.decomposition.oja import PrivateOjaPCA
 __all__ = ["PRIVATE_ESTIMATORS"]
 
 #: CLI name → private estimator class. Every class takes n_components, epsilon and
-#: random_state; most take delta and data_norm (the CLI passes only what a class accepts; the
-#: non-private SparsePCA and OjaPCA are not listed).
+#: random_state; those built on the release pipeline (:mod:`privpca.pipeline.release`) also
+#: take delta, centering, data_norm (or PrivateOjaPCA's clip_norm, its square) and scale. The
+#: CLI passes a class only the parameters it accepts, and refuses an option given explicitly
+#: for a class that does not take it. The non-private SparsePCA and OjaPCA are not listed.
 PRIVATE_ESTIMATORS: dict[str, type[BasePrivatePCA]] = {
     "local-gaussian": LocalGaussianPCA,
     "local-sparse": LocalSparsePCA,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import shlex
 import sys
 import warnings
@@ -16,6 +17,7 @@ import numpy as np
 
 from privpca import __version__
 from privpca._registry import PRIVATE_ESTIMATORS
+from privpca.exceptions import BudgetExceededError
 
 __all__ = ["main"]
 
@@ -67,17 +69,242 @@ def demo(
     )
 
 
-def _load(path: Path) -> np.ndarray:
+#: Cells read as "missing" (refused with the column's name, never imputed).
+_MISSING_TOKENS = frozenset({"", "na", "nan", "n/a", "null", "none", "?", "-"})
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _describe_columns(items: list[str], limit: int = 6) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _parse_csv_slowly(path: Path, names: list[str], skip: int) -> np.ndarray:
+    """Read ``path`` cell by cell after ``np.loadtxt`` refused it: missing cells become NaN
+    (refused later, by column); ragged rows and text columns are refused here, named."""
+    import csv
+
+    p = len(names)
+    rows: list[list[float]] = []
+    text_cells: dict[int, tuple[str, int]] = {}  # column -> (first bad cell, its line number)
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        for line_no, row in enumerate(csv.reader(fh), start=1):
+            if line_no <= skip or not row:
+                continue
+            if len(row) != p:
+                raise click.ClickException(
+                    f"{path}: line {line_no} has {len(row)} fields, expected {p} (as on line "
+                    f"{skip + 1}). privpca reads comma-separated values, one record per line."
+                )
+            values = []
+            for j, cell in enumerate(row):
+                value = cell.strip()
+                try:
+                    values.append(float(value))
+                except ValueError:
+                    values.append(math.nan)
+                    if value.lower() not in _MISSING_TOKENS and j not in text_cells:
+                        text_cells[j] = (value, line_no)
+            rows.append(values)
+    if text_cells:
+        items = [f"{names[j]!r} (e.g. {cell!r} on line {line})"
+                 for j, (cell, line) in sorted(text_cells.items())]
+        raise click.ClickException(
+            f"{path}: non-numeric column{'s' if len(items) > 1 else ''} "
+            f"{_describe_columns(items)}. privpca fit needs numbers only: drop these columns "
+            "or encode them as numbers first."
+        )
+    return np.array(rows, dtype=np.float64).reshape(len(rows), p)
+
+
+def _load_table(path: Path) -> tuple[np.ndarray, list[str], bool]:
+    """``(X, feature names, has_header)`` from a CSV (header optional) or a ``.npy`` file.
+
+    A CSV's first line is a header when any of its cells is not a number; its cells name the
+    features (``x0, x1, …`` otherwise, scikit-learn's names). Missing cells (empty, ``NA``,
+    ``NaN``, …), infinities and text are refused with the columns named: nothing is imputed.
+    """
+    import csv
+
     if path.suffix == ".npy":
-        data = np.load(path, allow_pickle=False)
+        try:
+            data = np.load(path, allow_pickle=False)
+        except ValueError as exc:
+            raise click.ClickException(f"{path}: {exc}") from exc
+        if data.ndim != 2 or data.dtype.kind not in "biuf":
+            raise click.ClickException(
+                f"{path}: expected a 2-D numeric array (one row per record). Got shape "
+                f"{data.shape} and dtype {data.dtype}."
+            )
+        X = np.asarray(data, dtype=np.float64)
+        names = [f"x{j}" for j in range(X.shape[1])]
+        has_header = False
+        first_line = 1
     elif path.suffix in {".csv", ".txt"}:
-        with open(path) as fh:
-            first = fh.readline()
-        has_header = any(c.isalpha() for c in first.replace("e", "").replace("E", ""))
-        data = np.loadtxt(path, delimiter=",", skiprows=1 if has_header else 0, ndmin=2)
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            first = next(csv.reader(fh), None)
+        if not first:
+            raise click.ClickException(f"{path}: the file is empty.")
+        has_header = any(cell.strip() and not _is_number(cell.strip()) for cell in first)
+        names = ([cell.strip() or f"x{j}" for j, cell in enumerate(first)] if has_header
+                 else [f"x{j}" for j in range(len(first))])
+        first_line = 2 if has_header else 1
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "input contained no data": handled below
+                X = np.loadtxt(path, delimiter=",", skiprows=int(has_header), ndmin=2,
+                               quotechar='"', dtype=np.float64, encoding="utf-8-sig")
+        except ValueError:
+            X = _parse_csv_slowly(path, names, int(has_header))
+        if X.shape[0] == 0:
+            raise click.ClickException(f"{path}: no data rows" +
+                                       (" below the header." if has_header else "."))
     else:
         raise click.BadParameter(f"{path}: expected a .csv or .npy file", param_hint="DATA")
-    return np.asarray(data, dtype=np.float64)
+    bad = ~np.isfinite(X)
+    if bad.any():
+        items = []
+        for j in np.flatnonzero(bad.any(axis=0)):
+            rows = np.flatnonzero(bad[:, j])
+            items.append(f"{names[j]!r} ({rows.size} cell{'s' if rows.size > 1 else ''}, "
+                         f"first on {'line' if path.suffix != '.npy' else 'row'} "
+                         f"{rows[0] + first_line})")
+        raise click.ClickException(
+            f"{path}: missing or non-finite values (empty, NaN or infinity) in column"
+            f"{'s' if len(items) > 1 else ''} {_describe_columns(items)}. privpca does not "
+            "impute: drop or fill those rows first."
+        )
+    return X, names, has_header
+
+
+class _NComponents(click.ParamType):
+    """An int ≥ 1, or a float in (0, 1) (a share of the explained variance)."""
+
+    name = "K"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int | float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number: int | float = value
+        else:
+            text = str(value).strip()
+            try:
+                number = int(text)
+            except ValueError:
+                try:
+                    number = float(text)
+                except ValueError:
+                    number = math.nan
+        if isinstance(number, int) and number >= 1:
+            return number
+        if isinstance(number, float) and 0.0 < number < 1.0:
+            return number
+        self.fail(
+            f"expected an int >= 1 (the number of components) or a float in (0, 1) (the share "
+            f"of the explained variance to reach). Got {value!r}.", param, ctx)
+
+
+class _DataNorm(click.ParamType):
+    """``auto`` or a float > 0 (a public bound on the rows' norms)."""
+
+    name = "auto|FLOAT"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str | float:
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not (math.isfinite(number) and number > 0):
+            self.fail(f"expected 'auto' or a float in (0, inf). Got {value!r}.", param, ctx)
+        return number
+
+
+def _finite_or_none(value: Any) -> Any:
+    """JSON-safe numbers: arrays to lists, NaN and infinities to None (JSON ``null``)."""
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray) or isinstance(value, (list, tuple)):
+        return [_finite_or_none(v) for v in np.asarray(value, dtype=np.float64).tolist()]
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _strict_json(value: Any) -> Any:
+    """``value`` with every NaN or infinite float nested in it replaced by None (strict JSON
+    has no NaN; the privacy record already writes its top-level infinities as text)."""
+    if isinstance(value, dict):
+        return {key: _strict_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict_json(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _fit_payload(method: str, est: Any, X: np.ndarray, names: list[str]) -> dict[str, Any]:
+    """What ``privpca fit`` writes: released attributes only (NaN or absent: ``null``)."""
+    params = {key: value for key, value in est.get_params().items() if key != "ledger"}
+    components = np.asarray(est.components_, dtype=np.float64)
+    scale = getattr(est, "scale_", None)
+    data_norm = getattr(est, "data_norm_", None)
+    if data_norm is None and not isinstance(params.get("data_norm"), str):
+        data_norm = params.get("data_norm")
+    return {
+        "method": method,
+        "estimator": repr(est),
+        "params": _strict_json(json.loads(json.dumps(params, default=str))),
+        # n is public under privpca's replace-one-record relation (it is in the privacy record).
+        "n_samples": int(X.shape[0]),
+        "n_features": int(X.shape[1]),
+        "feature_names": names,
+        "n_components": int(getattr(est, "n_components_", None) or components.shape[0]),
+        "components": _finite_or_none(components),
+        "mean": _finite_or_none(getattr(est, "mean_", None)),
+        "scale": None if scale is None else _finite_or_none(scale),
+        "data_norm": _finite_or_none(data_norm),
+        "explained_variance": _finite_or_none(getattr(est, "explained_variance_", None)),
+        "explained_variance_ratio": _finite_or_none(
+            getattr(est, "explained_variance_ratio_", None)),
+        "noise_level": _finite_or_none(getattr(est, "noise_level_", None)),
+        "expected_error": _finite_or_none(getattr(est, "expected_error_", None)),
+        "privacy": _strict_json(est.privacy_.to_dict()),
+    }
+
+
+def _summary(payload: dict[str, Any], est: Any) -> str:
+    def fmt(values: Any) -> str:
+        if values is None:
+            return "not released"
+        return ", ".join("n/a" if v is None else f"{v:.3g}" for v in values)
+
+    lines = [
+        f"{type(est).__name__}: k = {payload['n_components']} of {payload['n_features']} "
+        f"features, n = {payload['n_samples']}",
+        f"  explained variance ratio (private): {fmt(payload['explained_variance_ratio'])}",
+    ]
+    error = payload["expected_error"]
+    k, p = payload["n_components"], payload["n_features"]
+    cap = math.sqrt(2 * min(k, p - k))
+    if error is None:
+        text = "not estimated by this method"
+    elif error >= cap * (1 - 1e-9):
+        text = f"no guarantee at this n and ε (the bound is its maximum, {cap:.3g})"
+    else:
+        text = f"<= {error:.3g} with probability 95 % (maximum {cap:.3g})"
+    lines.append(f"  expected subspace error ‖V̂V̂ᵀ − VVᵀ‖_F: {text}")
+    lines.append(f"  privacy: {est.privacy_}")
+    return "\n".join(lines)
 
 
 @main.command()
@@ -86,19 +313,54 @@ def _load(path: Path) -> np.ndarray:
     "--method",
     "-m",
     type=click.Choice(sorted(PRIVATE_ESTIMATORS)),
-    required=True,
+    default="analyze-gauss",
+    show_default=True,
     help="Estimator to fit.",
 )
-@click.option("--n-components", "-k", type=click.IntRange(min=1), default=2, show_default=True)
-@click.option("--epsilon", type=float, required=True, help="Privacy parameter ε > 0.")
-@click.option("--delta", type=float, default=1e-5, show_default=True, help="0 < δ < 1.")
+@click.option(
+    "--n-components",
+    "-k",
+    type=_NComponents(),
+    default="2",
+    show_default=True,
+    help="Number of components, or a float in (0, 1): the smallest k whose (private) "
+    "explained-variance ratio reaches it.",
+)
+@click.option(
+    "--epsilon",
+    type=click.FloatRange(min=0, min_open=True),
+    required=True,
+    help="ε > 0 of the (ε, δ)-DP guarantee of the whole fit (centring and bound included).",
+)
+@click.option(
+    "--delta",
+    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    default=1e-5,
+    show_default=True,
+    help="0 < δ < 1; well below 1/n.",
+)
+@click.option(
+    "--centering",
+    type=click.Choice(["private", "none"]),
+    default="private",
+    show_default=True,
+    help="'private': centre on a private mean (as PCA does); 'none': the uncentred second "
+    "moment of the papers.",
+)
 @click.option(
     "--data-norm",
-    type=float,
-    default=1.0,
+    type=_DataNorm(),
+    default="auto",
     show_default=True,
-    help="Public bound on each row's L2 norm; longer rows are clipped (with a warning). "
-    "private-oja clips gradients at its square; dp-pca needs no bound and ignores it.",
+    help="Bound on each (centred) row's L2 norm. 'auto': a private high quantile of the "
+    "norms (a small share of ε). A float is a public bound, free; longer rows are clipped "
+    "(with a warning). private-oja clips gradients at its square.",
+)
+@click.option(
+    "--scale",
+    is_flag=True,
+    help="Divide each feature by a private standard deviation first (a correlation PCA, "
+    "as after StandardScaler).",
 )
 @click.option(
     "--calibration",
@@ -112,60 +374,108 @@ def _load(path: Path) -> np.ndarray:
     "-o",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="JSON file for components and privacy record (default: stdout).",
+    help="JSON file for the result and privacy record (default: stdout).",
 )
+@click.option(
+    "--plot",
+    "plot_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder for scree.png (eigenvalues with the noise band) and loadings.png.",
+)
+@click.pass_context
 def fit(
+    ctx: click.Context,
     data: Path,
     method: str,
-    n_components: int,
+    n_components: int | float,
     epsilon: float,
     delta: float,
-    data_norm: float,
+    centering: str,
+    data_norm: str | float,
+    scale: bool,
     calibration: str,
     seed: int | None,
     output: Path | None,
+    plot_dir: Path | None,
 ) -> None:
-    """Fit METHOD on DATA (CSV with optional header, or .npy; one row per record)."""
-    X = _load(data)
+    """Fit a private PCA on DATA: a CSV (header optional: it names the features) or a .npy
+    array, one record per row, numbers only.
+
+    On defaults it is the PCA you expect, with (ε, δ)-differential privacy for every record
+    (one record replaced by another; the number of rows is public): the rows are centred on a
+    private mean and clipped to a privately chosen bound, and everything released, the JSON
+    included, is covered by the single (ε, δ) given. Example:
+
+    \b
+        privpca fit data.csv -k 2 --epsilon 1 --plot figures
+
+    The JSON has the components, mean, scale, bound, explained variance (and ratio), the noise
+    level, an error estimate and the privacy record; a value the method does not release is
+    null.
+    """
+    X, names, _ = _load_table(data)
     cls = PRIVATE_ESTIMATORS[method]
-    params: dict[str, Any] = dict(
-        n_components=n_components,
-        epsilon=epsilon,
-        delta=delta,
-        data_norm=data_norm,
-        random_state=seed,
-        calibration=calibration,
-    )
     accepted = cls().get_params()
-    if "clip_norm" in accepted:  # Private Oja clips gradients x xᵀw, whose norm is ≤ ‖x‖²
-        params["clip_norm"] = data_norm**2
-    if calibration != "analytic" and "calibration" not in accepted:
-        raise click.UsageError(f"--calibration does not apply to {method}.")
-    # Pure ε-DP methods (bingham) take no delta: their privacy record states delta = 0.
-    params = {key: value for key, value in params.items() if key in accepted}
+    # estimator parameter -> (click parameter, value); a method gets only what it takes, and
+    # an option given explicitly to a method that does not take it is refused.
+    wanted: dict[str, tuple[str, Any]] = {
+        "n_components": ("n_components", n_components),
+        "epsilon": ("epsilon", epsilon),
+        "delta": ("delta", delta),
+        "centering": ("centering", None if centering == "none" else "private"),
+        "data_norm": ("data_norm", data_norm),
+        "scale": ("scale", scale),
+        "calibration": ("calibration", calibration),
+        "random_state": ("seed", seed),
+    }
+    if "clip_norm" in accepted and "data_norm" not in accepted:
+        # Private Oja clips gradients x xᵀw, whose norm is ≤ ‖x‖²: the same bound, squared.
+        del wanted["data_norm"]
+        wanted["clip_norm"] = ("data_norm",
+                               data_norm if isinstance(data_norm, str) else data_norm**2)
+    params: dict[str, Any] = {}
+    for key, (option, value) in wanted.items():
+        if key in accepted:
+            params[key] = value
+        elif ctx.get_parameter_source(option) is not click.core.ParameterSource.DEFAULT:
+            flag = "--" + option.replace("_", "-")
+            raise click.UsageError(
+                f"{flag} does not apply to {method} ({cls.__name__} takes no {key!r} "
+                "parameter)."
+            )
+    # Pure ε-DP methods may take no delta: their privacy record states what they certify.
     est: Any = cls(**params)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             est.fit(X)
-        except ValueError as exc:
+        except (ValueError, BudgetExceededError) as exc:
             raise click.ClickException(str(exc)) from exc
     for w in caught:
         click.echo(f"warning: {w.category.__name__}: {w.message}", err=True)
-    payload = {
-        "method": method,
-        "estimator": repr(est),
-        "n_samples": int(X.shape[0]),
-        "n_features": int(X.shape[1]),
-        "components": est.components_.tolist(),
-        "privacy": est.privacy_.to_dict(),
-    }
-    text = json.dumps(payload, indent=2, default=str)
+    payload = _fit_payload(method, est, X, names)
+    text = json.dumps(payload, indent=2, default=str, allow_nan=False)
     if output is None:
         click.echo(text)
     else:
+        output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text + "\n")
-        click.echo(f"Wrote {output}: {est.privacy_}", err=True)
+    click.echo(_summary(payload, est), err=True)
+    written = [str(output)] if output is not None else []
+    if plot_dir is not None:
+        from matplotlib.figure import Figure
+
+        from privpca import plot
+
+        plot_dir.mkdir(parents=True, exist_ok=True)
+        for name, ax in (("scree.png", plot.scree(est, ratio=True)),
+                         ("loadings.png", plot.loadings(est, feature_names=names))):
+            figure: Figure = ax.figure  # type: ignore[assignment]  # a Figure: ax=None
+            figure.savefig(plot_dir / name)
+        written += [str(plot_dir / "scree.png"), str(plot_dir / "loadings.png")]
+    if written:
+        click.echo(f"Wrote {', '.join(written)}", err=True)
 
 
 # --- distributed DPS-PCA on Flower (needs the [federated] extra) ---------------------------------

@@ -1,0 +1,327 @@
+"""Pictures of a fitted private PCA: a scree plot with the noise band, and the loadings.
+
+Everything drawn here is read from a fitted estimator's released attributes
+(``explained_variance_``, ``noise_level_``, ``components_``, ``privacy_``, ...): plotting is
+post-processing and costs no privacy. The functions use matplotlib's object API only: they
+never touch pyplot's global state nor call ``plt.show()``, so they work headless (Agg) and in
+notebooks alike. Without an ``ax``, a new :class:`matplotlib.figure.Figure` is made; save it
+with ``ax.figure.savefig(path)``.
+
+Estimators differ in what they release: a stochastic or sampling estimator may have no
+``explained_variance_`` or ``noise_level_`` (absent or NaN). The plots draw what exists and say
+what is missing in the title, so a picture never suggests an accuracy that was not computed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.colors import Normalize
+from matplotlib.figure import Figure
+from numpy.typing import NDArray
+from sklearn.exceptions import NotFittedError
+
+__all__ = ["loadings", "scree"]
+
+#: Diverging colormap of :func:`loadings` (blue negative, red positive, white at 0).
+LOADINGS_CMAP = "RdBu_r"
+
+
+def _new_axes(figsize: tuple[float, float]) -> Axes:
+    fig = Figure(figsize=figsize, dpi=110, layout="constrained")
+    ax: Axes = fig.add_subplot()
+    return ax
+
+
+def _components(est: Any) -> NDArray[np.float64]:
+    comps = getattr(est, "components_", None)
+    if comps is None:
+        raise NotFittedError(
+            f"This {type(est).__name__} instance has no components_: fit it before plotting."
+        )
+    comps = np.atleast_2d(np.asarray(comps, dtype=np.float64))
+    return comps
+
+
+def _n_components(est: Any, comps: NDArray[np.float64]) -> int:
+    k = getattr(est, "n_components_", None)
+    if isinstance(k, (int, np.integer)) and 0 < int(k) <= comps.shape[0]:
+        return int(k)
+    return int(comps.shape[0])
+
+
+def _vector(est: Any, name: str, k: int) -> NDArray[np.float64] | None:
+    """``est.name`` as a float vector of length ``k`` (None when absent or all NaN)."""
+    value = getattr(est, name, None)
+    if value is None:
+        return None
+    try:
+        arr = np.asarray(value, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        return None
+    if arr.size < k or not np.any(np.isfinite(arr[:k])):
+        return None
+    return arr[:k]
+
+
+def _scalar(est: Any, name: str) -> float | None:
+    """``est.name`` as a finite float (None when absent, NaN or infinite)."""
+    value = getattr(est, name, None)
+    try:
+        out = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def _privacy_label(est: Any) -> str:
+    record = getattr(est, "privacy_", None)
+    eps = getattr(record, "epsilon", None)
+    delta = getattr(record, "delta", None)
+    if eps is None:
+        return "no privacy record"
+    try:
+        eps_f, delta_f = float(eps), float(delta if delta is not None else 0.0)
+    except (TypeError, ValueError):
+        return "no privacy record"
+    if math.isinf(eps_f):
+        return "not private"
+    return f"(ε = {eps_f:.3g}, δ = {delta_f:.3g})-DP"
+
+
+def scree(est: Any, ax: Axes | None = None, *, ratio: bool = False) -> Axes:
+    """Scree plot: the private eigenvalues per component, with the noise band.
+
+    Draws ``explained_variance_`` against the component number (1, …, k) as a line with
+    markers, and around it a shaded band ``explained_variance_ ± noise_level_``. Where the
+    estimator states it, ``noise_level_`` bounds (with probability ≥ 95 %) the spectral norm of
+    the noise in explained-variance units, so by Weyl's inequality each eigenvalue of the
+    non-private PCA of the same prepared (centred, clipped) rows lies in the band; eigenvalues
+    whose bands overlap are not resolved by this fit, and an eigenvalue below ``noise_level_``
+    (the dotted line) is indistinguishable from zero. Post-processing: costs no privacy.
+
+    Parameters
+    ----------
+    est : fitted privpca estimator
+        Anything with ``components_``; ``explained_variance_``, ``noise_level_``,
+        ``explained_variance_ratio_``, ``n_components_`` and ``privacy_`` are used when present
+        and finite. What is missing (absent or NaN) is not drawn, and the title says so.
+    ax : matplotlib.axes.Axes or None, default=None
+        Where to draw; ``None`` makes a new :class:`~matplotlib.figure.Figure`.
+    ratio : bool, default=False
+        Also draw the cumulative ``explained_variance_ratio_`` (private) on a twin y axis,
+        from 0 to 1 (the twin axes is ``ax.figure.axes[-1]``).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes with the eigenvalues (not the twin).
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If ``est`` has no ``components_``.
+
+    See Also
+    --------
+    loadings : the components themselves, feature by feature.
+
+    Examples
+    --------
+    >>> from privpca.accounting import PrivacyLedger
+    >>> from privpca.datasets import make_spiked
+    >>> from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
+    >>> from privpca.plot import scree
+    >>> X, _ = make_spiked(4_000, 6, 2, lam=9.0, random_state=0)
+    >>> est = AnalyzeGaussPCA(3, epsilon=1.0, random_state=0, ledger=PrivacyLedger()).fit(X)
+    >>> ax = scree(est, ratio=True)
+    >>> len(ax.lines[0].get_xdata())  # one point per component
+    3
+    >>> ax.get_title().splitlines()[0]
+    'AnalyzeGaussPCA: scree plot, (ε = 1, δ = 1e-05)-DP'
+    >>> ax.figure.savefig("/dev/null", format="png")  # or a file name
+    """
+    comps = _components(est)
+    k = _n_components(est, comps)
+    if ax is None:
+        ax = _new_axes((6.4, 4.8))
+    x = np.arange(1, k + 1)
+    missing: list[str] = []
+    values = _vector(est, "explained_variance_", k)
+    noise = _scalar(est, "noise_level_")
+    if values is not None:
+        ax.plot(x, values, "o-", color="C0", label="private eigenvalue (explained variance)")
+        ax.axhline(0.0, color="0.7", linewidth=0.8)
+        if noise is not None:
+            # One shaded patch: component i's band spans [i − ½, i + ½] at values[i] ± noise.
+            edges = np.arange(k + 1) + 0.5
+            ax.fill_between(
+                edges, np.append(values - noise, values[-1] - noise),
+                np.append(values + noise, values[-1] + noise), step="post", alpha=0.25,
+                color="C0", linewidth=0, zorder=1, label=f"± noise level ({noise:.3g}, 95 % bound)",
+            )
+            ax.axhline(noise, color="0.4", linestyle=":", linewidth=1,
+                       label="noise level (unresolved below)")
+        else:
+            missing.append("noise level not available")
+    else:
+        missing.append("explained variance not released")
+        ax.text(0.5, 0.5, "explained variance\nnot released by this estimator",
+                transform=ax.transAxes, ha="center", va="center", color="0.4")
+    ax.set_xlim(0.5, k + 0.5)
+    ax.set_xticks(x)
+    ax.set_xlabel("component")
+    ax.set_ylabel("explained variance (private)")
+    ax.grid(True, axis="y", alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if ratio:
+        ratios = _vector(est, "explained_variance_ratio_", k)
+        if ratios is not None:
+            twin = ax.twinx()
+            cumulative = np.cumsum(np.nan_to_num(ratios, nan=0.0))
+            (line,) = twin.plot(x, cumulative, "s--", color="C1",
+                                label="cumulative explained variance ratio")
+            twin.set_ylim(0.0, max(1.05, float(np.max(cumulative)) * 1.05))
+            twin.set_ylabel("cumulative ratio (private)")
+            handles.append(line)
+            labels.append(line.get_label())
+        else:
+            missing.append("explained variance ratio not released")
+    if handles:  # below the axes: never over the curves of either y axis
+        ax.legend(handles, labels, fontsize="small", loc="upper center",
+                  bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    title = f"{type(est).__name__}: scree plot, {_privacy_label(est)}"
+    if missing:
+        title += "\n" + "; ".join(missing)
+    ax.set_title(title, fontsize="medium")
+    return ax
+
+
+def _feature_names(
+    est: Any, n_features: int, feature_names: Sequence[str] | None
+) -> list[str]:
+    if feature_names is None:
+        feature_names = getattr(est, "feature_names_in_", None)
+        if feature_names is None:
+            return [f"x{j}" for j in range(n_features)]
+    names = [str(name) for name in feature_names]
+    if len(names) != n_features:
+        raise ValueError(
+            f"The 'feature_names' parameter of loadings must have one name per feature "
+            f"({n_features}). Got {len(names)} names instead."
+        )
+    return names
+
+
+def _component_indices(components: int | Sequence[int] | None, k: int) -> list[int]:
+    if components is None:
+        return list(range(k))
+    if isinstance(components, (int, np.integer)) and not isinstance(components, bool):
+        if not 1 <= int(components) <= k:
+            raise ValueError(
+                f"The 'components' parameter of loadings must be an int in [1, {k}] (the "
+                f"first ones) or a sequence of indices in [0, {k - 1}]. Got {components!r} "
+                "instead."
+            )
+        return list(range(int(components)))
+    indices = [int(i) for i in components]  # type: ignore[union-attr]
+    bad = [i for i in indices if not 0 <= i < k]
+    if not indices or bad:
+        raise ValueError(
+            f"The 'components' parameter of loadings must be an int in [1, {k}] (the first "
+            f"ones) or a non-empty sequence of indices in [0, {k - 1}]. Got {components!r} "
+            "instead."
+        )
+    return indices
+
+
+def loadings(
+    est: Any,
+    ax: Axes | None = None,
+    *,
+    feature_names: Sequence[str] | None = None,
+    components: int | Sequence[int] | None = None,
+) -> Axes:
+    """Heatmap of the loadings ``components_``: one row per component, one column per feature.
+
+    Colours use a diverging colormap centred at 0 (blue negative, red positive, white 0) with
+    the same scale on both sides, so the strength of a loading reads the same whatever its
+    sign; the values are written in the cells when there are at most 120 of them. A
+    component's overall sign is arbitrary (as in any PCA): compare patterns, not signs.
+    Post-processing: costs no privacy.
+
+    Parameters
+    ----------
+    est : fitted privpca estimator
+        Anything with ``components_`` of shape (k, n_features).
+    ax : matplotlib.axes.Axes or None, default=None
+        Where to draw; ``None`` makes a new :class:`~matplotlib.figure.Figure`. A colour bar
+        is added next to ``ax``.
+    feature_names : sequence of str or None, default=None
+        Column labels; ``None`` uses ``est.feature_names_in_`` (set when fitted on a
+        DataFrame) or ``x0, x1, …`` (scikit-learn's names).
+    components : int, sequence of int or None, default=None
+        Which rows to draw: ``None`` all, an int m the first m, a sequence the given 0-based
+        indices. They are labelled PC1, PC2, … (1-based).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes with the heatmap (its image is ``ax.images[0]``).
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If ``est`` has no ``components_``.
+    ValueError
+        If ``feature_names`` has the wrong length or ``components`` is out of range.
+
+    See Also
+    --------
+    scree : the eigenvalues with the noise band.
+
+    Examples
+    --------
+    >>> from privpca.accounting import PrivacyLedger
+    >>> from privpca.datasets import make_spiked
+    >>> from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
+    >>> from privpca.plot import loadings
+    >>> X, _ = make_spiked(4_000, 5, 2, lam=9.0, random_state=0)
+    >>> est = AnalyzeGaussPCA(2, epsilon=1.0, random_state=0, ledger=PrivacyLedger()).fit(X)
+    >>> ax = loadings(est, feature_names=["a", "b", "c", "d", "e"])
+    >>> ax.images[0].get_array().shape  # components × features
+    (2, 5)
+    >>> [t.get_text() for t in ax.get_xticklabels()]
+    ['a', 'b', 'c', 'd', 'e']
+    >>> ax.images[0].norm.vmin == -ax.images[0].norm.vmax  # centred at 0
+    True
+    """
+    comps = _components(est)
+    k_all, p = comps.shape
+    rows = _component_indices(components, k_all)
+    names = _feature_names(est, p, feature_names)
+    values = comps[rows]
+    if ax is None:
+        ax = _new_axes((max(4.8, 1.0 + 0.55 * p), max(2.6, 1.4 + 0.45 * len(rows))))
+    finite = np.abs(values[np.isfinite(values)])
+    vmax = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    image = ax.imshow(values, cmap=LOADINGS_CMAP, norm=Normalize(vmin=-vmax, vmax=vmax),
+                      aspect="auto", interpolation="nearest")
+    ax.figure.colorbar(image, ax=ax, label="loading")
+    ax.set_xticks(np.arange(p))
+    ax.set_xticklabels(names, rotation=45 if p > 4 else 0, ha="right" if p > 4 else "center",
+                       fontsize="small" if p > 12 else None)
+    ax.set_yticks(np.arange(len(rows)))
+    ax.set_yticklabels([f"PC{i + 1}" for i in rows])
+    if values.size <= 120:
+        for (i, j), value in np.ndenumerate(values):
+            if np.isfinite(value):
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize="x-small",
+                        color="white" if abs(value) > 0.6 * vmax else "black")
+    ax.set_xlabel("feature")
+    ax.set_title(f"{type(est).__name__}: loadings, {_privacy_label(est)}", fontsize="medium")
+    return ax
