@@ -262,6 +262,8 @@ PAPER_CASES = [
     (BinghamPCA, {}), (LocalGaussianPCA, {}), (LocalSparsePCA, {}), (DPSPCA, {"n_providers": 3}),
     (PrivateOjaPCA, {"amplification": "none"}), (DPPCA, {}), (OjaPCA, {}),
 ]
+#: Public parameters the papers' setting needs beyond centering=None and data_norm=1.0.
+PAPER_EXTRA = {PrivateOjaPCA: {"clip_norm": 1.0}}
 
 
 @pytest.mark.parametrize("cls,extra", PAPER_CASES, ids=lambda v: getattr(v, "__name__", str(v)))
@@ -276,6 +278,7 @@ def test_paper_setting_reproduces_the_outputs_from_before_the_pipeline(cls, extr
         kw["centering"] = None
     if "data_norm" in params:
         kw["data_norm"] = 1.0
+    kw.update(PAPER_EXTRA.get(cls, {}))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = cls(2, random_state=3, ledger=PrivacyLedger(), **kw).fit(X)

@@ -1,28 +1,204 @@
-"""What the streaming (Oja-type) estimators share: input paths and the starting point.
+"""What the streaming (Oja-type) estimators share: inputs, the start, centring and a held-out share.
 
 Every estimator in :mod:`privpca.decomposition.oja` and :mod:`privpca.decomposition.dp_pca`
 accepts either vector records (``fit(X)``, ``A_i = x_i x_iᵀ`` never formed) or general
-symmetric matrices (``fit_matrices(A)``, Liu et al.'s Assumption 1).
+symmetric matrices (``fit_matrices(A)``, Liu et al.'s Assumption 1, always used as given).
+
+Two ways through ``fit(X)``
+---------------------------
+* **The papers' setting** (``centering=None``, and for
+  :class:`~privpca.PrivateOjaPCA` a numeric ``clip_norm``): Oja/DP-PCA on the uncentred
+  records, the whole (ε, δ) on the stream, bitwise what privpca did before the release pipeline.
+* **On a table** (the defaults): the stream estimates the top eigenspace of the *covariance*,
+  and a small held-out share of the records releases ``mean_`` (for ``transform``), the
+  explained variance and, for Private Oja with ``clip_norm="auto"``, the clipping bound.
+  Described below; the privacy argument is at the end.
+
+Centring the stream: the held-out private mean (default) or pair differences
+---------------------------------------------------------------------------
+By default (``stream_centering="mean"``) the stream reads ``x − μ̂`` with μ̂ the held-out
+share's private mean (below): μ̂ is released from records disjoint from the stream's, so for
+the stream it is a public constant and its guarantee is unchanged; what is left of the mean's
+noise, ``(μ − μ̂)(μ − μ̂)ᵀ``, is small next to an eigengap of order the data's variance (about
+3·10⁻⁴ against 9 in the measurement of docs/DP_PCA.md) and every streamed record is kept.
+The alternative, ``stream_centering="pairs"``, needs no mean and leaves no mean noise: the
+stream reads **pair differences**: the records left after the hold-out, in the (uniformly
+random) order ``π``, are paired consecutively and each pair gives one derived record
+
+    ``g = (x_a − x_b)/√2``.
+
+For i.i.d. records ``E g = 0`` and ``Cov g = (Σ + Σ)/2 = Σ``, so ``E[g gᵀ] = Σ``: Oja/DP-PCA
+on the g's estimate the top eigenspace of the covariance, with no mean estimated at all. Even
+for a fixed table, the average of ``g gᵀ`` over a uniformly random pair is exactly the sample
+covariance ``Σᵢ(xᵢ − x̄)(xᵢ − x̄)ᵀ/(n − 1)`` (scikit-learn's). The price is in data: the stream
+sees ``m = ⌊(n − n_held)/2⌋`` derived records (an odd last record is unused). DP-PCA's
+Algorithm 4 uses the same device on its gradients. Measured (docs/DP_PCA.md), halving the
+records costs more than the mean's noise, hence the default. With a public mean ``c``
+(``centering=array``) no pairs are needed: the stream reads ``x − c``, free.
+
+The held-out share
+------------------
+``n_held = ⌈holdout_fraction·n⌉`` records (the first of ``π``) go through the central release
+pipeline's mechanisms (:mod:`privpca.pipeline.preprocessing`, run by
+:class:`~privpca.pipeline.release.ReleasePipeline`) at the **full** (ε, δ), split exactly among
+its Gaussian parts by a :class:`~privpca.pipeline.budget.BudgetPlan` (weights
+:data:`HOLDOUT_SHARES`, overridable by ``budget_shares``, normalised over the parts in use):
+
+* with ``centering="private"``, the pipeline's two-round private mean: private quantiles of
+  the row norms (stability histograms on a log grid, Δ = √2 on the counts) clip the rows for
+  a Gaussian mean (Δ = 2R), then the residuals for a refinement ("bound_raw", "mean",
+  "bound_residual", "mean_refine");
+* ``"bound"``: a private 99 % quantile D of the centred norms ``‖x − μ̂‖`` (or ``‖x − c‖``,
+  or ``‖x‖`` uncentred); Private Oja's ``clip_norm="auto"`` is ``β = D²``;
+* ``"variance"``, after the stream: the k×k matrix ``VᵀGV`` and ``tr G`` of the held-out
+  rows (centred, clipped to D) plus Gaussian noise, Δ = √2·D²
+  (:meth:`ReleasePipeline.release_component_spectrum` derives it), over ``n_held − 1``
+  (centred) or ``n_held``. Its eigenvectors rotate the stream's basis into ordered
+  components (post-processing: the span is the stream's), its eigenvalues are
+  ``explained_variance_`` and, over the private total, ``explained_variance_ratio_``.
+
+The held-out records have no statistic of their own, so the plan's statistic share is the
+variance part: nothing of the held-out (ε, δ) is left unused.
+
+Privacy of the whole fit (central model, replace one record, n public)
+----------------------------------------------------------------------
+Let D and D' differ in record j, and fix the permutation π: it is drawn from the estimator's
+own random stream, independently of the data, with the same law under D and D'. The sizes
+``n_held`` and ``m`` are functions of n and public parameters.
+
+1. **The derived data set is a neighbour.** Each original record of the stream enters exactly
+   one pair. If j is held out (or is the unused odd record), the derived records are
+   identical; otherwise exactly one derived record differs, the one of j's pair, and ``m`` is
+   unchanged. So the derived data sets are neighbours under the same replace-one relation
+   with public size m, and every guarantee of the stream mechanism on m records — Private
+   Oja's per-step or shuffled one, DP-PCA's parallel one — carries over unchanged. (For the
+   shuffled guarantee: given π, the stream processes the m derived records in its own
+   uniformly random, unreleased order, drawn independently of π, which is what
+   Feldman–McMillan–Talwar's theorem assumes.)
+2. **Parallel composition.** The fit runs, adaptively, M₁ = held-out bound(s) and mean,
+   M₂ = the stream (it may read M₁'s release: β), M₃ = held-out variances (it reads M₂'s
+   components). If j is held out, M₂'s output law given the past is the same under D and D'
+   (it does not read j) and M₁, M₃ compose exactly to (ε, δ) with the rest of the held-out
+   plan; if j is in the stream, M₁ and M₃ have the same law given the past and M₂ is
+   (ε, δ)-DP by 1. Either way the joint release is (ε, δ)-DP, and averaging over π (the same
+   law for D and D') keeps it so.
+
+``privacy_`` is **one** record per fit (booked in the ledger before the data are read, then
+completed) listing every held-out part and the stream (``"statistic: …"``), with (ε, δ) equal
+to the request. When a ledger composes it with other fits, all its events are composed as if
+a record had entered both the held-out part and the stream: conservative.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
+import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils.validation import validate_data
 
-from privpca._validation import check_n_components, check_random_state, refuse_non_finite
+from privpca._validation import (
+    check_in_range,
+    check_n_components,
+    check_random_state,
+    refuse_non_finite,
+)
+from privpca.accounting.ledger import PrivacyLedger, default_ledger
+from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
+from privpca.mechanisms.quantile import PrivateQuantile
+from privpca.pipeline.budget import DEFAULT_SHARES, HISTOGRAM_PARTS, PART_NAMES
+from privpca.pipeline.preprocessing import BoundNotFoundError, sq_norms
+from privpca.pipeline.release import (
+    DEFAULT_NORM_QUANTILE,
+    PreparedRows,
+    ReleasePipeline,
+    Statistic,
+)
 from privpca.solvers.oja import GradientSource, MatrixGradients, VectorGradients, check_matrices
 from privpca.solvers.power import random_orthonormal_basis
 
-__all__ = ["StochasticPCA"]
+__all__ = [
+    "DEFAULT_HOLDOUT_FRACTION",
+    "HOLDOUT_SHARES",
+    "HeldOutRelease",
+    "StochasticPCA",
+    "held_out_notes",
+    "pair_differences",
+    "stream_rows",
+]
+
+#: Default share of the records held out for the mean, the bound and the explained variance.
+DEFAULT_HOLDOUT_FRACTION = 0.1
+#: Default relative weights of the held-out parts: the release pipeline's own default shares
+#: (:data:`privpca.pipeline.budget.DEFAULT_SHARES`), normalised over the parts in use, so the
+#: held-out records' whole (ε, δ) is split in the proportions a one-shot fit would use.
+HOLDOUT_SHARES: Mapping[str, float] = DEFAULT_SHARES
+_HELD = " [held-out records]"
+
+
+def pair_differences(
+    X: NDArray[np.float64], index: NDArray[np.intp]
+) -> NDArray[np.float64]:
+    """``(x_a − x_b)/√2`` for consecutive pairs ``(a, b)`` of ``index`` (an odd last is unused).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    index : ndarray of int, shape (n_rest,)
+        Records in the order that pairs them.
+
+    Returns
+    -------
+    ndarray of shape (n_rest // 2, n_features)
+        Mean zero and covariance Σ when the records are i.i.d. with covariance Σ.
+    """
+    m = len(index) // 2
+    out = X[index[0 : 2 * m : 2]]
+    out -= X[index[1 : 2 * m : 2]]
+    out *= 1.0 / math.sqrt(2.0)
+    return out
+
+
+def stream_rows(
+    X: NDArray[np.float64], index: NDArray[np.intp], pairs: bool, centering: Any
+) -> NDArray[np.float64]:
+    """The stream's records: pair differences, ``x − c`` (a public mean) or ``x`` (a copy)."""
+    if pairs:
+        return pair_differences(X, index)
+    rows = X[index]
+    if centering is not None:
+        rows -= np.asarray(centering, dtype=np.float64)
+    return rows
+
+
+@dataclass
+class HeldOutRelease:
+    """What the held-out share released (all of it free to inspect)."""
+
+    prepared: PreparedRows
+    run: ReleasePipeline
+
+
+class _HeldOutOwner:
+    """The parameters :class:`ReleasePipeline` reads, for the held-out share of a fit."""
+
+    def __init__(self, epsilon: float, delta: float, centering: Any,
+                 shares: dict[str, float] | None) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.centering = centering
+        self.data_norm = "auto"
+        self.scale = False
+        self.budget_shares = shares
 
 
 class StochasticPCA(BasePrivatePCA):
-    """Base class: ``fit``/``fit_matrices`` → ``_fit_source(source, k, rng)``."""
+    """Base class: ``fit``/``fit_matrices`` → ``_fit_source(source)`` or ``_fit_table(X)``."""
 
     n_components: int
     random_state: Any
@@ -42,13 +218,20 @@ class StochasticPCA(BasePrivatePCA):
         """
         Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
         refuse_non_finite(Xv, "X")
-        return self._fit_source(VectorGradients(Xv))
+        if self._paper_mode(Xv.shape[1]):
+            source = VectorGradients(Xv)
+            self._fit_source(source)
+            self._set_paper_attributes(source)
+            return self
+        return self._fit_table(Xv)
 
     def fit_matrices(self, A: ArrayLike) -> Any:
         """Fit on general symmetric matrices ``A_i`` (Liu et al.'s Assumption 1).
 
-        The estimate is the top-k eigenspace of ``E[A_i]``. ``transform`` then takes vectors
-        of dimension p as usual.
+        The estimate is the top-k eigenspace of ``E[A_i]``: the matrices are used as given
+        (the papers' setting), so ``centering`` does not apply (``mean_`` is zeros) and no
+        records are held out (``explained_variance_`` is NaN). ``transform`` then takes
+        vectors of dimension p as usual.
 
         Parameters
         ----------
@@ -60,19 +243,280 @@ class StochasticPCA(BasePrivatePCA):
         self
         """
         arr = check_matrices(A)
+        centering = getattr(self, "centering", None)
+        if centering is not None and not (isinstance(centering, str)
+                                          and centering == "private"):
+            raise ValueError(
+                f"{type(self).__name__}.fit_matrices uses the matrices as given: a public mean "
+                "(centering=array) applies to vector records only. Use centering=None."
+            )
         self.n_features_in_ = arr.shape[1]
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-        return self._fit_source(MatrixGradients(arr))
+        self._check_matrix_params()
+        source = MatrixGradients(arr)
+        self._fit_source(source)
+        self._set_paper_attributes(source)
+        return self
 
+    # ------------------------------------------------------------------ hooks
     def _fit_source(self, source: GradientSource) -> Any:
         raise NotImplementedError
 
-    def _start(
+    def _paper_mode(self, n_features: int) -> bool:
+        """Whether ``fit(X)`` runs the papers' algorithm unchanged (no preprocessing)."""
+        return getattr(self, "centering", None) is None
+
+    def _fit_table(self, X: NDArray[np.float64]) -> Any:
+        raise NotImplementedError
+
+    def _check_matrix_params(self) -> None:
+        """Refuse parameters that need vector records (overridden)."""
+
+    def _paper_noise_level(self) -> float:
+        """``noise_level_`` after a fit in the papers' setting."""
+        return math.nan
+
+    def _paper_data_norm(self) -> float:
+        """``data_norm_`` after a fit in the papers' setting (no bound: inf)."""
+        return math.inf
+
+    def _paper_variances(
         self, source: GradientSource
+    ) -> tuple[NDArray[np.float64], float] | None:
+        """Explained variances and total in the papers' setting (None: not released)."""
+        return None
+
+    # ------------------------------------------------------------------ shared pieces
+    def _start(
+        self, source: GradientSource, rng: np.random.Generator | None = None
     ) -> tuple[int, np.random.Generator, NDArray[np.float64]]:
         """Validated k, the RNG, and ``W₀`` uniform on the Stiefel manifold (data-independent)."""
         k = check_n_components(self.n_components, source.n_features, owner=self)
-        rng = check_random_state(self.random_state)
+        if rng is None:
+            rng = check_random_state(self.random_state)
         return k, rng, random_orthonormal_basis(source.n_features, k, rng)
 
+    def _set_paper_attributes(self, source: GradientSource) -> None:
+        """The pipeline's attributes in the papers' setting (the components are untouched)."""
+        k = self.components_.shape[0]
+        self.mean_ = np.zeros(source.n_features)
+        self.scale_ = None
+        self.data_norm_ = self._paper_data_norm()
+        released = self._paper_variances(source)
+        if released is None:  # nothing beyond the components is released
+            self.explained_variance_ = np.full(k, np.nan)
+            self.explained_variance_ratio_ = np.full(k, np.nan)
+        else:
+            values, total = released
+            self.explained_variance_ = values
+            self.explained_variance_ratio_ = (values / total if total > 0
+                                              else np.full(k, np.nan))
+        self.noise_level_ = self._paper_noise_level()
+        self.expected_error_ = math.nan
+
+    def _holdout_fraction(self) -> float:
+        return check_in_range(getattr(self, "holdout_fraction", DEFAULT_HOLDOUT_FRACTION),
+                              "holdout_fraction", low=0.0, high=1.0, owner=self)
+
+    def _holdout_weights(self, active: tuple[str, ...]) -> dict[str, float]:
+        """``budget_shares`` merged into :data:`HOLDOUT_SHARES`, normalised over ``active``."""
+        shares = getattr(self, "budget_shares", None)
+        name = type(self).__name__
+        if shares is not None and not isinstance(shares, Mapping):
+            raise ValueError(
+                f"The 'budget_shares' parameter of {name} must be a dict of part -> weight or "
+                f"None. Got {shares!r} instead."
+            )
+        weights = dict(HOLDOUT_SHARES)
+        for part, value in (shares or {}).items():
+            if part not in HOLDOUT_SHARES:
+                raise ValueError(
+                    f"The 'budget_shares' parameter of {name} has an unknown part {part!r}; "
+                    f"the parts are {sorted(HOLDOUT_SHARES)}."
+                )
+            weights[part] = check_in_range(value, f"budget_shares[{part!r}]", low=0.0,
+                                           owner=self)
+        used = {part: weights[part] for part in active}
+        total = sum(used.values())
+        return {part: w / total for part, w in used.items()}
+
+    def _split(
+        self, n: int, centering: Any
+    ) -> tuple[int, int, bool]:
+        """``(n_held, m, pairs)``: held-out size, stream size, whether pairs are formed."""
+        frac = self._holdout_fraction()
+        n_held = math.ceil(frac * n)
+        mode = getattr(self, "stream_centering", "mean")
+        if mode not in ("mean", "pairs"):
+            raise ValueError(
+                f"The 'stream_centering' parameter of {type(self).__name__} must be a str "
+                f"among ['mean', 'pairs']. Got {mode!r} instead."
+            )
+        pairs = isinstance(centering, str) and mode == "pairs"
+        rest = n - n_held
+        m = rest // 2 if pairs else rest
+        if n_held < 2 or m < 2:
+            raise ValueError(
+                f"{type(self).__name__} holds out {n_held} of n_samples={n} records "
+                f"(holdout_fraction={frac:g}) and streams {m} "
+                f"{'pair differences' if pairs else 'records'}; both need at least 2. Use "
+                "more data, or centering=None for the papers' uncentred setting."
+            )
+        return n_held, m, pairs
+
+    def _held_out_pipeline(
+        self, n_held: int, p: int, epsilon: float, delta: float, centering: Any,
+        neighbouring: str,
+    ) -> ReleasePipeline:
+        """The held-out share's pipeline; its last Gaussian part is the variance release.
+
+        The pipeline decides the preprocessing parts (from ``centering`` and
+        ``data_norm="auto"``); the held-out records have no statistic of their own, so the
+        plan's "statistic" share is the "variance" part (``VᵀGV`` and ``tr G``, Δ = √2·D²):
+        the held-out (ε, δ) is split exactly among the parts that run, nothing is left over.
+        """
+        statistic = Statistic("gaussian: packed VᵀGV and tr G of the held-out rows",
+                              lambda D: math.sqrt(2.0) * D**2, releases_spectrum=True)
+        probe = ReleasePipeline(_HeldOutOwner(epsilon, delta, centering, None), n_held, p,
+                                statistic, model="central", neighbouring=neighbouring)
+        weights = self._holdout_weights((*probe.active, "variance"))
+        owner = _HeldOutOwner(epsilon, delta, centering,
+                              {part: weights[part] for part in probe.active})
+        run = ReleasePipeline(owner, n_held, p, statistic, model="central",
+                              neighbouring=neighbouring)
+        parts = {name: b for name, b in run.plan.parts.items() if name != "statistic"}
+        parts["variance"] = replace(run.plan.parts["statistic"], name="variance")
+        run.plan = replace(run.plan, parts=parts)
+        # A private quantile releases only bins whose noisy count clears a public threshold;
+        # with fewer held-out records than that, none would (but by a fluke of the noise).
+        # Refused here, from public quantities, before anything is charged.
+        need = max(PrivateQuantile.calibrate(b.multiplier, b.tail,
+                                             quantile=DEFAULT_NORM_QUANTILE).histogram.threshold
+                   for name, b in parts.items() if name in HISTOGRAM_PARTS)
+        if n_held < need:
+            paper = "centering=None" + (", a numeric clip_norm" if hasattr(self, "clip_norm")
+                                        else "")
+            raise ValueError(
+                f"{type(self).__name__} holds out {n_held} records (holdout_fraction="
+                f"{self._holdout_fraction():g}) for its private mean, bound and explained "
+                f"variance; its private norm quantiles need at least {math.ceil(need)} at "
+                f"epsilon={epsilon:g}, delta={delta:g}. Raise holdout_fraction, use more data "
+                f"or a larger epsilon, or use the papers' setting ({paper})."
+            )
+        return run
+
+    @staticmethod
+    def _planned_spends(run: ReleasePipeline) -> list[PrivacySpend]:
+        """The held-out parts' spends as booked (events known before the data are read)."""
+        out = []
+        for part in PART_NAMES:
+            if part not in run.plan:
+                continue
+            b = run.plan[part]
+            out.append(PrivacySpend(
+                mechanism=f"{part}: planned{_HELD}", epsilon=b.epsilon, delta=b.delta,
+                sensitivity=math.nan, noise_scale=math.nan, count=b.count,
+                dp_event=dp_accounting.GaussianDpEvent(b.multiplier), tail=b.tail,
+            ))
+        return out
+
+    def _prepare_held_out(
+        self, run: ReleasePipeline, X: NDArray[np.float64], rng: np.random.Generator
+    ) -> HeldOutRelease:
+        try:
+            prepared = run.prepare(X, rng, sq=sq_norms(X))
+        except BoundNotFoundError as exc:
+            paper = "centering=None" + (", a numeric clip_norm" if hasattr(self, "clip_norm")
+                                        else "")
+            raise BoundNotFoundError(
+                f"{type(self).__name__}: no bin of a private norm histogram of the "
+                f"{X.shape[0]} held-out records cleared its threshold (too few records for "
+                "this epsilon); the spend is recorded. Raise holdout_fraction, use more data "
+                f"or a larger epsilon, or use the papers' setting ({paper})."
+            ) from exc
+        return HeldOutRelease(prepared, run)
+
+    def _book(self, record: PrivacyRecord) -> PrivacyLedger:
+        """Charge the planned record (refused here if over budget); return the ledger."""
+        self._charge(record, getattr(self, "ledger", None))
+        ledger = getattr(self, "ledger", None)
+        return default_ledger() if ledger is None else ledger
+
+    @staticmethod
+    def _table_record(
+        spends: list[PrivacySpend],
+        statistic: PrivacySpend,
+        *,
+        epsilon: float,
+        delta: float,
+        n: int,
+        neighbouring: str,
+        calibration: str,
+        data_norm: float,
+        n_clipped: int,
+        notes: str,
+    ) -> PrivacyRecord:
+        held = [replace(s, mechanism=s.mechanism if s.mechanism.endswith(_HELD)
+                        else s.mechanism + _HELD) for s in spends]
+        stat = replace(statistic, mechanism=statistic.mechanism
+                       if statistic.mechanism.startswith("statistic: ")
+                       else f"statistic: {statistic.mechanism}")
+        return PrivacyRecord(
+            epsilon=float(epsilon),
+            delta=float(delta),
+            model="central",
+            neighbouring=neighbouring,
+            sensitivity=stat.sensitivity,
+            noise_scale=stat.noise_scale,
+            calibration=calibration,
+            data_norm=float(data_norm),
+            n_samples=int(n),
+            n_clipped=int(n_clipped),
+            spends=(*held, stat),
+            target_epsilon=float(epsilon),
+            notes=notes,
+        )
+
+    def _set_table_attributes(
+        self, components: NDArray[np.float64], held: HeldOutRelease, rng: np.random.Generator
+    ) -> None:
+        """The "variance" part, then components rotated to its eigenvectors, and mean_ etc.
+
+        :meth:`ReleasePipeline.rotate_to_spectrum` releases ``VᵀGV`` and ``tr G`` of the
+        held-out rows (centred, clipped to D) with noise of sensitivity √2·D²; its eigenvectors
+        rotate the stream's basis into ordered components (post-processing: the span is the
+        stream's) and its eigenvalues are their variances.
+        """
+        rotated, values, ratio = held.run.rotate_to_spectrum(held.prepared, components, rng)
+        self.components_ = rotated
+        self.explained_variance_ = values
+        self.explained_variance_ratio_ = ratio
+        self._set_preprocessing(held.prepared)
+
+
+def held_out_notes(n: int, n_held: int, m: int, pairs: bool, centering: Any,
+                   run: ReleasePipeline) -> str:
+    """The part of a table-mode record's notes that explains the split and the centring."""
+    shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in run.plan.parts.items())
+    if pairs:
+        centring = (f"Centring by pair differences: the other {n - n_held} records, in a "
+                    f"uniformly random order, give m={m} derived records (x_a - x_b)/√2 "
+                    "(mean zero, covariance Σ); each record enters one pair, so replacing "
+                    "one record replaces at most one derived record: the stream's guarantee "
+                    "on m records carries over unchanged.")
+    elif isinstance(centering, str):
+        centring = (f"Centred on the held-out private mean: the stream reads the other {m} "
+                    "records minus a value released from disjoint records (free for them).")
+    elif centering is None:
+        centring = f"No centring: the stream reads the other {m} records as given."
+    else:
+        centring = f"Public mean subtracted (free): the stream reads the other {m} records."
+    return (
+        f"Parallel composition over disjoint records: {n_held} of n={n} records (chosen by a "
+        "data-independent random permutation) are held out and released at the full "
+        f"(epsilon, delta) through the release pipeline's Gaussian parts, split exactly "
+        f"(shares of 1/m²: {shares}); the stream runs at the full (epsilon, delta) on the "
+        f"rest. {centring} A ledger composing this fit with others treats the held-out "
+        "events and the stream's as sequential (conservative)."
+    )
