@@ -91,6 +91,15 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
             out = out + mean
         return out
 
+    def _set_spectrum(self, fit: Any) -> None:
+        """The attributes of a :class:`~privpca.decomposition._spectrum.SpectrumFit`."""
+        self.components_ = fit.components
+        self.n_components_ = fit.n_components
+        self.explained_variance_ = fit.explained_variance
+        self.explained_variance_ratio_ = fit.explained_variance_ratio
+        self.noise_level_ = fit.noise_level
+        self.expected_error_ = fit.expected_error
+
     def _set_preprocessing(self, prepared: Any) -> None:
         """``mean_`` (zeros when uncentred), ``scale_`` (None unless scaled), ``data_norm_``."""
         p = prepared.rows.shape[1]

@@ -33,11 +33,7 @@ from privpca._validation import check_options, check_random_state
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
-from privpca.decomposition._spectrum import (
-    check_n_components_spec,
-    fit_noisy_matrix,
-    mean_perturbation_bound,
-)
+from privpca.decomposition._spectrum import check_n_components_spec, fit_noisy_matrix
 from privpca.mechanisms.gaussian import (
     CALIBRATIONS,
     certified_epsilon,
@@ -276,14 +272,8 @@ class AnalyzeGaussPCA(BasePrivatePCA):
             sigma = run.statistic_multiplier() * sensitivity
         noisy = gram_matrix(prepared.rows)
         noisy += symmetric_gaussian_noise(p, sigma, rng)
-        extra = 0.0
-        if "mean_noise_scale" in prepared.details:
-            sd = prepared.details["mean_noise_scale"]
-            if prepared.scale is not None:
-                sd = sd / float(prepared.scale.min())
-            extra = mean_perturbation_bound(n, sd, p)
         fit = fit_noisy_matrix(noisy, k, noise_sd=sigma, denominator=run.denominator(prepared),
-                               extra_perturbation=extra)
+                               extra_perturbation=run.mean_perturbation(prepared))
         spend = PrivacySpend(
             mechanism=self._statistic(relation).mechanism,
             epsilon=eps if run.paper_mode else run.statistic_budget.epsilon,
@@ -296,12 +286,7 @@ class AnalyzeGaussPCA(BasePrivatePCA):
         self.privacy_ = run.record(prepared, spend, calibration=calibration,
                                    notes=self._notes(eps, sigma, run), epsilon=eps)
         self._set_preprocessing(prepared)
-        self.components_ = fit.components
-        self.n_components_ = fit.n_components
-        self.explained_variance_ = fit.explained_variance
-        self.explained_variance_ratio_ = fit.explained_variance_ratio
-        self.noise_level_ = fit.noise_level
-        self.expected_error_ = fit.expected_error
+        self._set_spectrum(fit)
         self.noise_scale_ = sigma
         return self
 

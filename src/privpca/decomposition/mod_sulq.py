@@ -37,11 +37,7 @@ from privpca._validation import check_delta, check_epsilon, check_in_range, chec
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
-from privpca.decomposition._spectrum import (
-    check_n_components_spec,
-    fit_noisy_matrix,
-    mean_perturbation_bound,
-)
+from privpca.decomposition._spectrum import check_n_components_spec, fit_noisy_matrix
 from privpca.decomposition.analyze_gauss import REPLACE_ONE
 from privpca.mechanisms.gaussian import certified_epsilon, symmetric_gaussian_noise
 from privpca.pipeline.release import ReleasePipeline, Statistic, validated_rows
@@ -237,14 +233,8 @@ class ModSuLQPCA(BasePrivatePCA):
         A = gram_matrix(prepared.rows)
         A /= n
         A += symmetric_gaussian_noise(d, scale, rng)
-        extra = 0.0
-        if "mean_noise_scale" in prepared.details:
-            sd = prepared.details["mean_noise_scale"]
-            if prepared.scale is not None:
-                sd = sd / float(prepared.scale.min())
-            extra = mean_perturbation_bound(n, sd, d) / n
         fit = fit_noisy_matrix(A, k, noise_sd=scale, denominator=run.denominator(prepared) / n,
-                               extra_perturbation=extra)
+                               extra_perturbation=run.mean_perturbation(prepared) / n)
         spend = PrivacySpend(
             mechanism="gaussian (MOD-SuLQ): packed upper triangle of XᵀX/n",
             epsilon=eps_s,
@@ -271,12 +261,7 @@ class ModSuLQPCA(BasePrivatePCA):
                       "to the requested (epsilon, delta).")
         self.privacy_ = run.record(prepared, spend, calibration="mod-sulq", notes=notes)
         self._set_preprocessing(prepared)
-        self.components_ = fit.components
-        self.n_components_ = fit.n_components
-        self.explained_variance_ = fit.explained_variance
-        self.explained_variance_ratio_ = fit.explained_variance_ratio
-        self.noise_level_ = fit.noise_level
-        self.expected_error_ = fit.expected_error
+        self._set_spectrum(fit)
         self.beta_ = beta
         self.noise_scale_ = scale
         self.certified_epsilon_ = eps_gauss

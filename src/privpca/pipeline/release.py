@@ -506,6 +506,22 @@ class ReleasePipeline:
         ratio = values / total if total > 0 else np.full(k, np.nan)
         return rotated, values, ratio
 
+    def mean_perturbation(self, prepared: PreparedRows) -> float:
+        """Spectral-norm bound (w.p. ≈ 95 %) of ``n(x̄ − μ̂)(x̄ − μ̂)ᵀ`` in the prepared rows' units.
+
+        Centring on the private μ̂ instead of the sample mean x̄ adds that PSD rank-one term to
+        the Gram matrix; its size follows from the mean's released noise level (0 when the
+        mean is public or absent).
+        """
+        if "mean_noise_scale" not in prepared.details:
+            return 0.0
+        from privpca.decomposition._spectrum import mean_perturbation_bound
+
+        sd = float(prepared.details["mean_noise_scale"])
+        if prepared.scale is not None:
+            sd /= float(np.min(prepared.scale))
+        return mean_perturbation_bound(prepared.n_samples, sd, prepared.rows.shape[1])
+
     def denominator(self, prepared: PreparedRows) -> float:
         """n − 1 for centred rows (scikit-learn's covariance), n for the second moment."""
         n = prepared.n_samples
