@@ -12,9 +12,14 @@ covariance (one pass over the data alone is 10⁸ multiply-adds per d = 1000). P
 
 ``--flower`` also runs the protocol over Flower with real processes on 127.0.0.1 (SuperLink,
 N SuperNodes, ServerApp) and prints its seconds per round next to the in-process round.
+``--covertype`` runs DPSPCA on defaults (private mean, private bounds, explained variance;
+no ``data_norm``, no preprocessing) on the shipped Covertype table (the 10 quantitative
+columns, n = 581 012) split over 3 providers, against scikit-learn's ``PCA(2)``: subspace
+distance and explained-variance ratios at ε ∈ {0.5, 1, 2}.
 BLAS is pinned to one thread (the machine is shared).
 
-Run: ``python benchmarks/bench_dpspca.py [--dims 200 400 800] [--repeat 5] [--flower]``
+Run: ``python benchmarks/bench_dpspca.py [--dims 200 400 800] [--repeat 5] [--flower]
+[--covertype [--seeds 3]]``
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from privpca.solvers.power import thin_qr, top_row_support
 
 N, K, S, S_HAT, T = 100_000, 5, 10, 50, 10
 EPS, DELTA = 1.0, 1e-5
+#: Table 1's setting: uncentred, rows of norm 1 (also on the command line of the Flower run).
+PAPER = {"centering": None, "data_norm": 1.0}
 
 
 def _best(fn, repeat: int) -> float:
@@ -69,7 +76,7 @@ def bench_dim(d: int, repeat: int) -> None:
         thin_qr(Z)
 
     provider = ProviderState(X, n_components=K, epsilon=EPS, delta=DELTA, n_rounds=10**9,
-                             noise_seed=0)
+                             noise_seed=0)  # the papers' setting (rows of norm 1)
     server = ServerState(d, K, S_HAT, 10**9, Q)
 
     def data_round() -> None:
@@ -77,7 +84,7 @@ def bench_dim(d: int, repeat: int) -> None:
 
     def fit() -> None:
         DPSPCA(n_components=K, epsilon=EPS, delta=DELTA, n_iter=T, n_nonzero=S_HAT,
-               random_state=0, ledger=PrivacyLedger()).fit(X)
+               random_state=0, ledger=PrivacyLedger(), **PAPER).fit(X)
 
     t_round_gram = _best(gram_round, 20 * repeat)
     t_round_data = _best(data_round, repeat)
@@ -86,6 +93,14 @@ def bench_dim(d: int, repeat: int) -> None:
           f"{10 * t_round_gram * 1e3:7.2f} ms (+ Σ̂ once {t_gram:6.2f} s)   paper < 1 ms per run")
     print(f"        data round {t_round_data * 1e3:8.1f} ms   DPSPCA.fit (T=10, data path) "
           f"{t_fit:6.2f} s")
+
+
+def _paper_cli_args(command: str) -> list[str]:
+    """``--centering none --data-norm 1.0`` where the CLI offers the pipeline's settings."""
+    from privpca.cli import main
+
+    opts = {o for param in main.commands[command].params for o in getattr(param, "opts", [])}
+    return ["--centering", "none", "--data-norm", "1.0"] if "--centering" in opts else []
 
 
 def bench_flower(n_providers: int = 3, d: int = 200, n: int = 30_000, rounds: int = 5) -> None:
@@ -97,7 +112,7 @@ def bench_flower(n_providers: int = 3, d: int = 200, n: int = 30_000, rounds: in
     X, _ = make_dpspca_data(n, d, K, S, random_state=0)
     parts = np.array_split(X, n_providers)
     est = DPSPCA(n_components=K, epsilon=EPS, delta=DELTA, n_iter=rounds, n_nonzero=S_HAT,
-                 random_state=1, ledger=PrivacyLedger())
+                 random_state=1, ledger=PrivacyLedger(), **PAPER)
     t_in = _best(lambda: est.fit_providers(parts), 3) / rounds
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -117,7 +132,8 @@ def bench_flower(n_providers: int = 3, d: int = 200, n: int = 30_000, rounds: in
                     [str(binp / "privpca"), "provider", f"{tmp}/p{i}.npy", "--superlink",
                      f"127.0.0.1:{port}", "--insecure", "--provider-id", str(i), "-k", str(K),
                      "--epsilon", str(EPS), "--delta", str(DELTA), "-T", str(rounds),
-                     "--noise-seed", str(est.provider_seeds_[i]), "--port", str(port + 1 + i)],
+                     "--noise-seed", str(est.provider_seeds_[i]), "--port", str(port + 1 + i),
+                     *_paper_cli_args("provider")],
                     env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL))
             out = Path(tmp) / "result.json"
@@ -125,7 +141,8 @@ def bench_flower(n_providers: int = 3, d: int = 200, n: int = 30_000, rounds: in
             subprocess.run([str(binp / "privpca"), "server", "--superlink", f"127.0.0.1:{port}",
                             "--insecure", "-d", str(d), "-k", str(K), "--n-nonzero", str(S_HAT),
                             "-T", str(rounds), "-N", str(n_providers), "--seed", "1",
-                            "--output", str(out)], env=env, check=True,
+                            "--output", str(out), *_paper_cli_args("server")], env=env,
+                           check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             total = time.perf_counter() - t0
             result = json.loads(out.read_text())
@@ -143,12 +160,47 @@ def bench_flower(n_providers: int = 3, d: int = 200, n: int = 30_000, rounds: in
           f"per round; components bitwise equal to DPSPCA: {same}")
 
 
+def bench_covertype(seeds: int = 3, n_providers: int = 3) -> None:
+    """DPSPCA(2) on defaults vs scikit-learn's PCA(2) on Covertype, 3 providers."""
+    from sklearn.decomposition import PCA
+
+    from privpca.datasets import load_covtype
+    from privpca.metrics import subspace_distance
+
+    X = load_covtype(normalize_rows=False).data[:, :10]
+    ref = PCA(2).fit(X)
+    ratio = np.array2string(ref.explained_variance_ratio_, precision=4)
+    print(f"Covertype, n={len(X):,}, d=10, {n_providers} providers (contiguous blocks), "
+          f"DPSPCA(2) on defaults (T={T}), {seeds} seeds; scikit-learn ratios {ratio}")
+    print("  eps   distance (mean, max)   |ratio - sklearn| max   seconds per fit")
+    for eps in (0.5, 1.0, 2.0):
+        dist, err, secs = [], [], []
+        for seed in range(seeds):
+            t0 = time.perf_counter()
+            est = DPSPCA(2, epsilon=eps, n_providers=n_providers, random_state=seed,
+                         ledger=PrivacyLedger()).fit(X)
+            secs.append(time.perf_counter() - t0)
+            dist.append(subspace_distance(est.components_.T, ref.components_.T))
+            err.append(float(np.abs(est.explained_variance_ratio_
+                                    - ref.explained_variance_ratio_).max()))
+        print(f"  {eps:3.1f}   {np.mean(dist):.4f}, {np.max(dist):.4f}        "
+              f"{np.max(err):.4f}                {np.mean(secs):.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dims", type=int, nargs="+", default=[200, 400, 800])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--flower", action="store_true")
+    parser.add_argument("--covertype", action="store_true",
+                        help="Only the Covertype comparison with scikit-learn (defaults).")
+    parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
+    if args.covertype:
+        with threadpool_limits(1), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            bench_covertype(args.seeds)
+        return
     print(f"DPS-PCA, n={N:,}, k={K}, s={S}, ŝ={S_HAT}, T={T}, ε={EPS}, δ={DELTA}; one BLAS thread")
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -12,31 +12,50 @@ import json
 import math
 import warnings
 
+import dp_accounting
 import numpy as np
 import pytest
+from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from conftest import PAPER, expected_failed_checks
 from privpca import DPSPCA, BudgetExceededError, PrivacyLedger, RowClippingWarning
 from privpca.accounting import compose_epsilon
 from privpca.datasets import make_dpspca_covariance, make_dpspca_data
 from privpca.decomposition.noisy_power import power_sensitivity
 from privpca.federated.protocol import (
     FileReleaseCounter,
+    MeanQuery,
+    MeanReply,
+    PrepareMessage,
+    PrepareReply,
     ProviderDropoutError,
     ProviderState,
     Query,
     QueryRefusedError,
+    ReleaseCounter,
+    Reply,
     ServerState,
+    VarianceQuery,
+    VarianceReply,
     dpspca_noise_multiplier,
     paper_noise_scale,
+    provider_noise_rng,
+    provider_release_limits,
     select_replies,
 )
-from privpca.metrics import sin_theta
+from privpca.metrics import sin_theta, subspace_distance
+from privpca.pipeline.budget import DEFAULT_SHARES, TAIL_FRACTION
+from privpca.pipeline.preprocessing import private_norm_bound
 from privpca.solvers.power import random_orthonormal_basis, thin_qr
 
 
-@parametrize_with_checks([DPSPCA(n_iter=3), DPSPCA(n_iter=2, n_providers=2)])
+@parametrize_with_checks(
+    [DPSPCA(n_iter=3, epsilon=1e4), DPSPCA(n_iter=2, n_providers=2, **PAPER),
+     DPSPCA(n_iter=2, n_providers=2, epsilon=1e4)],
+    expected_failed_checks=expected_failed_checks,
+)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RowClippingWarning)
@@ -175,6 +194,201 @@ def test_provider_validates_its_data(rng):
     assert np.all(np.linalg.norm(prov.X, axis=1) <= 1 + 1e-12)
 
 
+# --- provider: the release pipeline's parts ----------------------------------------------------
+
+
+def _table_provider(X, **kw):
+    params = dict(n_components=2, epsilon=1.0, delta=1e-5, n_rounds=3, noise_seed=7,
+                  centering="private", data_norm="auto")
+    params.update(kw)
+    return ProviderState(X, **params)
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    """Rows in mixed units (scales 0.01 to 1000, means up to 10⁶), as a user's table."""
+    rng = np.random.default_rng(5)
+    Z = rng.standard_normal((30_000, 8))
+    Z[:, 1] += 0.6 * Z[:, 0]
+    scales = np.array([1000.0, 200.0, 1.0, 0.01, 50.0, 5.0, 3.0, 2.0])
+    means = np.array([3e3, -50.0, 2.0, 1990.0, 1e6, 1.0, 9.0, 4.0])
+    return Z * scales + means
+
+
+def _closed_form_multiplier(eps, delta, part, T=1):
+    """m/√w (·√T): shares of the Gaussian budget 1/m², δ less the histograms' 1 % tail."""
+    shares = {k: DEFAULT_SHARES[k] for k in ("bound_raw", "mean", "bound_residual",
+                                             "mean_refine", "bound", "variance")}
+    w = 1.0 - sum(shares.values()) if part == "statistic" else shares[part]
+    m = float(dp_accounting.get_sigma_gaussian(eps, delta * (1 - TAIL_FRACTION)))
+    return m / math.sqrt(w) * math.sqrt(T)
+
+
+def test_provider_private_mean_rounds_match_the_closed_forms(mixed):
+    X = mixed[:6000]
+    prov = _table_provider(X)
+    plan = prov.plan
+    assert prov.counter.limits == {"mean": 2, "bound": 1, "query": 3, "variance": 1}
+    for part in ("bound_raw", "mean", "bound_residual", "mean_refine", "bound", "variance"):
+        assert plan[part].multiplier == pytest.approx(_closed_form_multiplier(1.0, 1e-5, part),
+                                                      rel=1e-9)
+    assert prov.noise_multiplier == pytest.approx(
+        _closed_form_multiplier(1.0, 1e-5, "statistic", T=3), rel=1e-9)
+    centre = np.zeros(8)
+    for r, (bound_part, sum_part) in enumerate((("bound_raw", "mean"),
+                                                ("bound_residual", "mean_refine"))):
+        reply = prov.answer_mean(MeanQuery(r + 1, centre))
+        # Replay the provider's stream: the quantile's draws, then N(0, (m·2R)²) per feature.
+        rng = provider_noise_rng(7, r, "mean")
+        norms = np.linalg.norm(X - centre, axis=1)
+        R, _ = private_norm_bound(norms, plan[bound_part].multiplier, plan[bound_part].tail,
+                                  0.99, rng)
+        assert reply.bound == R
+        clipped = (X - centre) * np.minimum(1.0, R / norms)[:, None]
+        sigma = plan[sum_part].multiplier * 2.0 * R  # Δ = 2R
+        expected = (clipped.sum(axis=0) + sigma * rng.standard_normal(8)) / 6000
+        np.testing.assert_allclose(reply.mean, expected, rtol=1e-9, atol=1e-9 * R)
+        centre = centre + reply.mean  # what the server broadcasts for one provider
+    assert prov.counter.counts() == {"mean": 2, "bound": 0, "query": 0, "variance": 0}
+    # The second round's bound is set around the first estimate: far below ‖x‖ ≈ 10⁶.
+    assert prov.counter.recall("bound_residual") < 0.1 * prov.counter.recall("bound_raw")
+    spends, _ = prov.spends()
+    by_part = {s.mechanism.split(":")[0]: s for s in spends}
+    R1 = prov.counter.recall("bound_raw")
+    assert by_part["mean"].sensitivity == pytest.approx(2 * R1)
+    assert by_part["mean"].noise_scale == pytest.approx(2 * R1 * plan["mean"].multiplier)
+    assert by_part["bound_raw"].sensitivity == pytest.approx(math.sqrt(2))
+    with pytest.raises(BudgetExceededError, match=r"agreed to 2 releases \(mean\)"):
+        prov.answer_mean(MeanQuery(1, np.zeros(8)))
+
+
+def test_provider_bound_power_answers_and_variances_match_the_closed_forms(mixed):
+    X = mixed[:6000]
+    prov = _table_provider(X)
+    for r in (1, 2):
+        prov.answer_mean(MeanQuery(r, np.zeros(8) if r == 1 else X.mean(axis=0)))
+    mean = X.mean(axis=0) + 0.5
+    prep = prov.prepare(PrepareMessage(mean))
+    plan = prov.plan
+    norms = np.linalg.norm(X - mean, axis=1)
+    D, rel = private_norm_bound(norms, plan["bound"].multiplier, plan["bound"].tail, 0.99,
+                                provider_noise_rng(7, 0, "bound"))
+    assert prep.data_norm == D == prov.data_norm_
+    assert prep.clipped_estimate == pytest.approx(rel.above[0])
+    assert 0.002 * 6000 < np.sum(norms > D) < 0.05 * 6000  # a 99 % quantile, roughly
+    rows = (X - mean) * np.minimum(1.0, D / norms)[:, None]
+    np.testing.assert_allclose(prov.rows, rows, rtol=1e-12, atol=1e-9)
+    # Power answers: σᵢ = m_stat·√2·D² (k = 2), the stream of the papers' setting.
+    Q = random_orthonormal_basis(8, 2, np.random.default_rng(0))
+    reply = prov.answer_query(Query.from_dense(Q, round=1))
+    m_stat = _closed_form_multiplier(1.0, 1e-5, "statistic", T=3)
+    assert prov.noise_scale == pytest.approx(m_stat * math.sqrt(2) * D**2 / 6000, rel=1e-9)
+    noise = np.random.default_rng([7, 0]).standard_normal((8, 2)) * prov.noise_scale
+    np.testing.assert_allclose(reply.product, rows.T @ rows @ Q / 6000 + noise, rtol=1e-9)
+    # Variances: (u(QᵀXᵀXQ), ‖X‖²_F) + N(0, (m_var·√2·D²)²).
+    var = prov.answer_variance(VarianceQuery(Query.from_dense(Q, round=4)))
+    rng = provider_noise_rng(7, 0, "variance")
+    sigma = _closed_form_multiplier(1.0, 1e-5, "variance") * math.sqrt(2) * D**2
+    M = Q.T @ rows.T @ rows @ Q
+    np.testing.assert_allclose(var.packed, M[np.triu_indices(2)] + sigma * rng.standard_normal(3),
+                               rtol=1e-9)
+    assert var.total == pytest.approx(np.sum(rows**2) + sigma * rng.standard_normal(), rel=1e-12)
+    with pytest.raises(BudgetExceededError, match=r"\(variance\)"):
+        prov.answer_variance(VarianceQuery(Query.from_dense(Q)))
+    assert prov.counter.counts() == {"mean": 2, "bound": 1, "query": 1, "variance": 1}
+
+
+@pytest.mark.parametrize(
+    ("step", "message", "match"),
+    [
+        ("mean", MeanQuery(1, np.full(8, np.nan)), "NaN"),
+        ("mean", MeanQuery(1, np.zeros(7)), r"shape \(7,\)"),
+        ("mean", MeanQuery(1, np.zeros((2, 8))), r"shape \(2, 8\)"),
+        ("mean", MeanQuery(1, np.array(["a"] * 8)), "not numeric"),
+        ("mean", MeanQuery(2, np.zeros(8)), "out of order"),
+        ("mean", "a mean, please", "Expected a MeanQuery"),
+        ("prepare", PrepareMessage(np.zeros(8)), "0 of the 2 rounds"),
+        ("prepare", PrepareMessage(None), "sent no mean"),
+        ("query", Query.from_dense(np.eye(8)[:, :2]), "no prepared rows"),
+        ("variance", VarianceQuery(Query.from_dense(np.eye(8)[:, :2])), "no prepared rows"),
+        ("variance", VarianceQuery(Query.from_dense(2 * np.eye(8)[:, :2])), "not orthonormal"),
+    ],
+)
+def test_malformed_or_early_messages_are_refused_and_cost_nothing(mixed, step, message, match):
+    prov = _table_provider(mixed[:3000])
+    with pytest.raises(QueryRefusedError, match=match):
+        prov.handle(message) if step != "mean" else prov.answer_mean(message)
+    assert prov.counter.used == 0
+
+
+def test_prepare_refuses_bad_final_means(mixed):
+    prov = _table_provider(mixed[:3000])
+    prov.answer_mean(MeanQuery(1, np.zeros(8)))
+    prov.answer_mean(MeanQuery(2, np.ones(8)))
+    for bad, match in ((np.full(8, np.inf), "NaN or infinity"), (np.zeros(9), r"shape \(9,\)"),
+                       (None, "sent no mean")):
+        with pytest.raises(QueryRefusedError, match=match):
+            prov.prepare(PrepareMessage(bad))
+    assert prov.counter.counts()["bound"] == 0 and prov.rows is None
+    prov.prepare(PrepareMessage(np.zeros(8)))
+    with pytest.raises(QueryRefusedError, match="prepared already"):
+        prov.prepare(PrepareMessage(np.zeros(8)))
+    # Uncentred and public-mean providers check what the server sends against what they agreed.
+    none = _table_provider(mixed[:3000], centering=None)
+    with pytest.raises(QueryRefusedError, match="did not agree to a private mean"):
+        none.answer_mean(MeanQuery(1, np.zeros(8)))
+    with pytest.raises(QueryRefusedError, match="no centring; the server sent a mean"):
+        none.prepare(PrepareMessage(np.zeros(8)))
+    public = _table_provider(mixed[:3000], centering=np.ones(8), data_norm=1e7)
+    with pytest.raises(QueryRefusedError, match="another public mean"):
+        public.prepare(PrepareMessage(np.zeros(8)))
+    assert public.prepare(PrepareMessage(np.ones(8))).data_norm == 1e7
+    assert public.counter.limits == {"query": 3, "variance": 1}
+    # A provider in the papers' setting answers power queries only.
+    paper = _provider(mixed[:100] / 1e7)
+    for msg in (MeanQuery(1, np.zeros(8)), PrepareMessage(None),
+                VarianceQuery(Query.from_dense(np.eye(8)[:, :2]))):
+        with pytest.raises(QueryRefusedError, match="papers' setting"):
+            paper.handle(msg)
+    with pytest.raises(ValueError, match="scale=True"):
+        _table_provider(mixed[:100], scale=True)
+    with pytest.raises(ValueError, match="counter's limits"):
+        _table_provider(mixed[:100], counter=ReleaseCounter(3))
+
+
+def test_file_counter_covers_every_part_and_a_restart_reuses_the_bound(mixed, tmp_path):
+    X = mixed[:4000]
+    limits = provider_release_limits(2, "private", "auto")
+    agreement = {"epsilon": 1.0, "n-rounds": 2, "centering": "private"}
+
+    def restarted():
+        return _table_provider(X, n_rounds=2,
+                               counter=FileReleaseCounter(tmp_path / "s.json", limits, agreement))
+
+    reference = _table_provider(X, n_rounds=2)
+    server = ServerState(8, 2, 8, 2, random_orthonormal_basis(8, 2, np.random.default_rng(1)),
+                         centering="private", table_mode=True)
+    while not server.finished:  # a fresh provider object for every message, as Flower does
+        message = server.next_message()
+        a, b = restarted().handle(message), reference.handle(message)
+        for field in ("mean", "product", "packed", "data_norm", "bound", "total"):
+            if hasattr(a, field):
+                np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+        server.receive([a])
+    state = json.loads((tmp_path / "s.json").read_text())
+    assert state["by-kind"] == {"mean": 2, "bound": 1, "query": 2, "variance": 1}
+    assert state["releases"] == 6
+    assert state["released"]["prepared"]["data_norm"] == reference.data_norm_
+    again = restarted()  # everything agreed is spent: every kind is refused
+    assert again.data_norm_ == reference.data_norm_  # rebuilt from the file, not re-released
+    with pytest.raises(BudgetExceededError, match=r"agreed to 2 releases \(mean\)"):
+        again.answer_mean(MeanQuery(1, np.zeros(8)))
+    with pytest.raises(BudgetExceededError, match=r"agreed to 2 releases \(query\)"):
+        again.answer_query(server.query())
+    with pytest.raises(QueryRefusedError, match="prepared already"):
+        again.prepare(PrepareMessage(np.zeros(8)))
+
+
 # --- server and dropouts --------------------------------------------------------------------------
 
 
@@ -214,6 +428,51 @@ def test_dropout_policy(rng):
         server.aggregate([])
 
 
+def test_server_runs_the_pipeline_steps_and_combines_means_and_variances(rng):
+    start = random_orthonormal_basis(6, 2, rng)
+    server = ServerState(6, 2, 6, 1, start, centering="private", table_mode=True)
+    assert [server.phase, server.step_label] == ["mean", "Mean round 1"]
+    first = server.next_message()
+    np.testing.assert_array_equal(first.centre, np.zeros(6))
+    m = [rng.standard_normal(6) for _ in range(2)]
+    server.receive([MeanReply("1", 1, 30, 2.0, m[1]), MeanReply("0", 1, 10, 3.0, m[0])])
+    mu1 = (10 * m[0] + 30 * m[1]) / 40  # c + Σ nᵢ(Sᵢ/nᵢ) / Σ nᵢ
+    np.testing.assert_allclose(server.mean, mu1, rtol=1e-15)
+    second = server.next_message()
+    assert second.round == 2
+    np.testing.assert_array_equal(second.centre, mu1)
+    with pytest.raises(ValueError, match="non-finite"):
+        server.receive([MeanReply("0", 2, 10, 3.0, np.full(6, np.nan))])
+    server.receive([MeanReply("0", 2, 10, 1.0, m[0]), MeanReply("1", 2, 30, 1.0, m[1])])
+    np.testing.assert_allclose(server.mean, 2 * mu1, rtol=1e-15)
+    assert server.provider_bounds == {"0": {"bound_raw": 3.0, "bound_residual": 1.0},
+                                      "1": {"bound_raw": 2.0, "bound_residual": 1.0}}
+    prepare = server.next_message()
+    assert isinstance(prepare, PrepareMessage)
+    np.testing.assert_array_equal(prepare.mean, 2 * mu1)
+    server.receive([PrepareReply("0", 10, 4.0), PrepareReply("1", 30, 5.0)])
+    assert server.phase == "query"
+    server.receive([Reply(pid, 1, n, rng.standard_normal((6, 2))) for pid, n in
+                    (("0", 10), ("1", 30))])
+    assert server.phase == "variance" and server.step == 2
+    vq = server.next_message()
+    np.testing.assert_array_equal(vq.components.to_dense(), server.Q)
+    # Two providers' packed k×k sums and totals: the server sums, divides by Σn − 1, rotates.
+    A, B = np.array([[5.0, 2.0], [2.0, 1.0]]), np.array([[3.0, -1.0], [-1.0, 4.0]])
+    iu = np.triu_indices(2)
+    server.receive([VarianceReply("0", 10, A[iu], 20.0), VarianceReply("1", 30, B[iu], 30.0)])
+    assert server.finished
+    values, vectors = np.linalg.eigh((A + B) / 39)
+    np.testing.assert_allclose(server.explained_variance, values[::-1], rtol=1e-12)
+    np.testing.assert_allclose(server.explained_variance_ratio, values[::-1] / (50 / 39),
+                               rtol=1e-12)
+    comps = server.components()
+    np.testing.assert_allclose(comps @ comps.T, np.eye(2), atol=1e-12)
+    assert sin_theta(comps.T, server.Q) < 1e-6  # a rotation within the span of Q⁽ᵀ⁺¹⁾
+    np.testing.assert_allclose(np.abs(comps @ server.Q), np.abs(vectors[:, ::-1].T),
+                               atol=1e-12)
+
+
 # --- the estimator ------------------------------------------------------------------------------
 
 
@@ -223,7 +482,7 @@ def test_figure3_shape_geometric_convergence_to_an_epsilon_floor(paper_small):
     for eps in (0.5, 1.0, 2.0):
         paths = np.array([
             DPSPCA(n_components=5, epsilon=eps, delta=1e-5, n_iter=10, n_nonzero=50,
-                   random_state=seed, ledger=PrivacyLedger()).fit(X).sin_theta_path(V)
+                   random_state=seed, ledger=PrivacyLedger(), **PAPER).fit(X).sin_theta_path(V)
             for seed in range(2)
         ])
         path = paths.mean(axis=0)
@@ -242,9 +501,9 @@ def test_figure3_shape_geometric_convergence_to_an_epsilon_floor(paper_small):
 def test_providers_split_does_not_change_the_guarantee_and_more_data_helps(paper_small):
     X, V = paper_small
     one = DPSPCA(n_components=5, epsilon=1.0, n_nonzero=50, random_state=0,
-                 ledger=PrivacyLedger()).fit(X)
+                 ledger=PrivacyLedger(), **PAPER).fit(X)
     four = DPSPCA(n_components=5, epsilon=1.0, n_nonzero=50, n_providers=4, random_state=0,
-                  ledger=PrivacyLedger()).fit(X)
+                  ledger=PrivacyLedger(), **PAPER).fit(X)
     assert one.privacy_.epsilon == pytest.approx(four.privacy_.epsilon)
     assert four.provider_n_samples_.tolist() == [5000] * 4
     np.testing.assert_allclose(four.noise_scales_, one.noise_scales_[0] * 4)
@@ -252,14 +511,14 @@ def test_providers_split_does_not_change_the_guarantee_and_more_data_helps(paper
     # scale (relative to their nᵢ), i.e. 2× the single provider's total noise std.
     assert sin_theta(one.components_.T, V) < sin_theta(four.components_.T, V) + 0.05
     small = DPSPCA(n_components=5, epsilon=1.0, n_nonzero=50, random_state=0,
-                   ledger=PrivacyLedger()).fit(X[:2000])
+                   ledger=PrivacyLedger(), **PAPER).fit(X[:2000])
     assert sin_theta(small.components_.T, V) > sin_theta(one.components_.T, V)
 
 
 def test_groups_fit_providers_and_block_split_agree(rng):
     X, _ = make_dpspca_data(900, 30, 2, 5, random_state=1)
     groups = np.repeat(["a", "b", "c"], 300)
-    params = dict(n_components=2, n_nonzero=8, n_iter=4, random_state=3)
+    params = dict(n_components=2, n_nonzero=8, n_iter=4, random_state=3, **PAPER)
     by_groups = DPSPCA(**params, ledger=PrivacyLedger()).fit(X, groups=groups)
     by_list = DPSPCA(**params, ledger=PrivacyLedger()).fit_providers([X[:300], X[300:600],
                                                                        X[600:]])
@@ -274,7 +533,7 @@ def test_privacy_record_and_ledger():
     X, _ = make_dpspca_data(600, 20, 2, 4, random_state=2)
     ledger = PrivacyLedger(epsilon_budget=1.2, delta_budget=1e-5)
     est = DPSPCA(n_components=2, epsilon=1.0, delta=1e-5, n_iter=5, random_state=0,
-                 ledger=ledger).fit(X)
+                 ledger=ledger, **PAPER).fit(X)
     rec = est.privacy_
     assert rec.model == "distributed"
     assert "replace one record of one provider" in rec.neighbouring
@@ -284,18 +543,116 @@ def test_privacy_record_and_ledger():
     assert "ω(ε, δ)" in rec.notes and "data-independent" in rec.notes
     assert est.paper_noise_scale_ == pytest.approx(paper_noise_scale(1.0, 1e-5, 5))
     with pytest.raises(BudgetExceededError):
-        DPSPCA(n_components=2, epsilon=1.0, n_iter=5, ledger=ledger).fit(X)
+        DPSPCA(n_components=2, epsilon=1.0, n_iter=5, ledger=ledger, **PAPER).fit(X)
     assert len(ledger) == 1
+
+
+def test_defaults_find_the_covariance_pca_of_a_mixed_unit_table(mixed):
+    """Three providers, no data_norm, no preprocessing: sklearn's centred PCA (ε = 2).
+
+    Measured over seeds 0–5: distance 0.21–0.49 (the second eigenvalue is 16× the third),
+    explained-variance ratios within 0.02, mean error 2–3 % of the overall spread."""
+    ref = PCA(2).fit(mixed)
+    ledger = PrivacyLedger()
+    est = DPSPCA(2, epsilon=2.0, n_providers=3, random_state=1, ledger=ledger).fit(mixed)
+    assert subspace_distance(est.components_.T, ref.components_.T) < 0.6
+    np.testing.assert_allclose(est.explained_variance_ratio_, ref.explained_variance_ratio_,
+                               atol=0.03)
+    np.testing.assert_allclose(est.explained_variance_[0], ref.explained_variance_[0], rtol=0.1)
+    spread = math.sqrt(mixed.var(axis=0).sum())
+    assert np.linalg.norm(est.mean_ - mixed.mean(axis=0)) < 0.05 * spread
+    assert est.scale_ is None and est.data_norm_ == est.provider_data_norms_.max()
+    Z = est.transform(mixed[:4])
+    np.testing.assert_allclose(Z, (mixed[:4] - est.mean_) @ est.components_.T)
+    # Uncentred, the top direction is the mean (the issue's failure mode).
+    with warnings.catch_warnings():  # clipping; the paper's ω certifies a huge ε at this D
+        warnings.simplefilter("ignore")
+        paper = DPSPCA(2, epsilon=2.0, n_providers=3, random_state=1, ledger=PrivacyLedger(),
+                       centering=None, data_norm=2e6).fit(mixed)
+    assert subspace_distance(paper.components_.T, ref.components_.T) > 1.0
+    assert np.all(np.isnan(paper.explained_variance_ratio_))
+
+
+def test_pipeline_record_totals_the_request_and_lists_every_part(mixed):
+    ledger = PrivacyLedger(epsilon_budget=1.0, delta_budget=1e-5)
+    est = DPSPCA(2, epsilon=1.0, delta=1e-5, n_iter=4, n_providers=3, random_state=0,
+                 ledger=ledger).fit(mixed)
+    rec = est.privacy_
+    parts = [s.mechanism.split(":")[0] for s in rec.spends]
+    assert parts == ["bound_raw", "mean", "bound_residual", "mean_refine", "bound",
+                     "statistic", "variance"]
+    assert (rec.epsilon, rec.delta, rec.model) == (1.0, 1e-5, "distributed")
+    assert "replace one record of one provider" in rec.neighbouring
+    # Each part once (every provider runs the same plan; parallel composition): the events
+    # and the histograms' tails compose to exactly the request.
+    tails = sum(s.tail * s.count for s in rec.spends)
+    assert compose_epsilon([s.event() for s in rec.spends], 1e-5, tail=tails) == pytest.approx(
+        1.0, abs=2e-3)
+    stat = rec.spends[parts.index("statistic")]
+    assert stat.count == 4
+    assert stat.sensitivity == pytest.approx(power_sensitivity(est.data_norm_, 2))
+    assert est.noise_multiplier_ == pytest.approx(
+        _closed_form_multiplier(1.0, 1e-5, "statistic", T=4), rel=1e-9)
+    np.testing.assert_allclose(
+        est.noise_scales_,
+        est.noise_multiplier_ * math.sqrt(2) * est.provider_data_norms_**2
+        / est.provider_n_samples_)
+    assert est.noise_level_ == pytest.approx(
+        np.sqrt(np.sum((est.noise_scales_ * est.provider_n_samples_) ** 2)) / len(mixed))
+    assert math.isnan(est.expected_error_)
+    assert len(ledger) == 1 and ledger.records[0][1] is rec
+    with pytest.raises(BudgetExceededError):  # spent: refused before any provider computes
+        DPSPCA(2, epsilon=0.1, n_providers=3, ledger=ledger).fit(mixed)
+    assert len(ledger) == 1
+
+
+def test_public_settings_cost_nothing_and_private_scaling_is_refused(mixed):
+    rng = np.random.default_rng(9)  # two factors in mixed units: a correlation PCA has a gap
+    Z = rng.standard_normal((20_000, 2)) @ rng.standard_normal((2, 8))
+    X = (Z + 0.5 * rng.standard_normal((20_000, 8))) * mixed.std(axis=0) + mixed.mean(axis=0)
+    mean, scale = X.mean(axis=0), X.std(axis=0)
+    D = float(np.quantile(np.linalg.norm((X - mean) / scale, axis=1), 0.99))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RowClippingWarning)
+        est = DPSPCA(2, centering=mean, data_norm=D, scale=scale, n_providers=2,
+                     random_state=0, ledger=PrivacyLedger()).fit(X)
+    assert [s.mechanism.split(":")[0] for s in est.privacy_.spends] == ["statistic", "variance"]
+    np.testing.assert_array_equal(est.mean_, mean)
+    np.testing.assert_array_equal(est.scale_, scale)
+    np.testing.assert_array_equal(est.provider_data_norms_, [D, D])
+    ref = PCA(2).fit((X - mean) / scale)
+    assert subspace_distance(est.components_.T, ref.components_.T) < 0.1
+    np.testing.assert_allclose(est.transform(X[:3]), ((X[:3] - mean) / scale) @ est.components_.T)
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match=r"does not offer private scaling \(scale=True\)"):
+        DPSPCA(2, scale=True, ledger=ledger).fit(mixed)
+    assert len(ledger) == 0
+
+
+def test_groups_and_lists_agree_on_defaults(mixed):
+    X = mixed[:6000]
+    params = dict(n_components=2, n_iter=3, random_state=4, epsilon=2.0)
+    by_groups = DPSPCA(**params, ledger=PrivacyLedger()).fit(X, groups=np.repeat([0, 1], 3000))
+    by_list = DPSPCA(**params, ledger=PrivacyLedger()).fit_providers([X[:3000], X[3000:]])
+    np.testing.assert_array_equal(by_groups.components_, by_list.components_)
+    np.testing.assert_array_equal(by_groups.mean_, by_list.mean_)
+    np.testing.assert_array_equal(by_groups.explained_variance_, by_list.explained_variance_)
+
+
+def test_a_provider_with_too_few_rows_for_the_private_bound_says_so():
+    X = np.random.default_rng(0).standard_normal((40, 5))
+    with pytest.raises(ValueError, match="provider 0: data_norm='auto' found no private bound"):
+        DPSPCA(2, ledger=PrivacyLedger()).fit(X)
 
 
 def test_sparse_random_start_is_the_papers_literal_initialisation(paper_small):
     X, V = paper_small
     est = DPSPCA(n_components=5, epsilon=2.0, n_nonzero=50, init="random-sparse", n_iter=3,
-                 random_state=0, ledger=PrivacyLedger()).fit(X)
+                 random_state=0, ledger=PrivacyLedger(), **PAPER).fit(X)
     assert np.count_nonzero(np.linalg.norm(est.history_[0], axis=0)) == 50
     public = np.linalg.qr(V + 0.01 * np.random.default_rng(0).standard_normal(V.shape))[0]
     warm = DPSPCA(n_components=5, epsilon=2.0, n_nonzero=50, init=public, n_iter=3,
-                  random_state=0, ledger=PrivacyLedger()).fit(X)
+                  random_state=0, ledger=PrivacyLedger(), **PAPER).fit(X)
     assert warm.sin_theta_path(V)[0] < 0.3
 
 
@@ -311,6 +668,13 @@ def test_sparse_random_start_is_the_papers_literal_initialisation(paper_small):
         ({"n_providers": 0}, "'n_providers' parameter"),
         ({"init": "pca"}, "'init' parameter of DPSPCA"),
         ({"init": np.eye(3)}, "'init' parameter of DPSPCA"),
+        ({"centering": "mean"}, "'centering' parameter of DPSPCA"),
+        ({"centering": np.zeros(3)}, "'centering' parameter of DPSPCA"),
+        ({"data_norm": "big"}, "'data_norm' parameter of DPSPCA"),
+        ({"data_norm": -1.0}, "'data_norm' parameter of DPSPCA"),
+        ({"scale": -np.ones(10)}, "'scale' parameter of DPSPCA"),
+        ({"budget_shares": [0.1]}, "'budget_shares' parameter of DPSPCA"),
+        ({"budget_shares": {"mean": 0.99, "bound": 0.5}}, "leave a positive share"),
     ],
 )
 def test_parameter_errors(params, match):

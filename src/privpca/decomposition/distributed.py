@@ -2,26 +2,30 @@
 
 :class:`DPSPCA` runs the protocol of :mod:`privpca.federated.protocol` with N providers held in
 this process: every provider is a :class:`~privpca.federated.protocol.ProviderState` (its own
-noise stream, its own release counter), the server a
+noise stream, its own budget plan, its own release counter), the server a
 :class:`~privpca.federated.protocol.ServerState`. The Flower application
 (:mod:`privpca.federated.flower_app`) runs the very same two classes in separate processes or
 machines; with the same seeds and split both give bitwise the same components.
 
-Privacy (distributed model; replace one record of one provider, ‖x‖ ≤ D)
--------------------------------------------------------------------------
-Each provider answers T queries ``Hᵢ = Σ̂ᵢQ + Gᵢ/nᵢ`` with its own ``Gᵢ`` i.i.d.
-``N(0, (m·Δ)²)``: Δ = ``power_sensitivity(D, k)`` (``D²`` for k = 1, ``√2·D²`` for k ≥ 2) is the
-Frobenius sensitivity of ``XᵢᵀXᵢQ`` for orthonormal Q, and m is the noise multiplier for which
-T adaptive Gaussian releases compose to (ε, δ) under privpca's accounting (``dp-accounting``).
-So each provider's data is (ε, δ)-DP against the untrusted server and anyone who sees the
-output, whatever the other providers do; the data sets are disjoint, so every record in the
-union is protected at (ε, δ). The numbers of records nᵢ are public (they are fixed by the
-replace-one relation and used as weights). ``Q⁽⁰⁾`` is data-independent: free.
+Privacy (distributed model; replace one record of one provider, nᵢ public)
+---------------------------------------------------------------------------
+On defaults each provider releases, from its own data and with its own noise: two private norm
+quantiles and two noisy clipped sums (the private mean, which the server combines and
+broadcasts), a private bound Dᵢ on its centred row norms, T answers
+``Hᵢ = Σ̂ᵢQ + Gᵢ/nᵢ`` with ``Gᵢ`` i.i.d. ``N(0, (m·Δ(Dᵢ))²)``, and its noisy variances along the
+final components. All are Gaussian mechanisms (the quantiles plus a tail paid from δ), split
+from the provider's (ε, δ) by one :class:`~privpca.pipeline.budget.BudgetPlan` so that they
+compose to exactly (ε, δ). So each provider's data is (ε, δ)-DP against the untrusted server
+and anyone who sees the output, whatever the other providers do; the data sets are disjoint,
+so every record in the union is protected at (ε, δ). ``Q⁽⁰⁾`` is data-independent: free. With
+``centering=None`` and a numeric ``data_norm`` (the paper's setting) only the T answers are
+released, with all of (ε, δ), exactly as before the release pipeline.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -31,23 +35,27 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from privpca._validation import (
-    check_delta,
-    check_epsilon,
+    check_data,
     check_in_range,
     check_n_components,
     check_random_state,
 )
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition._base import BasePrivatePCA
+from privpca.decomposition.noisy_power import power_sensitivity
 from privpca.federated.protocol import (
+    DISTRIBUTED_REPLACE_ONE,
     INITS,
+    STATISTIC_MECHANISM,
     ProviderState,
     ServerState,
     dpspca_noise_multiplier,
+    merge_provider_spends,
     paper_noise_scale,
     provider_privacy_record,
 )
 from privpca.metrics import sin_theta
+from privpca.pipeline.release import PreparedRows, ReleasePipeline, Statistic
 
 __all__ = ["DPSPCA"]
 
@@ -56,23 +64,43 @@ class DPSPCA(BasePrivatePCA):
     """Distributed private sparse PCA (DPS-PCA, Ge et al. 2018), providers simulated in-process.
 
     Algorithm 1 of the paper with one change for an untrusted server: every provider draws its
-    own noise. For ``t = 1..T``: each provider i answers ``Hᵢ = Σ̂ᵢQ⁽ᵗ⁾ + Gᵢ/nᵢ``; the server
-    combines ``K = Σ nᵢHᵢ/Σ nᵢ``, ``V = ThinQR(K)``, ``Q⁽ᵗ⁺¹⁾ = ThinQR(Threshold(V, ŝ))``.
-    Output: ``Q⁽ᵀ⁺¹⁾``. See :mod:`privpca.federated.protocol` for the privacy analysis.
+    own noise. On defaults the providers first compute a private mean together (each adds noise
+    to its own clipped sum; the server combines them), centre on it and clip their rows to a
+    private bound of their own; then, for ``t = 1..T``, each provider i answers
+    ``Hᵢ = Σ̂ᵢQ⁽ᵗ⁾ + Gᵢ/nᵢ``; the server combines ``K = Σ nᵢHᵢ/Σ nᵢ``, ``V = ThinQR(K)``,
+    ``Q⁽ᵗ⁺¹⁾ = ThinQR(Threshold(V, ŝ))``. Finally the providers release their noisy variances
+    along ``Q⁽ᵀ⁺¹⁾``: the server rotates it to the components by decreasing variance and reports
+    the explained variance. See :mod:`privpca.federated.protocol` for the privacy analysis.
 
     Parameters
     ----------
     n_components : int, default=2
         k.
     epsilon : float, default=1.0
-        ε > 0 of each provider's (ε, δ) guarantee (its T releases together).
+        ε > 0 of each provider's (ε, δ) guarantee (all its releases together).
     delta : float, default=1e-5
         0 < δ < 1.
-    data_norm : float, default=1.0
-        Public bound D on every record's L2 norm; longer rows are clipped (with a
-        :class:`~privpca.exceptions.RowClippingWarning`).
+    centering : "private", None or array of shape (n_features,), default="private"
+        ``"private"``: centre on a private mean, two rounds in which every provider releases a
+        private bound of its own and its noisy clipped sum (a share of each provider's budget).
+        ``None``: no centring (the paper's second moment). An array: a public mean, free.
+    data_norm : "auto" or float, default="auto"
+        Bound D on the L2 norm of every (centred) row. ``"auto"``: each provider releases a
+        private 99 % quantile ``Dᵢ`` of its own centred row norms (a small share of its budget)
+        and calibrates its noise to it. A float is a public bound at no cost; longer rows are
+        clipped to it with a :class:`~privpca.exceptions.RowClippingWarning`.
+    scale : False or array of shape (n_features,), default=False
+        Public per-feature scales the centred rows are divided by (free). Private scaling
+        (``True``) is refused: per-feature private variances across providers are not
+        implemented in the distributed model.
+    budget_shares : dict or None, default=None
+        Shares of each provider's Gaussian budget for the preprocessing parts
+        (``"bound_raw"``, ``"mean"``, ``"bound_residual"``, ``"mean_refine"``, ``"bound"``,
+        ``"variance"``); ``None`` uses :data:`privpca.pipeline.budget.DEFAULT_SHARES`. The
+        power answers get the rest.
     n_iter : int, default=10
-        T, the number of rounds (= releases per provider), fixed in advance; the paper uses 10.
+        T, the number of rounds (= power answers per provider), fixed in advance; the paper
+        uses 10.
     n_nonzero : int or None, default=None
         ŝ, the rows kept by Threshold. ``None`` keeps all (no sparsity: a distributed noisy
         power method). The paper uses ŝ = 50 for s = 10 at d = 1000; choose it from public
@@ -96,7 +124,31 @@ default="random"
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_features)
-        Orthonormal rows spanning ``Q⁽ᵀ⁺¹⁾`` (at most ŝ non-zero columns).
+        Orthonormal rows spanning ``Q⁽ᵀ⁺¹⁾`` (at most ŝ non-zero columns); outside the
+        paper's setting rotated within that span to decreasing private variance.
+    mean_ : ndarray of shape (n_features,)
+        The private (or public) mean the providers centred on; zeros without centring.
+    scale_ : ndarray of shape (n_features,) or None
+        The public scales, or None.
+    data_norm_ : float
+        The largest provider bound ``Dᵢ`` (the public D in the paper's setting).
+    provider_data_norms_ : ndarray of shape (n_providers,)
+        Each provider's bound ``Dᵢ`` (released values).
+    explained_variance_ : ndarray of shape (n_components,)
+        Private variance along each component (sum of the providers' noisy releases over
+        ``Σnᵢ − 1``, or ``Σnᵢ`` uncentred); noisy, may be negative. NaN in the paper's setting
+        (nothing but the T answers is released there).
+    explained_variance_ratio_ : ndarray of shape (n_components,)
+        Those variances over the private total variance (NaN in the paper's setting).
+    noise_level_ : float
+        Standard deviation of each entry of the aggregated ``K = Σ nᵢHᵢ/Σ nᵢ`` due to the
+        providers' noise, ``√(Σ (m·Δ(Dᵢ))²)/Σnᵢ``, in the units of the covariance: directions
+        whose variances differ by less than a few times ``noise_level_·√n_features`` are not
+        resolved.
+    expected_error_ : float
+        NaN: no validated estimate of the subspace error of the distributed power method is
+        available from the released quantities (its Davis–Kahan bound would need the
+        (k+1)-th eigenvalue, which is not released).
     history_ : ndarray of shape (n_iter + 1, n_components, n_features)
         ``Q⁽¹⁾`` (the start) and every iterate, as rows (post-processing: free). Use
         :meth:`sin_theta_path` for the error per iteration (the paper's Figure 3).
@@ -107,13 +159,15 @@ default="random"
     provider_seeds_ : list of int
         The noise seed of each provider (what a multi-process replay must be given).
     noise_multiplier_ : float
-        m = σ/Δ per release.
+        m = σ/Δ per power answer.
     noise_scales_ : ndarray of shape (n_providers,)
-        Standard deviation of each entry of ``Gᵢ/nᵢ`` (= m·Δ/nᵢ).
+        Standard deviation of each entry of ``Gᵢ/nᵢ`` (= m·Δ(Dᵢ)/nᵢ).
     paper_noise_scale_ : float
         The paper's ω(ε, δ) = (2T/ε)√(2 ln(2T/δ)) (std of G), for comparison only.
     privacy_ : PrivacyRecord
-        Distributed model; the per-provider guarantee (every provider's is the same (ε, δ)).
+        Distributed model; every part's spend (each part once: every provider runs the same
+        plan, with the largest provider's sensitivity shown) and the per-provider guarantee,
+        equal to the requested (ε, δ) for every provider.
     n_features_in_ : int
 
     References
@@ -127,9 +181,12 @@ default="random"
     >>> from privpca.datasets import make_dpspca_data
     >>> X, V = make_dpspca_data(4_000, 60, 2, 6, random_state=0)
     >>> est = DPSPCA(n_components=2, epsilon=1.0, n_nonzero=12, n_providers=3,
-    ...              random_state=0).fit(X)
+    ...              centering=None, data_norm=1.0, random_state=0).fit(X)
     >>> est.components_.shape, est.history_.shape, est.n_providers_
     ((2, 60), (11, 2, 60), 3)
+    >>> est = DPSPCA(n_components=2, epsilon=1.0, n_providers=3, random_state=0).fit(X * 5 + 2)
+    >>> [s.mechanism.split(":")[0] for s in est.privacy_.spends]
+    ['bound_raw', 'mean', 'bound_residual', 'mean_refine', 'bound', 'statistic', 'variance']
     """
 
     def __init__(
@@ -138,7 +195,10 @@ default="random"
         *,
         epsilon: float = 1.0,
         delta: float = 1e-5,
-        data_norm: float = 1.0,
+        centering: Any = "private",
+        data_norm: float | str = "auto",
+        scale: Any = False,
+        budget_shares: dict[str, float] | None = None,
         n_iter: int = 10,
         n_nonzero: int | None = None,
         n_providers: int = 1,
@@ -149,7 +209,10 @@ default="random"
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
+        self.centering = centering
         self.data_norm = data_norm
+        self.scale = scale
+        self.budget_shares = budget_shares
         self.n_iter = n_iter
         self.n_nonzero = n_nonzero
         self.n_providers = n_providers
@@ -216,16 +279,48 @@ default="random"
 
     def _fit_parts(self, parts: list[NDArray[np.float64]], ids: list[str]) -> DPSPCA:
         p = parts[0].shape[1]
+        N = sum(part.shape[0] for part in parts)
         k = check_n_components(self.n_components, p, owner=self)
-        epsilon = check_epsilon(self.epsilon, owner=self)
-        delta = check_delta(self.delta, owner=self)
-        data_norm = check_in_range(self.data_norm, "data_norm", low=0.0, owner=self)
         T = int(check_in_range(self.n_iter, "n_iter", low=1, low_closed=True, integer=True,
                                owner=self))
+        if isinstance(self.scale, bool | np.bool_) and self.scale:
+            raise ValueError(
+                f"{type(self).__name__} does not offer private scaling (scale=True) in the "
+                "distributed model: pass public per-feature scales as an array of shape "
+                f"({p},), or scale=False."
+            )
+        run = ReleasePipeline(
+            self, N, p,
+            Statistic(STATISTIC_MECHANISM, lambda D: power_sensitivity(D, k), count=T),
+            model="distributed", neighbouring=DISTRIBUTED_REPLACE_ONE,
+        )
+        epsilon, delta = run.epsilon, run.delta
         s_hat = p if self.n_nonzero is None else int(
             check_in_range(self.n_nonzero, "n_nonzero", low=k, high=p, low_closed=True,
                            high_closed=True, integer=True, owner=self)
         )
+        self._check_init(p, k)
+        for part in parts:  # refuse NaN/inf before anything is charged
+            check_data(part)
+        rng = check_random_state(self.random_state)
+
+        start = ServerState.initial(p, k, s_hat, self.init, rng)
+        seeds = [int(s) for s in rng.integers(0, 2**63, size=len(parts))]
+        if run.paper_mode:
+            self._fit_paper(parts, ids, seeds, start, k, epsilon, delta, run.data_norm, T,
+                            s_hat)
+        else:
+            self._fit_pipeline(run, parts, ids, seeds, start, k, T, s_hat)
+        self.n_iter_ = T
+        self.n_nonzero_ = s_hat
+        self.n_providers_ = len(parts)
+        self.provider_ids_ = ids
+        self.provider_seeds_ = seeds
+        self.paper_noise_scale_ = paper_noise_scale(epsilon, delta, T)
+        self.expected_error_ = math.nan
+        return self
+
+    def _check_init(self, p: int, k: int) -> None:
         if isinstance(self.init, str):
             if self.init not in INITS:
                 raise ValueError(
@@ -240,10 +335,12 @@ default="random"
                     f"{sorted(INITS)} or a finite array of shape ({p}, {k}). Got an array of "
                     f"shape {init.shape} instead."
                 )
-        rng = check_random_state(self.random_state)
 
-        start = ServerState.initial(p, k, s_hat, self.init, rng)
-        seeds = [int(s) for s in rng.integers(0, 2**63, size=len(parts))]
+    def _fit_paper(self, parts: list[NDArray[np.float64]], ids: list[str], seeds: list[int],
+                   start: NDArray[np.float64], k: int, epsilon: float, delta: float,
+                   data_norm: float, T: int, s_hat: int) -> None:
+        """The paper's setting: T answers only, exactly the code before the pipeline."""
+        p = start.shape[0]
         providers = []
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -270,16 +367,81 @@ default="random"
 
         self.components_ = server.components()
         self.history_ = np.stack([Q.T for Q in server.history])
-        self.n_iter_ = T
-        self.n_nonzero_ = s_hat
-        self.n_providers_ = len(providers)
-        self.provider_ids_ = ids
+        self._set_common(providers, dpspca_noise_multiplier(epsilon, delta, T))
+        self.mean_ = np.zeros(p)
+        self.scale_ = None
+        self.data_norm_ = float(data_norm)
+        self.explained_variance_ = np.full(k, np.nan)
+        self.explained_variance_ratio_ = np.full(k, np.nan)
+
+    def _fit_pipeline(self, run: ReleasePipeline, parts: list[NDArray[np.float64]],
+                      ids: list[str], seeds: list[int], start: NDArray[np.float64], k: int,
+                      T: int, s_hat: int) -> None:
+        """Private mean, bounds, T answers and variances, every provider on its own plan."""
+        p = start.shape[0]
+        run.charge(self.ledger)  # before any provider computes anything
+        providers = [
+            ProviderState(part, n_components=k, epsilon=run.epsilon, delta=run.delta,
+                          n_rounds=T, data_norm=run.data_norm, centering=run.centering,
+                          scale=run.scale, budget_shares=self.budget_shares, noise_seed=seed,
+                          provider_id=pid)
+            for part, pid, seed in zip(parts, ids, seeds, strict=True)
+        ]
+        server = ServerState(p, k, s_hat, T, start, centering=run.centering, table_mode=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            while not server.finished:
+                message = server.next_message()
+                server.receive([pr.handle(message) for pr in providers])
+        n_clipped = sum(pr.n_clipped for pr in providers)
+        bounds = np.array([pr.data_norm_ for pr in providers])
+        _reemit(caught, n_clipped, sum(pr.n_samples for pr in providers),
+                float(bounds.max()), self)
+
+        per_provider = [pr.spends() for pr in providers]
+        pre = merge_provider_spends([spends for spends, _ in per_provider])
+        statistic = max((stat for _, stat in per_provider), key=lambda s: s.sensitivity)
+        scale = None if isinstance(run.scale, bool) else np.asarray(run.scale, dtype=np.float64)
+        mean = None if server.mean is None else np.asarray(server.mean)
+        summary = PreparedRows(np.empty((0, p)), float(bounds.max()), mean, scale, n_clipped,
+                               pre)
+        self.privacy_ = run.record(
+            summary, statistic,
+            calibration="analytic (exact Gaussian composition of every part, dp-accounting)",
+            notes=self._notes(providers, run),
+        )
+        self.components_ = server.components()
+        self.history_ = np.stack([Q.T for Q in server.history])
+        self._set_common(providers, run.statistic_multiplier())
+        self.mean_ = np.zeros(p) if mean is None else mean
+        self.scale_ = scale
+        self.data_norm_ = float(bounds.max())
+        assert server.explained_variance is not None
+        assert server.explained_variance_ratio is not None
+        self.explained_variance_ = server.explained_variance
+        self.explained_variance_ratio_ = server.explained_variance_ratio
+
+    def _set_common(self, providers: list[ProviderState], multiplier: float) -> None:
         self.provider_n_samples_ = np.array([pr.n_samples for pr in providers])
-        self.provider_seeds_ = seeds
-        self.noise_multiplier_ = dpspca_noise_multiplier(epsilon, delta, T)
+        self.provider_data_norms_ = np.array([pr.data_norm_ for pr in providers])
+        self.noise_multiplier_ = multiplier
         self.noise_scales_ = np.array([pr.noise_scale for pr in providers])
-        self.paper_noise_scale_ = paper_noise_scale(epsilon, delta, T)
-        return self
+        total = int(self.provider_n_samples_.sum())
+        self.noise_level_ = float(np.sqrt(np.sum((self.noise_scales_
+                                                  * self.provider_n_samples_) ** 2)) / total)
+
+    def _notes(self, providers: list[ProviderState], run: ReleasePipeline) -> str:
+        bounds = ", ".join(f"{pr.provider_id}: D = {pr.data_norm_:.4g}" for pr in providers)
+        return (
+            f"Each of {len(providers)} provider(s) runs the same budget plan on its own data "
+            "with its own noise: every part is listed once with the largest provider's "
+            "sensitivity (each provider's own values: " + bounds + "). By parallel composition "
+            f"over the disjoint providers every record is protected at ({run.epsilon:g}, "
+            f"{run.delta:g}); the server's mean, aggregation, thresholding, QR and rotation "
+            "and the output are post-processing of the providers' noisy releases, Q⁽⁰⁾ is "
+            "data-independent. The untrusted server sees only noisy releases, the released "
+            "bounds and the public nᵢ."
+        )
 
     def sin_theta_path(self, V: ArrayLike) -> NDArray[np.float64]:
         """``‖sin Θ(Q⁽ᵗ⁾, V)‖_F`` for t = 1..T+1 (the paper's Figure 3 against truth ``V``).
@@ -303,15 +465,18 @@ def _reemit(caught: list[warnings.WarningMessage], n_clipped: int, n: int, data_
     """One clipping warning for the whole fit (not one per provider); others re-raised as is."""
     from privpca.exceptions import RowClippingWarning
 
+    clipping = False
     for w in caught:
-        if not issubclass(w.category, RowClippingWarning):
+        if issubclass(w.category, RowClippingWarning):
+            clipping = True
+        else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    if n_clipped:
+    if n_clipped and clipping:
         warnings.warn(
             f"{n_clipped} of {n} rows passed to {type(owner).__name__} had an L2 norm above "
             f"data_norm={data_norm:g} and were clipped to it. The privacy guarantee holds; the "
             "estimate is biased. Rescale your data or raise data_norm (which adds noise) if "
             "this is unexpected.",
             RowClippingWarning,
-            stacklevel=4,
+            stacklevel=5,
         )

@@ -6,6 +6,10 @@ The Flower adapter (:mod:`privpca.federated.flower_app`) needs the optional extr
 
 from privpca.federated.protocol import (
     FileReleaseCounter,
+    MeanQuery,
+    MeanReply,
+    PrepareMessage,
+    PrepareReply,
     ProviderDropoutError,
     ProviderState,
     Query,
@@ -13,11 +17,18 @@ from privpca.federated.protocol import (
     ReleaseCounter,
     Reply,
     ServerState,
+    VarianceQuery,
+    VarianceReply,
     paper_noise_scale,
+    provider_release_limits,
 )
 
 __all__ = [
     "FileReleaseCounter",
+    "MeanQuery",
+    "MeanReply",
+    "PrepareMessage",
+    "PrepareReply",
     "ProviderDropoutError",
     "ProviderState",
     "Query",
@@ -25,5 +36,8 @@ __all__ = [
     "ReleaseCounter",
     "Reply",
     "ServerState",
+    "VarianceQuery",
+    "VarianceReply",
     "paper_noise_scale",
+    "provider_release_limits",
 ]

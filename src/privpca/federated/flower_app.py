@@ -1,32 +1,40 @@
 """DPS-PCA on Flower (``flwr``, Message API): a thin adapter around :mod:`.protocol`.
 
 * ``client_app`` (one per provider, run by a ``flower-supernode`` on the provider's machine)
-  only answers ``query`` messages: it rebuilds the provider's
+  only answers the protocol's messages: ``query`` (a power round), ``query.mean`` (a round of
+  the private mean), ``query.prepare`` (the broadcast mean: centre, bound, clip) and
+  ``query.variance`` (the variances along the final components). It rebuilds the provider's
   :class:`~privpca.federated.protocol.ProviderState` from the SuperNode's ``--node-config``
-  (its data file, its (ε, δ, T), its release-count file) and returns
-  ``ProviderState.answer_query`` — or a Flower ``Error`` reply saying why it refused.
+  (its data file, its (ε, δ, T) and pipeline settings, its state file) and returns
+  ``ProviderState.handle`` — or a Flower ``Error`` reply saying why it refused.
 * ``server_app`` (started by ``flwr run`` on the SuperLink) only loops: send the
-  :class:`~privpca.federated.protocol.ServerState`'s query to the providers still in the run,
-  collect replies until a timeout, apply the dropout policy, aggregate; then it writes the
-  result (JSON) to ``output-path``.
+  :class:`~privpca.federated.protocol.ServerState`'s next message to the providers still in the
+  run, collect replies until a timeout, apply the dropout policy, let the server combine them;
+  then it writes the result (JSON) to ``output-path``.
 
 Every privacy decision is taken by the provider's own configuration, never by the server's
-messages: a provider with ``n-rounds = T`` answers at most T queries for its data, ever (the
-count lives in its ``state-path`` file, because Flower starts a fresh ClientApp process for
-every message and a fresh context for every run).
+messages: a provider answers at most what it agreed to for its data, ever (the counts, and the
+values it released and needs again — its bounds, the mean it centred on — live in its
+``state-path`` file, because Flower starts a fresh ClientApp process for every message and a
+fresh context for every run). A provider never sends its exact number of clipped rows.
 
 Provider node config (``flower-supernode --node-config "..."``; ``privpca provider`` builds it):
 ``data-path`` (.npy or .csv), ``provider-id``, ``epsilon``, ``delta``, ``n-rounds``,
-``n-components``, ``data-norm``, ``state-path``, and optionally ``noise-seed`` (experiments
-only). Server run config (``[tool.flwr.app.config]``, ``privpca server`` writes it):
+``n-components``, ``data-norm`` (a number or ``"auto"``; default 1.0), ``centering``
+(``"private"`` or ``"none"``; default ``"none"``), ``budget-shares`` (optional JSON object),
+``state-path``, and optionally ``noise-seed`` (experiments only). A node config without
+``centering``/``data-norm`` keeps its meaning from before the release pipeline (the papers'
+setting). Server run config (``[tool.flwr.app.config]``, ``privpca server`` writes it):
 ``n-features``, ``n-components``, ``n-nonzero``, ``n-rounds``, ``n-providers``, ``seed``,
-``init``, ``on-dropout``, ``round-timeout``, ``wait-timeout``, ``output-path``.
-See ``docs/DISTRIBUTED.md``.
+``init``, ``centering`` and ``data-norm`` (the same settings as the providers': they decide
+which steps the server runs; default the papers' setting), ``on-dropout``, ``round-timeout``,
+``wait-timeout``, ``output-path``. See ``docs/DISTRIBUTED.md``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 import traceback
 from pathlib import Path
@@ -40,19 +48,27 @@ from flwr.serverapp import Grid, ServerApp
 from privpca.exceptions import BudgetExceededError
 from privpca.federated.protocol import (
     FileReleaseCounter,
+    MeanQuery,
+    MeanReply,
+    PrepareMessage,
+    PrepareReply,
     ProviderDropoutError,
     ProviderState,
     Query,
     QueryRefusedError,
     Reply,
     ServerState,
-    provider_privacy_record,
+    VarianceQuery,
+    VarianceReply,
+    is_table_mode,
+    provider_release_limits,
     select_replies,
 )
 
 __all__ = [
     "client_app",
     "load_provider",
+    "message_content",
     "query_to_message_content",
     "run_server",
     "server_app",
@@ -60,6 +76,9 @@ __all__ = [
 ]
 
 MESSAGE_TYPE = "query"
+#: Flower message type of each protocol message ("query" is the power round, as before).
+MESSAGE_TYPES = {Query: "query", MeanQuery: "query.mean", PrepareMessage: "query.prepare",
+                 VarianceQuery: "query.variance"}
 #: Error codes of refusals (Flower's own codes are below 100).
 REFUSED_MALFORMED = 101
 REFUSED_BUDGET = 102
@@ -84,6 +103,27 @@ def query_to_message_content(query: Query) -> RecordDict:
     })
 
 
+def message_content(message: Any) -> RecordDict:
+    """Any protocol message as Flower records (arrays travel as their exact bytes)."""
+    if isinstance(message, Query):
+        return query_to_message_content(message)
+    if isinstance(message, VarianceQuery):
+        return query_to_message_content(message.components)
+    if isinstance(message, MeanQuery):
+        return RecordDict({
+            "mean-query": ArrayRecord({"centre": Array(np.asarray(message.centre, np.float64))}),
+            "meta": ConfigRecord({"round": int(message.round)}),
+        })
+    if isinstance(message, PrepareMessage):
+        content: dict[str, ArrayRecord | ConfigRecord] = {
+            "meta": ConfigRecord({"centred": message.mean is not None})}
+        if message.mean is not None:
+            content["prepare"] = ArrayRecord({"mean": Array(np.asarray(message.mean,
+                                                                       np.float64))})
+        return RecordDict(dict(content))
+    raise TypeError(f"Not a protocol message: {type(message).__name__}")
+
+
 def _query_from_content(content: RecordDict) -> Query:
     try:
         arrays = content.array_records["query"]
@@ -96,27 +136,78 @@ def _query_from_content(content: RecordDict) -> Query:
         raise QueryRefusedError(f"Malformed query message: {exc!r}") from exc
 
 
-def _reply_to_content(reply: Reply, provider: ProviderState) -> RecordDict:
-    return RecordDict({
-        "answer": ArrayRecord({"product": Array(reply.product)}),
-        "meta": ConfigRecord({
-            "provider-id": reply.provider_id,
-            "round": reply.round,
-            "n-samples": reply.n_samples,
-            "epsilon": provider.epsilon,
-            "delta": provider.delta,
-            "n-rounds": provider.n_rounds,
-            "releases": provider.counter.used,
-            "n-clipped": provider.n_clipped,
-            "data-norm": provider.data_norm,
-        }),
-    })
+def _message_from_content(kind: str, content: RecordDict) -> Any:
+    if kind == "query":
+        return _query_from_content(content)
+    if kind == "variance":
+        return VarianceQuery(_query_from_content(content))
+    try:
+        meta: dict[str, Any] = dict(content.config_records["meta"])
+        if kind == "mean":
+            centre = content.array_records["mean-query"]["centre"].numpy()
+            return MeanQuery(int(meta["round"]), centre)
+        if kind == "prepare":
+            if not bool(meta["centred"]):
+                return PrepareMessage(None)
+            return PrepareMessage(content.array_records["prepare"]["mean"].numpy())
+    except Exception as exc:  # any missing or mistyped field
+        raise QueryRefusedError(f"Malformed {kind} message: {exc!r}") from exc
+    raise QueryRefusedError(f"Unknown message kind {kind!r}.")
 
 
-def _reply_from_content(content: RecordDict) -> tuple[Reply, dict[str, Any]]:
+def _provider_meta(provider: ProviderState) -> dict[str, Any]:
+    return {
+        "provider-id": provider.provider_id,
+        "n-samples": provider.n_samples,
+        "epsilon": provider.epsilon,
+        "delta": provider.delta,
+        "n-rounds": provider.n_rounds,
+        "releases": provider.counter.used_by("query"),
+        "releases-all": provider.counter.used,
+        "data-norm": provider.data_norm_,
+        "noise-scale": provider.noise_scale,
+        "privacy": json.dumps(provider.privacy_record(
+            provider.counter.used_by("query"), disclose_clipped=False).to_dict()),
+    }
+
+
+def _reply_to_content(reply: Any, provider: ProviderState) -> RecordDict:
+    meta = _provider_meta(provider)
+    if isinstance(reply, Reply):
+        meta["round"] = reply.round
+        return RecordDict({"answer": ArrayRecord({"product": Array(reply.product)}),
+                           "meta": ConfigRecord(meta)})
+    if isinstance(reply, MeanReply):
+        meta.update({"round": reply.round, "bound": reply.bound})
+        return RecordDict({"answer": ArrayRecord({"mean": Array(reply.mean)}),
+                           "meta": ConfigRecord(meta)})
+    if isinstance(reply, PrepareReply):
+        meta.update({"bound": reply.data_norm, "clipped-estimate": reply.clipped_estimate})
+        return RecordDict({"meta": ConfigRecord(meta)})
+    if isinstance(reply, VarianceReply):
+        meta["total"] = reply.total
+        return RecordDict({"answer": ArrayRecord({"packed": Array(reply.packed)}),
+                           "meta": ConfigRecord(meta)})
+    raise TypeError(f"Not a protocol reply: {type(reply).__name__}")
+
+
+def _reply_from_content(content: RecordDict, kind: str = "query") -> tuple[Any, dict[str, Any]]:
     meta: dict[str, Any] = dict(content.config_records["meta"])
-    product = content.array_records["answer"]["product"].numpy()
-    reply = Reply(str(meta["provider-id"]), int(meta["round"]), int(meta["n-samples"]), product)
+    pid, n = str(meta["provider-id"]), int(meta["n-samples"])
+    reply: Any
+    if kind == "query":
+        product = content.array_records["answer"]["product"].numpy()
+        reply = Reply(pid, int(meta["round"]), n, product)
+    elif kind == "mean":
+        reply = MeanReply(pid, int(meta["round"]), n, float(meta["bound"]),
+                          content.array_records["answer"]["mean"].numpy())
+    elif kind == "prepare":
+        reply = PrepareReply(pid, n, float(meta["bound"]), float(meta["clipped-estimate"]))
+    elif kind == "variance":
+        reply = VarianceReply(pid, n, content.array_records["answer"]["packed"].numpy(),
+                              float(meta["total"]))
+    else:
+        raise ValueError(f"Unknown message kind {kind!r}")
     return reply, meta
 
 
@@ -130,6 +221,23 @@ def _load_data(path: str) -> np.ndarray:
     return np.loadtxt(p, delimiter=",", ndmin=2)
 
 
+def _centering_setting(value: Any) -> str | None:
+    text = str(value).lower()
+    if text in ("none", "null", "false", ""):
+        return None
+    if text == "private":
+        return "private"
+    raise ValueError(f"centering must be 'private' or 'none'; got {value!r}.")
+
+
+def _data_norm_setting(value: Any) -> float | str:
+    if isinstance(value, str):
+        if value == "auto":
+            return "auto"
+        return float(value)
+    return float(value)
+
+
 def load_provider(node_config: dict[str, Any]) -> ProviderState:
     """The provider described by a SuperNode's node config (see the module docstring)."""
     try:
@@ -137,35 +245,67 @@ def load_provider(node_config: dict[str, Any]) -> ProviderState:
         k = int(node_config["n-components"])
         epsilon, delta = float(node_config["epsilon"]), float(node_config["delta"])
         T = int(node_config["n-rounds"])
-        data_norm = float(node_config.get("data-norm", 1.0))
+        data_norm = _data_norm_setting(node_config.get("data-norm", 1.0))
+        centering = _centering_setting(node_config.get("centering", "none"))
+        shares_text = node_config.get("budget-shares")
+        shares = None if shares_text in (None, "") else json.loads(str(shares_text))
         pid = str(node_config.get("provider-id", Path(str(node_config["data-path"])).stem))
         state_path = str(node_config["state-path"])
     except KeyError as exc:
         raise ValueError(f"Provider node config lacks {exc}; see privpca provider --help.") from exc
     seed = node_config.get("noise-seed")
-    agreement = {"data-path": str(Path(str(node_config["data-path"])).resolve()),
-                 "shape": list(X.shape), "epsilon": epsilon, "delta": delta, "n-rounds": T,
-                 "n-components": k, "data-norm": data_norm}
-    counter = FileReleaseCounter(state_path, T, agreement)
+    agreement: dict[str, Any] = {
+        "data-path": str(Path(str(node_config["data-path"])).resolve()),
+        "shape": list(X.shape), "epsilon": epsilon, "delta": delta, "n-rounds": T,
+        "n-components": k, "data-norm": data_norm}
+    if is_table_mode(centering, data_norm):  # papers' setting: the agreement of before
+        agreement.update({"centering": centering or "none", "budget-shares": shares})
+    limits = provider_release_limits(T, centering, data_norm)
+    counter = FileReleaseCounter(state_path, limits, agreement)
     return ProviderState(X, n_components=k, epsilon=epsilon, delta=delta, n_rounds=T,
-                         data_norm=data_norm, noise_seed=None if seed is None else int(seed),
-                         provider_id=pid, counter=counter)
+                         data_norm=data_norm, centering=centering, budget_shares=shares,
+                         noise_seed=None if seed is None else int(seed), provider_id=pid,
+                         counter=counter)
 
 
-@client_app.query()
-def answer(msg: Message, context: Context) -> Message:
-    """Answer one query with the provider's noised product, or refuse with a reason."""
+def _answer(kind: str, msg: Message, context: Context) -> Message:
+    """Answer one message with the provider's noised release, or refuse with a reason."""
     try:
         provider = load_provider(dict(context.node_config))
-        query = _query_from_content(msg.content)
-        reply = provider.answer_query(query)
+        message = _message_from_content(kind, msg.content)
+        reply = provider.handle(message)
+        content = _reply_to_content(reply, provider)
     except QueryRefusedError as exc:
         return Message(Error(REFUSED_MALFORMED, f"refused: {exc}"), reply_to=msg)
     except BudgetExceededError as exc:
         return Message(Error(REFUSED_BUDGET, f"refused: {exc}"), reply_to=msg)
     except Exception as exc:  # the provider's own failure: say so, release nothing
         return Message(Error(PROVIDER_FAILED, f"provider failed: {exc!r}"), reply_to=msg)
-    return Message(_reply_to_content(reply, provider), reply_to=msg)
+    return Message(content, reply_to=msg)
+
+
+@client_app.query()
+def answer(msg: Message, context: Context) -> Message:
+    """A power round: ``Hᵢ = Σ̂ᵢQ + Gᵢ/nᵢ``."""
+    return _answer("query", msg, context)
+
+
+@client_app.query("mean")
+def answer_mean(msg: Message, context: Context) -> Message:
+    """A round of the private mean: ``Rᵢ`` and the noisy clipped sum over ``nᵢ``."""
+    return _answer("mean", msg, context)
+
+
+@client_app.query("prepare")
+def answer_prepare(msg: Message, context: Context) -> Message:
+    """The broadcast mean: centre, release ``Dᵢ`` (``data-norm = "auto"``), clip."""
+    return _answer("prepare", msg, context)
+
+
+@client_app.query("variance")
+def answer_variance(msg: Message, context: Context) -> Message:
+    """The noisy variances along the final components."""
+    return _answer("variance", msg, context)
 
 
 # --- server (ServerApp) --------------------------------------------------------------------------
@@ -177,26 +317,32 @@ def run_server(grid: Grid, config: dict[str, Any]) -> dict[str, Any]:
     Only loops send/receive and calls :class:`ServerState`. Failures become
     ``{"status": "error", "error": ...}`` in the result, never a silent stop.
     """
-    d, k = int(config["n-features"]), int(config["n-components"])
-    s_hat = int(config.get("n-nonzero", d))
-    T, N = int(config["n-rounds"]), int(config["n-providers"])
-    seed = int(config["seed"]) if int(config.get("seed", -1)) >= 0 else None
-    on_dropout = str(config.get("on-dropout", "error"))
-    round_timeout = float(config.get("round-timeout", 120.0))
-    wait_timeout = float(config.get("wait-timeout", 120.0))
     result: dict[str, Any] = {"status": "running", "rounds_completed": 0, "round_seconds": [],
                               "dropped": {}, "providers": {}}
     try:
+        d, k = int(config["n-features"]), int(config["n-components"])
+        s_hat = int(config.get("n-nonzero", d))
+        T, N = int(config["n-rounds"]), int(config["n-providers"])
+        seed = int(config["seed"]) if int(config.get("seed", -1)) >= 0 else None
+        on_dropout = str(config.get("on-dropout", "error"))
+        round_timeout = float(config.get("round-timeout", 120.0))
+        wait_timeout = float(config.get("wait-timeout", 120.0))
+        centering = _centering_setting(config.get("centering", "none"))
+        data_norm = _data_norm_setting(config.get("data-norm", 1.0))
         nodes = _wait_for_nodes(grid, N, wait_timeout)
         rng = np.random.default_rng(seed)
         server = ServerState(d, k, s_hat, T,
                              ServerState.initial(d, k, s_hat, str(config.get("init", "random")),
-                                                 rng))
+                                                 rng),
+                             centering=centering,
+                             table_mode=is_table_mode(centering, data_norm))
         node_to_pid: dict[int, str] = {}
         active = list(nodes)
         while not server.finished:
             t0 = time.perf_counter()
-            replies, reasons = _one_round(grid, active, server.query(), round_timeout)
+            phase = server.phase
+            replies, reasons = _one_round(grid, active, server.next_message(), round_timeout,
+                                          server.step_label)
             metas = {}
             for node, (reply, meta) in replies.items():
                 node_to_pid[node] = reply.provider_id
@@ -208,13 +354,26 @@ def run_server(grid: Grid, config: dict[str, Any]) -> dict[str, Any]:
             active = [n for n in active if node_to_pid.get(n, f"node-{n}") not in server.dropped]
             for pid, meta in metas.items():
                 result["providers"][pid] = meta
-            server.aggregate(used)
-            result["rounds_completed"] = server.round
-            result["round_seconds"].append(time.perf_counter() - t0)
+            server.receive(used)
+            if phase == "query":
+                result["rounds_completed"] = server.round
+                result["round_seconds"].append(time.perf_counter() - t0)
         result["dropped"] = dict(server.dropped)
         result.update(status="ok", components=server.components().tolist(),
                       history=[Q.T.tolist() for Q in server.history],
-                      privacy=_privacy(result["providers"], k, server.dropped))
+                      privacy=_privacy(result["providers"], server.dropped))
+        if server.table_mode:
+            result.update(
+                mean=None if server.mean is None else server.mean.tolist(),
+                explained_variance=_floats(server.explained_variance),
+                explained_variance_ratio=_floats(server.explained_variance_ratio),
+                provider_bounds=server.provider_bounds,
+            )
+        scales = {pid: float(m["noise-scale"]) * int(m["n-samples"])
+                  for pid, m in result["providers"].items() if pid not in server.dropped}
+        total = sum(int(result["providers"][pid]["n-samples"]) for pid in scales)
+        if total:
+            result["noise_level"] = math.sqrt(sum(s**2 for s in scales.values())) / total
     except (ProviderDropoutError, TimeoutError, ValueError) as exc:
         result.update(status="error", error=str(exc))
     except Exception as exc:  # pragma: no cover - reported, not swallowed
@@ -227,17 +386,20 @@ def run_server(grid: Grid, config: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _privacy(providers: dict[str, dict[str, Any]], k: int, dropped: dict[str, int]) -> dict:
+def _floats(values: Any) -> list[float | str] | None:
+    if values is None:
+        return None
+    return [float(v) if math.isfinite(v) else str(v) for v in np.asarray(values, float)]
+
+
+def _privacy(providers: dict[str, dict[str, Any]], dropped: dict[str, int]) -> dict:
+    """Each provider's own record (as it reported it with its last reply)."""
     out = {}
     for pid, meta in providers.items():
-        rec = provider_privacy_record(
-            epsilon=float(meta["epsilon"]), delta=float(meta["delta"]),
-            n_rounds=int(meta["n-rounds"]), n_components=k, data_norm=float(meta["data-norm"]),
-            n_samples=int(meta["n-samples"]), n_clipped=int(meta["n-clipped"]),
-            releases=int(meta["releases"]),
-            notes=f"Dropped out at round {dropped[pid]}." if pid in dropped else "",
-        )
-        out[pid] = rec.to_dict()
+        rec = json.loads(str(meta["privacy"]))
+        if pid in dropped:
+            rec["notes"] = f"{rec['notes']} Dropped out at round {dropped[pid]}."
+        out[pid] = rec
     return out
 
 
@@ -252,16 +414,18 @@ def _wait_for_nodes(grid: Grid, n: int, timeout: float) -> list[int]:
         time.sleep(0.2)
 
 
-def _one_round(grid: Grid, nodes: list[int], query: Query, timeout: float
-               ) -> tuple[dict[int, tuple[Reply, dict[str, Any]]], dict[int, str]]:
-    """Send ``query`` to ``nodes``; collect replies (by node) and reasons for the others."""
-    content = query_to_message_content(query)
-    messages = [Message(content=content, dst_node_id=n, message_type=MESSAGE_TYPE,
-                        group_id=str(query.round)) for n in nodes]
+def _one_round(grid: Grid, nodes: list[int], message: Any, timeout: float, label: str = ""
+               ) -> tuple[dict[int, tuple[Any, dict[str, Any]]], dict[int, str]]:
+    """Send ``message`` to ``nodes``; collect replies (by node) and reasons for the others."""
+    message_type = MESSAGE_TYPES[type(message)]
+    kind = message_type.partition(".")[2] or "query"
+    content = message_content(message)
+    messages = [Message(content=content, dst_node_id=n, message_type=message_type,
+                        group_id=label or kind) for n in nodes]
     pending: dict[str, int] = {}
     for msg_id, node in zip(grid.push_messages(messages), nodes, strict=True):
         pending[msg_id] = node
-    replies: dict[int, tuple[Reply, dict[str, Any]]] = {}
+    replies: dict[int, tuple[Any, dict[str, Any]]] = {}
     reasons: dict[int, str] = {}
     end = time.monotonic() + timeout
     while pending and time.monotonic() < end:
@@ -273,7 +437,10 @@ def _one_round(grid: Grid, nodes: list[int], query: Query, timeout: float
             if msg.has_error():
                 reasons[node] = f"error {msg.error.code}: {msg.error.reason}"
             else:
-                replies[node] = _reply_from_content(msg.content)
+                try:
+                    replies[node] = _reply_from_content(msg.content, kind)
+                except Exception as exc:  # a malformed reply: that provider dropped out
+                    reasons[node] = f"malformed reply: {exc!r}"
         time.sleep(POLL_INTERVAL)
     for node in pending.values():
         reasons[node] = f"no answer within round-timeout={timeout:g} s"
