@@ -521,7 +521,15 @@ def _tls_args(insecure: bool, root_certificates: Path | None) -> list[str]:
               default=1e-5, show_default=True)
 @click.option("--n-rounds", "-T", type=click.IntRange(min=1), default=10, show_default=True,
               help="Releases this provider agrees to make, ever, for DATA.")
-@click.option("--data-norm", type=float, default=1.0, show_default=True)
+@click.option("--centering", type=click.Choice(["private", "none"]), default="private",
+              show_default=True, help="'private': take part in the private mean; 'none': the "
+              "papers' uncentred second moment (the server must use the same).")
+@click.option("--data-norm", type=_DataNorm(), default="auto", show_default=True,
+              help="'auto' (a private 99 % quantile of this provider's centred row norms) or "
+              "a public bound.")
+@click.option("--budget-shares", default=None,
+              help="JSON object of part -> share of this provider's budget, e.g. "
+              "'{\"mean\": 0.05}'.")
 @click.option("--state", "state_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Release-count file (default: DATA + '.privpca-state.json').")
 @click.option("--noise-seed", type=int, default=None,
@@ -532,7 +540,8 @@ def _tls_args(insecure: bool, root_certificates: Path | None) -> list[str]:
 @click.option("--root-certificates", type=click.Path(exists=True, path_type=Path), default=None)
 def provider(
     data: Path, superlink: str, provider_id: str | None, n_components: int, epsilon: float,
-    delta: float, n_rounds: int, data_norm: float, state_path: Path | None,
+    delta: float, n_rounds: int, centering: str, data_norm: float | str,
+    budget_shares: str | None, state_path: Path | None,
     noise_seed: int | None, port: int, insecure: bool, root_certificates: Path | None,
 ) -> None:
     """Serve DATA as a DPS-PCA provider: a Flower SuperNode that answers at most T queries.
@@ -545,11 +554,18 @@ def provider(
     cfg: dict[str, Any] = {
         "data-path": str(data.resolve()), "provider-id": provider_id or data.stem,
         "n-components": n_components, "epsilon": epsilon, "delta": delta, "n-rounds": n_rounds,
-        "data-norm": data_norm, "state-path": str(state.resolve()),
+        "data-norm": data_norm, "centering": centering, "state-path": str(state.resolve()),
     }
     if noise_seed is not None:
         cfg["noise-seed"] = noise_seed
     node_config = " ".join(f"{k}={json.dumps(v)}" for k, v in cfg.items())
+    if budget_shares is not None:
+        try:
+            shares = json.loads(budget_shares)
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(str(exc), param_hint="--budget-shares") from exc
+        # Single quotes: Flower's node-config parser refuses double-quoted values with quotes.
+        node_config += " budget-shares='" + json.dumps(shares, separators=(",", ":")) + "'"
     import os
 
     args = [_flower_tool("flower-supernode"), *_tls_args(insecure, root_certificates),
@@ -575,6 +591,10 @@ def provider(
 @click.option("--round-timeout", type=float, default=120.0, show_default=True)
 @click.option("--wait-timeout", type=float, default=120.0, show_default=True,
               help="Seconds to wait for N providers to connect.")
+@click.option("--centering", type=click.Choice(["private", "none"]), default="private",
+              show_default=True, help="Must match the providers'.")
+@click.option("--data-norm", type=_DataNorm(), default="auto", show_default=True,
+              help="Must match the providers'.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Result JSON, written by the ServerApp on the SuperLink's machine.")
 @click.option("--insecure", is_flag=True, help="No TLS (only on a trusted network).")
@@ -582,7 +602,8 @@ def provider(
 def server(
     superlink: str, n_features: int, n_components: int, n_nonzero: int | None, n_rounds: int,
     n_providers: int, seed: int | None, init: str, on_dropout: str, round_timeout: float,
-    wait_timeout: float, output: Path, insecure: bool, root_certificates: Path | None,
+    wait_timeout: float, centering: str, data_norm: float | str, output: Path, insecure: bool,
+    root_certificates: Path | None,
 ) -> None:
     """Run DPS-PCA's server: submit privpca's Flower app to the SuperLink and wait for it."""
     import subprocess
@@ -596,6 +617,7 @@ def server(
         "n-nonzero": n_nonzero or n_features, "n-rounds": n_rounds, "n-providers": n_providers,
         "seed": -1 if seed is None else seed, "init": init, "on-dropout": on_dropout,
         "round-timeout": round_timeout, "wait-timeout": wait_timeout,
+        "centering": centering, "data-norm": data_norm,
         "output-path": str(output.resolve()),
     }
     with tempfile.TemporaryDirectory(prefix="privpca-flwr-") as tmp:
