@@ -76,12 +76,14 @@ def run_real_data(params: dict[str, Any], ctx: Any) -> ExperimentResult:
     """Every private estimator on defaults, each table, each ε; scikit-learn as reference."""
     tables = tuple(params["tables"])
     eps_grid = tuple(float(e) for e in params["eps_grid"])
-    methods = tuple(params.get("methods") or sorted(PRIVATE_ESTIMATORS))
+    chosen = params.get("methods")
+    methods = tuple(sorted(PRIVATE_ESTIMATORS) if chosen is None else chosen)
     reps = int(params["repetitions"])
     k = int(params["n_components"])
     peer_python = params.get("peer_python")
     peers = PEERS if peer_python else ()
-    ctx.start(len(tables) * len(eps_grid) * reps * (len(methods) + len(peers)))
+    peer_reps = min(int(params.get("peer_repetitions", reps)), reps)
+    ctx.start(len(tables) * len(eps_grid) * (reps * len(methods) + peer_reps * len(peers)))
     rows: list[dict[str, Any]] = []
     reference: dict[str, float] = {}
     for t_index, table in enumerate(tables):
@@ -102,7 +104,7 @@ def run_real_data(params: dict[str, Any], ctx: Any) -> ExperimentResult:
                     est = cls(n_components=k, epsilon=eps, random_state=rng,
                               ledger=PrivacyLedger())
                     row = dict(panel=table, method=name, epsilon=eps, repetition=rep,
-                               seed=seed)
+                               seed=seed, k=k, n=X.shape[0], p=X.shape[1])
                     try:
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
@@ -123,12 +125,13 @@ def run_real_data(params: dict[str, Any], ctx: Any) -> ExperimentResult:
                                    status=f"{type(exc).__name__}: {str(exc)[:120]}")
                     rows.append(row)
                     ctx.advance()
-                for library in peers:
+                for library in peers if rep < peer_reps else ():
                     assert tmp is not None and peer_python is not None
                     out = _peer(str(peer_python), library, tmp.name, k, eps, seed,
                                 float(params["peer_timeout"]))
                     row = dict(panel=table, method=f"{library} PCA (peer)", epsilon=eps,
-                               repetition=rep, seed=seed, expected_error=np.nan)
+                               repetition=rep, seed=seed, k=k, n=X.shape[0], p=X.shape[1],
+                               expected_error=np.nan)
                     if "error" in out:
                         row.update(error=np.nan, ratio_error=np.nan, explained_ratio=np.nan,
                                    seconds=np.nan, status=str(out["error"])[:160])
@@ -176,10 +179,10 @@ register(
         run_fn=run_real_data,
         quick_params=dict(tables=("covtype",), eps_grid=(1.0,), repetitions=1, n_components=2,
                           methods=("analyze-gauss", "noisy-power", "local-gaussian"),
-                          peer_python=None, peer_timeout=60.0),
+                          peer_python=None, peer_timeout=60.0, peer_repetitions=1),
         full_params=dict(tables=("covtype", "isolet5"), eps_grid=(0.5, 1.0, 2.0),
                          repetitions=3, n_components=2, methods=None, peer_python=None,
-                         peer_timeout=120.0),
+                         peer_timeout=300.0, peer_repetitions=1),
     )
 )
 
