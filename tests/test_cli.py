@@ -164,7 +164,7 @@ def test_fit_without_header_names_features_like_sklearn(runner, tmp_path, suffix
 def test_fit_local_method_with_public_bound(runner, tmp_path):
     rng = np.random.default_rng(0)
     path = tmp_path / "data.csv"
-    write_csv(path, rng.standard_normal((500, 6)) * 0.2, header=[f"f{i}" for i in range(6)])
+    write_csv(path, rng.standard_normal((5000, 6)) * 0.2, header=[f"f{i}" for i in range(6)])
     out = tmp_path / "fit.json"
     result = runner.invoke(main, ["fit", "-m", "local-gaussian", "-k", "2", "--epsilon", "1",
                                   "--data-norm", "1", "--seed", "3", str(path), "-o", str(out)])

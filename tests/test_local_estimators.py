@@ -12,6 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from conftest import PAPER, PAPER_CENTRING
 from privpca import (
     LocalGaussianPCA,
     LocalSparsePCA,
@@ -26,7 +27,9 @@ from privpca.metrics import sin_theta, subspace_distance, support_recovery
 ESTIMATORS = [LocalGaussianPCA, LocalSparsePCA]
 
 
-@parametrize_with_checks([LocalGaussianPCA(), LocalSparsePCA()])
+# The checks' data sets have tens of rows: the local protocol's norm groups need hundreds of
+# users, so the checks run in the papers' setting (defaults are tested below on real sizes).
+@parametrize_with_checks([LocalGaussianPCA(**PAPER), LocalSparsePCA(**PAPER)])
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RowClippingWarning)  # check data exceeds norm 1
@@ -41,7 +44,7 @@ def spiked():
 @pytest.mark.parametrize("cls", ESTIMATORS)
 def test_fitted_attributes_and_privacy_record(cls, spiked):
     X, _ = spiked
-    est = cls(n_components=2, epsilon=1.5, delta=1e-6, random_state=0).fit(X)
+    est = cls(n_components=2, epsilon=1.5, delta=1e-6, random_state=0, **PAPER).fit(X)
     assert est.components_.shape == (2, 10)
     np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(2), atol=1e-10)
     sigma = analytic_gaussian_sigma(1.5, 1e-6, math.sqrt(2))
@@ -58,18 +61,18 @@ def test_fitted_attributes_and_privacy_record(cls, spiked):
 
 def test_data_norm_scales_sensitivity(spiked):
     X, _ = spiked
-    est = LocalGaussianPCA(epsilon=1.0, data_norm=2.0, random_state=0).fit(X)
+    est = LocalGaussianPCA(epsilon=1.0, data_norm=2.0, random_state=0, **PAPER_CENTRING).fit(X)
     assert est.privacy_.sensitivity == pytest.approx(4 * math.sqrt(2))
     assert est.noise_scale_ == pytest.approx(analytic_gaussian_sigma(1.0, 1e-5, 4 * math.sqrt(2)))
 
 
 def test_classic_calibration_and_its_warning(spiked):
     X, _ = spiked
-    est = LocalGaussianPCA(epsilon=0.5, calibration="classic", random_state=0).fit(X)
+    est = LocalGaussianPCA(epsilon=0.5, calibration="classic", random_state=0, **PAPER).fit(X)
     assert est.noise_scale_ == pytest.approx(classic_gaussian_sigma(0.5, 1e-5, math.sqrt(2)))
     assert est.privacy_.epsilon < 0.5  # classic over-noises below ε = 1
     with pytest.warns(PrivacyLeakWarning, match="epsilon < 1"):
-        est = LocalGaussianPCA(epsilon=3.0, calibration="classic", random_state=0).fit(X)
+        est = LocalGaussianPCA(epsilon=3.0, calibration="classic", random_state=0, **PAPER).fit(X)
     assert est.privacy_.epsilon == pytest.approx(
         certified_epsilon(est.noise_scale_, 1e-5, math.sqrt(2)), rel=1e-6
     )
@@ -79,7 +82,7 @@ def test_paper_sensitivity_is_explicit_and_honest(spiked):
     X, _ = spiked
     with pytest.warns(PrivacyLeakWarning, match="sensitivity='paper'"):
         est = LocalGaussianPCA(
-            epsilon=0.5, calibration="classic", sensitivity="paper", random_state=0
+            epsilon=0.5, calibration="classic", sensitivity="paper", random_state=0, **PAPER
         ).fit(X)
     # Wang & Xu's σ₁² = 2 ln(1.25/δ)/ε² exactly.
     assert est.noise_scale_**2 == pytest.approx(2 * math.log(1.25 / 1e-5) / 0.25)
@@ -94,7 +97,7 @@ def test_clipping_warns_counts_and_never_mutates():
     X[:7] *= 100  # seven rows far above norm 1
     original = X.copy()
     with pytest.warns(RowClippingWarning, match="7 of 100 rows"):
-        est = LocalGaussianPCA(n_components=1, random_state=0).fit(X)
+        est = LocalGaussianPCA(n_components=1, random_state=0, **PAPER).fit(X)
     assert est.privacy_.n_clipped == 7
     np.testing.assert_array_equal(X, original)
 
@@ -131,15 +134,15 @@ def test_bad_inputs(cls):
 @pytest.mark.parametrize("cls", ESTIMATORS)
 def test_seeded_fits_are_reproducible(cls, spiked):
     X, _ = spiked
-    a = cls(random_state=4).fit(X).components_
-    b = cls(random_state=4).fit(X).components_
+    a = cls(random_state=4, **PAPER).fit(X).components_
+    b = cls(random_state=4, **PAPER).fit(X).components_
     np.testing.assert_array_equal(a, b)
 
 
 def test_infinite_signal_recovers_truth(spiked):
     # Huge ε: the noise vanishes and the answer is the non-private top eigenspace.
     X, V = spiked
-    est = LocalGaussianPCA(n_components=2, epsilon=1e10, random_state=0).fit(X)
+    est = LocalGaussianPCA(n_components=2, epsilon=1e10, random_state=0, **PAPER).fit(X)
     exact = np.linalg.eigh(X.T @ X)[1][:, -2:]
     assert subspace_distance(est.components_.T, exact) < 1e-4
     assert subspace_distance(est.components_.T, V) < 0.1
@@ -151,7 +154,8 @@ def test_more_privacy_more_error(spiked):
     for eps in (0.5, 50.0):
         errs[eps] = np.mean(
             [
-                sin_theta(LocalGaussianPCA(epsilon=eps, random_state=s).fit(X).components_.T, V)
+                sin_theta(LocalGaussianPCA(epsilon=eps, random_state=s,
+                    **PAPER).fit(X).components_.T, V)
                 for s in range(5)
             ]
         )
@@ -166,7 +170,7 @@ def test_gridsearch_clones_still_charge_the_ledger(spiked):
         return -float(np.mean((X - est.inverse_transform(est.transform(X))) ** 2))
 
     search = GridSearchCV(
-        LocalGaussianPCA(random_state=0, ledger=ledger),
+        LocalGaussianPCA(random_state=0, ledger=ledger, **PAPER),
         {"n_components": [1, 2]},
         cv=3,
         scoring=neg_reconstruction,
@@ -181,7 +185,7 @@ def test_gridsearch_clones_still_charge_the_ledger(spiked):
 def test_gridsearch_with_processes_fails_loudly(spiked):
     X, _ = spiked
     search = GridSearchCV(
-        LocalGaussianPCA(random_state=0, ledger=PrivacyLedger()),
+        LocalGaussianPCA(random_state=0, ledger=PrivacyLedger(), **PAPER),
         {"n_components": [1, 2]},
         cv=2,
         n_jobs=2,
@@ -202,8 +206,8 @@ def test_ledger_budget_refuses_before_release(spiked):
     from privpca import BudgetExceededError
 
     ledger = PrivacyLedger(epsilon_budget=1.2, delta_budget=1e-4)  # two fits compose to 1.24
-    LocalGaussianPCA(epsilon=1.0, ledger=ledger, random_state=0).fit(X)
-    est = LocalGaussianPCA(epsilon=1.0, ledger=ledger, random_state=0)
+    LocalGaussianPCA(epsilon=1.0, ledger=ledger, random_state=0, **PAPER).fit(X)
+    est = LocalGaussianPCA(epsilon=1.0, ledger=ledger, random_state=0, **PAPER)
     with pytest.raises(BudgetExceededError):
         est.fit(X)
     assert not hasattr(est, "components_")
@@ -213,7 +217,7 @@ def test_default_ledger_records_every_fit(spiked):
     from privpca import default_ledger
 
     before = len(default_ledger())
-    LocalGaussianPCA(random_state=0).fit(spiked[0][:100])
+    LocalGaussianPCA(random_state=0, **PAPER).fit(spiked[0][:100])
     assert len(default_ledger()) == before + 1
 
 
@@ -238,11 +242,12 @@ def test_sparse_beats_dense_and_recovers_support(sparse_problem):
         warnings.simplefilter("ignore", RowClippingWarning)  # a few rows of 200 000
         dense = [
             subspace_distance(
-                LocalGaussianPCA(1, epsilon=4.0, random_state=s).fit(X).components_.T, V
+                LocalGaussianPCA(1, epsilon=4.0, random_state=s, **PAPER).fit(X).components_.T, V
             )
             for s in range(2)
         ]
-        sparse_fits = [LocalSparsePCA(1, epsilon=4.0, random_state=s).fit(X) for s in range(2)]
+        sparse_fits = [LocalSparsePCA(1, epsilon=4.0, random_state=s,
+            **PAPER).fit(X) for s in range(2)]
     sparse = [subspace_distance(f.components_.T, V) for f in sparse_fits]
     assert np.mean(sparse) < 0.4 * np.mean(dense), (sparse, dense)
     for f in sparse_fits:
@@ -257,14 +262,15 @@ def test_sparse_beats_dense_and_recovers_support(sparse_problem):
 def test_sparse_lambda_zero_is_plain_pca(sparse_problem):
     X, _ = sparse_problem
     Xs = X[:20_000, :30] / 2.0  # within norm 1: no clipping
-    dense = LocalGaussianPCA(epsilon=4.0, random_state=1).fit(Xs)
-    sparse = LocalSparsePCA(epsilon=4.0, lam=0.0, tol=1e-6, max_iter=500, random_state=1).fit(Xs)
+    dense = LocalGaussianPCA(epsilon=4.0, random_state=1, **PAPER).fit(Xs)
+    sparse = LocalSparsePCA(epsilon=4.0, lam=0.0, tol=1e-6, max_iter=500, random_state=1,
+        **PAPER).fit(Xs)
     assert subspace_distance(dense.components_.T, sparse.components_.T) < 1e-2
 
 
 def test_sparse_auto_lambda_uses_public_scale(sparse_problem):
     X, _ = sparse_problem
-    est = LocalSparsePCA(1, epsilon=4.0, random_state=0).fit(X[:1000] / 2.0)
+    est = LocalSparsePCA(1, epsilon=4.0, random_state=0, **PAPER).fit(X[:1000] / 2.0)
     sigma = analytic_gaussian_sigma(4.0, 1e-5, math.sqrt(2))
     expected = 0.25 * sigma / math.sqrt(1000) * math.sqrt(2 * math.log(200**2))
     assert est.lam_ == pytest.approx(expected)
@@ -273,7 +279,7 @@ def test_sparse_auto_lambda_uses_public_scale(sparse_problem):
 def test_sparse_convergence_warning(sparse_problem):
     X, _ = sparse_problem
     with pytest.warns(ConvergenceWarning, match="did not converge"):
-        est = LocalSparsePCA(1, epsilon=4.0, max_iter=1, tol=1e-12, random_state=0).fit(
+        est = LocalSparsePCA(1, epsilon=4.0, max_iter=1, tol=1e-12, random_state=0, **PAPER).fit(
             X[:2000] / 2.0
         )
     assert est.n_iter_ == 1 and not est.converged_
@@ -310,7 +316,8 @@ def test_error_falls_as_one_over_root_n():
     means = []
     for n in ns:
         errs = [
-            sin_theta(LocalGaussianPCA(epsilon=4.0, random_state=r).fit(X_all[:n]).components_.T, V)
+            sin_theta(LocalGaussianPCA(epsilon=4.0, random_state=r,
+                **PAPER).fit(X_all[:n]).components_.T, V)
             for r in range(8)
         ]
         means.append(np.mean(errs))
@@ -325,7 +332,7 @@ def test_default_ledger_in_a_child_process_warns(spiked, monkeypatch):
 
     monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
     with pytest.warns(PrivacyWarning, match="child process"):
-        LocalGaussianPCA(random_state=0).fit(spiked[0][:100])
+        LocalGaussianPCA(random_state=0, **PAPER).fit(spiked[0][:100])
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyWarning)
-        LocalGaussianPCA(random_state=0, ledger=PrivacyLedger()).fit(spiked[0][:100])
+        LocalGaussianPCA(random_state=0, ledger=PrivacyLedger(), **PAPER).fit(spiked[0][:100])

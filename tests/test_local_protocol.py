@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from conftest import PAPER
 from privpca import LocalGaussianPCA, RowClippingWarning
 from privpca.metrics import subspace_distance
 from privpca.protocols import (
@@ -108,7 +109,7 @@ def test_fit_aggregate_matches_fit_in_distribution():
     X = 0.15 * rng.standard_normal((n, p))
     X[:, 0] *= 4
     X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-    kw = dict(n_components=k, epsilon=8.0, delta=1e-5)
+    kw = dict(n_components=k, epsilon=8.0, delta=1e-5, **PAPER)
     err_protocol, err_fast = [], []
     for r in range(reps):
         est = LocalGaussianPCA(**kw, random_state=r).fit(X)
@@ -125,4 +126,4 @@ def test_fit_aggregate_refuses_mismatched_parameters():
     rand = LocalCovarianceRandomiser(3, epsilon=2.0, delta=1e-5)
     agg = LocalCovarianceAggregator(rand).add(np.zeros(6))
     with pytest.raises(ValueError, match="differs"):
-        LocalGaussianPCA(n_components=1, epsilon=1.0).fit_aggregate(agg)
+        LocalGaussianPCA(n_components=1, epsilon=1.0, **PAPER).fit_aggregate(agg)

@@ -19,7 +19,6 @@ import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import validate_data
 
 from privpca._validation import (
     check_in_range,
@@ -31,13 +30,35 @@ from privpca._validation import (
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
+from privpca.decomposition._spectrum import (
+    check_n_components_spec,
+    fit_noisy_matrix,
+    mean_perturbation_bound,
+    noise_norm_bound,
+)
 from privpca.mechanisms.gaussian import CALIBRATIONS
+from privpca.pipeline.release import (
+    check_centering,
+    check_data_norm,
+    check_scale,
+    validated_rows,
+)
 from privpca.protocols.local_covariance import (
     NEIGHBOURING,
     SENSITIVITY_RULES,
     LocalCovarianceAggregator,
     LocalCovarianceRandomiser,
     simulate_report_sum,
+)
+from privpca.protocols.local_preprocessing import (
+    GROUP_FRACTIONS,
+    THRESHOLDS,
+    LocalMeanAggregator,
+    LocalMeanRandomiser,
+    LocalNormAggregator,
+    LocalNormRandomiser,
+    assign_thresholds,
+    window_thresholds,
 )
 from privpca.solvers.eigen import fix_signs, top_eigenvectors
 from privpca.solvers.fantope import fantope_admm
@@ -48,8 +69,13 @@ __all__ = ["LocalGaussianPCA", "LocalSparsePCA"]
 class _LocalCovarianceEstimator(BasePrivatePCA):
     """Shared machinery: validation, the randomiser, the noisy second moment, the record."""
 
-    def _randomiser(self, n_features: int) -> LocalCovarianceRandomiser:
-        check_in_range(self.data_norm, "data_norm", low=0.0, owner=self)
+    def _randomiser(
+        self, n_features: int, data_norm: float | None = None,
+        centre: NDArray[np.float64] | None = None,
+    ) -> LocalCovarianceRandomiser:
+        if data_norm is None:
+            check_in_range(self.data_norm, "data_norm", low=0.0, owner=self)
+            data_norm = float(self.data_norm)
         check_options(self.calibration, "calibration", CALIBRATIONS, owner=self)
         check_options(self.sensitivity, "sensitivity", SENSITIVITY_RULES, owner=self)
         check_in_range(self.epsilon, "epsilon", low=0.0, owner=self)
@@ -58,10 +84,24 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
             n_features,
             self.epsilon,
             self.delta,
-            self.data_norm,
+            data_norm,
             self.calibration,
             self.sensitivity,
+            centre=centre,
         )
+
+    def _paper_setting(self, n_features: int) -> bool:
+        """No centring, a public bound, no scaling: Wang & Xu's protocol, bitwise as before."""
+        centering = check_centering(self.centering, n_features, self)
+        data_norm = check_data_norm(self.data_norm, self)
+        scale = check_scale(self.scale, n_features, self)
+        if scale is not False:
+            raise ValueError(
+                f"The 'scale' parameter of {type(self).__name__} must be False: private "
+                "per-feature scales are not available in the local model yet (each user would "
+                "need a further report). Standardise with public scales before fitting."
+            )
+        return centering is None and not isinstance(data_norm, str)
 
     def _record(
         self,
@@ -106,21 +146,196 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         )
 
     def _noisy_second_moment(self, X: ArrayLike) -> tuple[NDArray[np.float64], int, int]:
-        """Validate, clip, charge the ledger, and return ``(n S̃, n, n_clipped)`` (upper part)."""
-        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
+        """Validate, (centre, bound,) clip, charge, and return ``(Σ reports, n_cov, n_clipped)``.
+
+        In the papers' setting every user sends a covariance report (Wang & Xu's protocol,
+        bitwise as before); otherwise the users are split into the groups of
+        :mod:`privpca.protocols.local_preprocessing`, one report each.
+        """
+        Xv, sq = validated_rows(self, X)
         n, p = Xv.shape
         self._check_params(p)
+        if not self._paper_setting(p):
+            return self._table_second_moment(Xv, sq)
         randomiser = self._randomiser(p)
         randomiser.warn_if_weaker(stacklevel=4)
         rng = check_random_state(self.random_state)
-        Xc, n_clipped = clip_rows(Xv, self.data_norm, owner=self)
+        Xc, n_clipped = clip_rows(Xv, self.data_norm, owner=self, norms=np.sqrt(sq))
         self.privacy_ = self._record(randomiser, n, n_clipped)
         self._charge(self.privacy_, self.ledger)
         self.noise_scale_ = randomiser.noise_scale
+        self.mean_ = np.zeros(p)
+        self.scale_ = None
+        self.data_norm_ = float(self.data_norm)
+        self._mean_sd = 0.0
         return simulate_report_sum(Xc, randomiser, rng), n, n_clipped
 
+    # ------------------------------------------------------------------ on a table
+    def _groups(self, n: int, centering: Any, data_norm: Any) -> dict[str, int]:
+        """Public group sizes (the covariance group gets the rest); refused if too small."""
+        active = []
+        if isinstance(centering, str):
+            active += ["norm", "mean", "residual", "mean_refine"]
+        if isinstance(data_norm, str):
+            active.append("bound")
+        sizes = {g: int(GROUP_FRACTIONS[g] * n) for g in active}
+        sizes["covariance"] = n - sum(sizes.values())
+        small = {g: m for g, m in sizes.items()
+                 if m < (len(THRESHOLDS) if g in ("norm", "bound", "residual") else 2)}
+        if small:
+            raise ValueError(
+                f"{type(self).__name__}: n_samples={n} users are too few for the local "
+                f"protocol's groups {sizes} (each norm group needs at least "
+                f"{len(THRESHOLDS)} users, one per threshold). Use more users, or the papers' "
+                "setting (centering=None and a public data_norm)."
+            )
+        return sizes
+
+    def _table_second_moment(
+        self, X: NDArray[np.float64], sq: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], int, int]:
+        n, p = X.shape
+        self._randomiser(p, data_norm=1.0)  # validates ε, δ, calibration, sensitivity
+        if self.calibration != "analytic" or self.sensitivity != "replace":
+            raise ValueError(
+                f"{type(self).__name__}: calibration='classic' and sensitivity='paper' "
+                "reproduce the paper's setting; they require centering=None and a numeric "
+                "data_norm."
+            )
+        centering = check_centering(self.centering, p, self)
+        data_norm = check_data_norm(self.data_norm, self)
+        sizes = self._groups(n, centering, data_norm)
+        eps, delta = float(self.epsilon), float(self.delta)
+        planned = self._table_record(sizes, n, {}, notes="planned before the fit")
+        ledger = self._book(planned)
+
+        rng = check_random_state(self.random_state)
+        pre_rng = self._preprocessing_rng(rng)
+        order = pre_rng.permutation(n)  # public: which user is in which group
+        start = 0
+        members: dict[str, NDArray[np.intp]] = {}
+        for g in ("norm", "mean", "residual", "mean_refine", "bound", "covariance"):
+            if g in sizes:
+                members[g] = order[start:start + sizes[g]]
+                start += sizes[g]
+        released: dict[str, Any] = {}
+        mean = None if centering is None else (
+            None if isinstance(centering, str) else np.asarray(centering, dtype=np.float64))
+        mean_sd = 0.0
+        centre = previous = np.zeros(p)
+        if isinstance(centering, str):
+            # Round 1 around 0 on the full grid; round 2 around μ̂₁ on a window below 2R.
+            grid = THRESHOLDS
+            for norm_g, mean_g in (("norm", "mean"), ("residual", "mean_refine")):
+                norm_rand = LocalNormRandomiser(eps, centre=centre)
+                idx = assign_thresholds(sizes[norm_g], pre_rng, len(grid))
+                bits = norm_rand.report_batch(X[members[norm_g]], grid[idx], pre_rng)
+                R = LocalNormAggregator(norm_rand, grid).add(idx, bits).quantile()
+                mean_rand = LocalMeanRandomiser(eps, delta, R)
+                agg = LocalMeanAggregator(mean_rand, p).add(
+                    mean_rand.report_batch(X[members[mean_g]] - centre, pre_rng))
+                released[f"{mean_g}_bound"] = R
+                released[f"{mean_g}_noise_scale"] = mean_rand.noise_scale
+                previous, centre = centre, centre + agg.mean()
+                mean_sd = agg.noise_scale
+                grid = window_thresholds(R)
+            mean = centre
+        if isinstance(data_norm, str):
+            # ‖x − μ̂‖ ≤ ‖x − μ̂₁‖ + ‖μ̂ − μ̂₁‖ ≲ 2R₂: the window below it, once R₂ is public.
+            grid = (window_thresholds(released["mean_refine_bound"] + float(
+                np.linalg.norm(centre - previous))) if isinstance(centering, str)
+                else THRESHOLDS)
+            norm_rand = LocalNormRandomiser(eps, centre=mean)
+            idx = assign_thresholds(sizes["bound"], pre_rng, len(grid))
+            bits = norm_rand.report_batch(X[members["bound"]], grid[idx], pre_rng)
+            D = LocalNormAggregator(norm_rand, grid).add(idx, bits).quantile()
+        else:
+            D = float(data_norm)
+        randomiser = self._randomiser(p, data_norm=D, centre=mean)
+        rows = X[members["covariance"]]
+        if mean is not None:
+            rows = rows - mean
+        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+        over = norms > D
+        n_clipped = int(over.sum())
+        if n_clipped:
+            rows[over] *= (D / norms[over])[:, None]
+        released.update(data_norm=D, covariance_noise_scale=randomiser.noise_scale)
+        record = self._table_record(sizes, n, released, notes="")
+        ledger.amend(planned, record)
+        self.privacy_ = record
+        self.noise_scale_ = randomiser.noise_scale
+        self.mean_ = np.zeros(p) if mean is None else mean
+        self.scale_ = None
+        self.data_norm_ = D
+        self._mean_sd = mean_sd
+        return simulate_report_sum(rows, randomiser, rng), sizes["covariance"], n_clipped
+
+    def _book(self, planned: PrivacyRecord) -> Any:
+        from privpca.accounting.ledger import default_ledger
+
+        ledger = default_ledger() if self.ledger is None else self.ledger
+        self._charge(planned, ledger)
+        return ledger
+
+    def _table_record(
+        self, sizes: dict[str, int], n: int, released: dict[str, Any], notes: str
+    ) -> PrivacyRecord:
+        """One spend per group of users; the total is (ε, δ) by parallel composition."""
+        eps, delta = float(self.epsilon), float(self.delta)
+        nan = math.nan
+        q = 1.0 / (1.0 + math.exp(min(eps, 700.0)))
+        spends = []
+        mult = float(dp_accounting.get_sigma_gaussian(eps, delta))
+        for norm_g, mean_g, part, what in (
+            ("norm", "mean", "bound_raw", "‖x‖"),
+            ("residual", "mean_refine", "bound_residual", "‖x − μ̂₁‖"),
+        ):
+            if norm_g not in sizes:
+                continue
+            spends.append(PrivacySpend(
+                mechanism=(f"{part}: binary randomised response to '{what} <= t_j?' "
+                           f"({sizes[norm_g]} users, one answer each, flip probability "
+                           f"{q:.4g})"),
+                epsilon=eps, delta=0.0, sensitivity=1.0, noise_scale=q, dp_event=None))
+            R = released.get(f"{mean_g}_bound", nan)
+            spends.append(PrivacySpend(
+                mechanism=(f"{mean_g}: gaussian: clip_R(x{'' if mean_g == 'mean' else ' − μ̂₁'})"
+                           f" ({sizes[mean_g]} users, one report each)"),
+                epsilon=eps, delta=delta, sensitivity=2.0 * R,
+                noise_scale=released.get(f"{mean_g}_noise_scale", nan),
+                dp_event=dp_accounting.GaussianDpEvent(mult)))
+        if "bound" in sizes:
+            spends.append(PrivacySpend(
+                mechanism=(f"bound: binary randomised response to '‖x − μ̂‖ <= t_j?' "
+                           f"({sizes['bound']} users, one answer each)"),
+                epsilon=eps, delta=0.0, sensitivity=1.0, noise_scale=q, dp_event=None))
+        D = released.get("data_norm", nan)
+        spends.append(PrivacySpend(
+            mechanism=(f"statistic: gaussian: packed upper triangle of clip_D(x − μ̂) "
+                       f"clip_D(x − μ̂)ᵀ ({sizes['covariance']} users, one report each)"),
+            epsilon=eps, delta=delta, sensitivity=math.sqrt(2.0) * D**2,
+            noise_scale=released.get("covariance_noise_scale", nan),
+            dp_event=dp_accounting.GaussianDpEvent(mult)))
+        groups = ", ".join(f"{g} {m}" for g, m in sizes.items())
+        return PrivacyRecord(
+            epsilon=eps, delta=delta, model="local", neighbouring=NEIGHBOURING,
+            sensitivity=math.sqrt(2.0) * D**2,
+            noise_scale=released.get("covariance_noise_scale", nan),
+            calibration="analytic (Gaussian reports), randomised response (norm answers)",
+            data_norm=D, n_samples=int(n), n_clipped=0, spends=tuple(spends),
+            target_epsilon=eps,
+            notes=((notes + " ") if notes else "") + (
+                f"Users split by a public random permutation into disjoint groups ({groups}); "
+                "each user sends one report, (epsilon, delta)-LDP (the norm answers are pure "
+                "epsilon-LDP), so by parallel composition every user's guarantee is "
+                "(epsilon, delta). The server's bound R, mean and bound D are released "
+                "before the later groups report. A ledger composing this fit with others "
+                "treats the groups' spends as sequential (conservative)."),
+        )
+
     def _check_params(self, n_features: int) -> None:
-        check_n_components(self.n_components, n_features, owner=self)
+        check_n_components_spec(self.n_components, n_features, self)
 
     def fit_aggregate(self, aggregator: LocalCovarianceAggregator) -> _LocalCovarianceEstimator:
         """Fit from reports collected by the real client/server protocol.
@@ -135,10 +350,13 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         self
         """
         r = aggregator.randomiser
+        # The randomiser's public bound (and centre) are the protocol's: a numeric data_norm
+        # here must agree with them; "auto" accepts the bound the server released.
+        own_norm = r.data_norm if isinstance(self.data_norm, str) else float(self.data_norm)
         mine = (
             float(self.epsilon),
             float(self.delta),
-            float(self.data_norm),
+            own_norm,
             self.calibration,
             self.sensitivity,
         )
@@ -155,11 +373,19 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         self.privacy_ = self._record(r, n, 0, notes=" Clipping, if any, happened on clients.")
         self._charge(self.privacy_, self.ledger)
         self.noise_scale_ = r.noise_scale
+        self.mean_ = np.zeros(p) if r.centre is None else np.asarray(r.centre)
+        self.scale_ = None
+        self.data_norm_ = float(r.data_norm)
+        self._mean_sd = 0.0
         self._fit_second_moment(aggregator.noisy_second_moment() * n, n)
         return self
 
     def _fit_second_moment(self, total: NDArray[np.float64], n: int) -> None:
         raise NotImplementedError
+
+    def _denominator(self, n: int) -> float:
+        """n − 1 for centred reports (scikit-learn's covariance), n for the second moment."""
+        return float(n - 1 if np.any(self.mean_ != 0.0) and n > 1 else n)
 
 
 class LocalGaussianPCA(_LocalCovarianceEstimator):
@@ -170,15 +396,25 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
 
     Parameters
     ----------
-    n_components : int, default=2
-        Dimension k of the subspace.
+    n_components : int or float, default=2
+        Dimension k of the subspace, or a float in (0, 1): the smallest k whose private
+        explained-variance ratio reaches it.
     epsilon : float, default=1.0
         ε > 0 of each user's (ε, δ)-local-DP guarantee.
     delta : float, default=1e-5
         0 < δ < 1.
-    data_norm : float, default=1.0
-        Public bound D on every record's L2 norm. Longer rows are clipped to it, with a
-        :class:`~privpca.exceptions.RowClippingWarning` saying how many.
+    centering : "private", None or array of shape (n_features,), default="private"
+        ``"private"``: a group of users answers a randomised norm question and another sends
+        noisy clipped records, from which the server releases a mean; the covariance users
+        report ``x − μ̂`` (:mod:`privpca.protocols.local_preprocessing`). ``None``: Wang &
+        Xu's uncentred second moment. An array: a public mean, free.
+    data_norm : "auto" or float, default="auto"
+        Bound D on ``‖x − μ̂‖``. ``"auto"``: a group of users answers randomised norm
+        questions and the server releases a quantile of their CDF. A float is public and free;
+        longer rows are clipped to it (on the clients).
+    scale : False, default=False
+        Private scaling is not available in the local model (a clear error); public scales
+        can be applied before fitting.
     calibration : {"analytic", "classic"}, default="analytic"
         Gaussian calibration: exact analytic (Balle & Wang 2018) or classic
         ``σ = Δ√(2 ln(1.25/δ))/ε`` (valid only for ε < 1; warns otherwise).
@@ -197,8 +433,20 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
     ----------
     components_ : ndarray of shape (n_components, n_features)
         Orthonormal rows spanning the estimated principal subspace.
-    explained_variance_ : ndarray of shape (n_components,)
-        Top eigenvalues of the noisy second-moment matrix ``S̃`` (noisy; may be negative).
+    explained_variance_ : ndarray of shape (n_components_,)
+        Top eigenvalues of the summed reports over n − 1 (centred) or n (noisy; may be
+        negative).
+    explained_variance_ratio_ : ndarray of shape (n_components_,)
+        The same over the reports' trace (the private total variance).
+    n_components_ : int
+    mean_ : ndarray of shape (n_features,)
+        The mean the server released from the mean groups (zeros when uncentred).
+    scale_ : None
+    data_norm_ : float
+        The bound D the covariance reports were clipped to (released).
+    noise_level_, expected_error_ : float
+        As in :class:`~privpca.AnalyzeGaussPCA`, for the summed noise of the covariance
+        reports and the released mean's noise.
     noise_scale_ : float
         σ₁, the standard deviation of one user's noise on one upper-triangle entry.
     privacy_ : PrivacyRecord
@@ -232,7 +480,9 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
         *,
         epsilon: float = 1.0,
         delta: float = 1e-5,
-        data_norm: float = 1.0,
+        centering: Any = "private",
+        data_norm: float | str = "auto",
+        scale: Any = False,
         calibration: str = "analytic",
         sensitivity: str = "replace",
         random_state: Any = None,
@@ -241,7 +491,9 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
+        self.centering = centering
         self.data_norm = data_norm
+        self.scale = scale
         self.calibration = calibration
         self.sensitivity = sensitivity
         self.random_state = random_state
@@ -265,10 +517,16 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
         return self
 
     def _fit_second_moment(self, total: NDArray[np.float64], n: int) -> None:
-        k = int(self.n_components)
-        values, vectors = top_eigenvectors(total, k)  # reads the upper triangle only
-        self.components_ = vectors.T.copy()
-        self.explained_variance_ = values / n
+        p = total.shape[0]
+        k = check_n_components_spec(self.n_components, p, self)
+        # The n users' noise sums to one symmetric Gaussian with per-entry std √n·σ₁.
+        fit = fit_noisy_matrix(
+            total, k, noise_sd=math.sqrt(n) * self.noise_scale_,
+            denominator=self._denominator(n),
+            extra_perturbation=mean_perturbation_bound(n, self._mean_sd, p)
+            if self._mean_sd else 0.0,
+        )
+        self._set_spectrum(fit)
 
 
 class LocalSparsePCA(_LocalCovarianceEstimator):
@@ -305,6 +563,14 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
     ----------
     components_ : ndarray of shape (n_components, n_features)
         Orthonormal rows; rows outside ``support_`` are zero.
+    mean_, scale_, data_norm_, n_components_
+        As in :class:`LocalGaussianPCA`.
+    explained_variance_, explained_variance_ratio_ : ndarray of shape (n_components,)
+        Variances along the sparse components in the noisy ``S̃``, and over its trace.
+    noise_level_ : float
+        Bound (probability ≥ 95 %) on ``‖S̃ − S‖₂`` in variance units.
+    expected_error_ : float
+        NaN: the Davis–Kahan bound does not apply to the ℓ₁-penalised solution.
     support_ : ndarray of int
         Features (rows of the subspace) selected by the ℓ₁ penalty.
     lam_ : float
@@ -334,7 +600,9 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
         *,
         epsilon: float = 1.0,
         delta: float = 1e-5,
-        data_norm: float = 1.0,
+        centering: Any = "private",
+        data_norm: float | str = "auto",
+        scale: Any = False,
         calibration: str = "analytic",
         sensitivity: str = "replace",
         lam: float | str = "auto",
@@ -347,7 +615,9 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
+        self.centering = centering
         self.data_norm = data_norm
+        self.scale = scale
         self.calibration = calibration
         self.sensitivity = sensitivity
         self.lam = lam
@@ -358,7 +628,7 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
         self.ledger = ledger
 
     def _check_params(self, n_features: int) -> None:
-        super()._check_params(n_features)
+        check_n_components(self.n_components, n_features, owner=self)
         if not (isinstance(self.lam, str) and self.lam == "auto"):
             check_in_range(self.lam, "lam", low=0.0, low_closed=True, owner=self)
         check_in_range(self.lam_scale, "lam_scale", low=0.0, owner=self)
@@ -383,8 +653,13 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
         return self
 
     def default_lam(self, n_samples: int, n_features: int) -> float:
-        """λ for ``lam="auto"``: ``lam_scale · (σ₁/√n)·√(2 ln(p²))`` (public inputs only)."""
-        sigma1 = self._randomiser(n_features).noise_scale
+        """λ for ``lam="auto"``: ``lam_scale · (σ₁/√n)·√(2 ln(p²))`` (public inputs only).
+
+        σ₁ is the covariance reports' noise: for the bound D in force (the released one after a
+        fit with ``data_norm="auto"``).
+        """
+        norm = getattr(self, "data_norm_", None) if isinstance(self.data_norm, str) else None
+        sigma1 = self._randomiser(n_features, data_norm=norm).noise_scale
         return (
             float(self.lam_scale)
             * sigma1
@@ -417,7 +692,17 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
                     stacklevel=3,
                 )
         self.components_, self.support_ = _sparse_top_eigenvectors(solution, k)
-        self.explained_variance_ = np.einsum("ij,jk,ik->i", self.components_, S, self.components_)
+        # Variances along the sparse components and their share of the noisy trace
+        # (post-processing of S̃); noise_level_ bounds ‖S̃ − S‖₂ (per-entry std σ₁/√n).
+        scale = n / self._denominator(n)
+        self.explained_variance_ = (
+            np.einsum("ij,jk,ik->i", self.components_, S, self.components_) * scale)
+        trace = float(np.trace(S)) * scale
+        self.explained_variance_ratio_ = (self.explained_variance_ / trace if trace > 0
+                                          else np.full(k, np.nan))
+        self.noise_level_ = noise_norm_bound(self.noise_scale_ / math.sqrt(n), p) * scale
+        self.expected_error_ = math.nan
+        self.n_components_ = k
 
 
 def _sparse_top_eigenvectors(

@@ -94,6 +94,9 @@ class LocalCovarianceRandomiser:
     calibration : {"analytic", "classic"}, default="analytic"
     sensitivity : {"replace", "paper"}, default="replace"
         ``"replace"``: Δ = √2·D² (correct for replacement). ``"paper"``: Δ = D² as in the paper.
+    centre : array of shape (n_features,) or None, default=None
+        A public centre (the server's released private mean, see
+        :mod:`privpca.protocols.local_preprocessing`): the user reports ``x − centre``.
 
     Attributes
     ----------
@@ -107,6 +110,7 @@ class LocalCovarianceRandomiser:
     data_norm: float = 1.0
     calibration: str = "analytic"
     sensitivity: str = "replace"
+    centre: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
     mechanism: GaussianMechanism = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -162,6 +166,8 @@ class LocalCovarianceRandomiser:
     def _clip(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
         if X.shape[1] != self.n_features:
             raise ValueError(f"Records must have {self.n_features} features; got {X.shape[1]}.")
+        if self.centre is not None:
+            X = X - self.centre
         return clip_rows(X, self.data_norm, owner="LocalCovarianceRandomiser")[0]
 
     def report(self, x: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]:

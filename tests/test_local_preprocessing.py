@@ -1,0 +1,114 @@
+"""Local-model centring and bounds: randomised norm answers, noisy means, the user groups."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.decomposition import PCA
+
+from privpca import LocalGaussianPCA, LocalSparsePCA, PrivacyLedger
+from privpca.mechanisms.gaussian import analytic_gaussian_sigma
+from privpca.metrics import subspace_distance
+from privpca.protocols.local_preprocessing import (
+    THRESHOLDS,
+    LocalMeanAggregator,
+    LocalMeanRandomiser,
+    LocalNormAggregator,
+    LocalNormRandomiser,
+    assign_thresholds,
+    isotonic_increasing,
+    window_thresholds,
+)
+
+
+def test_randomised_response_is_debiased_exactly():
+    """E[answer] = f(1 − q) + (1 − f)q, so (ȳ − q)/(1 − 2q) is unbiased for f."""
+    rng = np.random.default_rng(0)
+    eps, n = 1.0, 200_000
+    norms = rng.uniform(0.0, 2.0, n)
+    X = norms[:, None] * np.eye(3)[0]
+    rand = LocalNormRandomiser(eps)
+    grid = np.array([0.5, 1.0, 1.5])
+    idx = np.arange(n) % 3
+    bits = rand.report_batch(X, grid[idx], rng)
+    agg = LocalNormAggregator(rand, grid).add(idx, bits)
+    q = 1 / (1 + math.e)
+    truth = grid / 2.0
+    share = np.array([bits[idx == j].mean() for j in range(3)])
+    np.testing.assert_allclose(share, truth * (1 - q) + (1 - truth) * q, atol=0.01)
+    np.testing.assert_allclose(agg.cdf(), truth, atol=0.03)
+    assert agg.quantile(0.7) == 1.5
+
+
+def test_isotonic_regression_is_the_weighted_monotone_fit():
+    np.testing.assert_allclose(isotonic_increasing([1.0, 3.0, 2.0, 4.0], [1, 1, 1, 1]),
+                               [1.0, 2.5, 2.5, 4.0])
+    np.testing.assert_allclose(isotonic_increasing([3.0, 1.0], [3, 1]), [2.5, 2.5])
+
+
+def test_threshold_assignment_and_window():
+    idx = assign_thresholds(1000, np.random.default_rng(1))
+    counts = np.bincount(idx, minlength=len(THRESHOLDS))
+    assert counts.max() - counts.min() <= 1  # balanced, data-independent
+    w = window_thresholds(100.0)
+    assert w[0] == pytest.approx(100.0 / 1024) and w[-1] == pytest.approx(200.0)
+
+
+def test_mean_reports_have_the_closed_form_noise():
+    rng = np.random.default_rng(2)
+    X = rng.normal(5.0, 1.0, size=(50_000, 2))
+    rand = LocalMeanRandomiser(1.0, 1e-5, bound=20.0)
+    assert rand.noise_scale == pytest.approx(analytic_gaussian_sigma(1.0, 1e-5, 40.0))
+    reports = rand.report_batch(X, rng)
+    np.testing.assert_allclose((reports - X).std(axis=0), rand.noise_scale, rtol=0.02)
+    agg = LocalMeanAggregator(rand, 2).add(reports)
+    assert np.all(np.abs(agg.mean() - X.mean(axis=0)) < 4 * agg.noise_scale)
+    with pytest.raises(ValueError, match="NaN"):
+        agg.add(np.array([[np.nan, 1.0]]))
+
+
+@pytest.fixture(scope="module")
+def table():
+    rng = np.random.default_rng(7)
+    Z = rng.standard_normal((300_000, 5)) * np.array([30.0, 20.0, 2.0, 1.0, 0.5])
+    Z[:, 1] += 0.5 * Z[:, 0]
+    return Z + np.array([500.0, -80.0, 3.0, 1990.0, 0.2])
+
+
+@pytest.mark.parametrize("cls", [LocalGaussianPCA, LocalSparsePCA])
+def test_defaults_centre_and_bound_in_the_local_model(cls, table):
+    ledger = PrivacyLedger(epsilon_budget=4.0, delta_budget=1e-5)
+    est = cls(2, epsilon=4.0, random_state=0, ledger=ledger).fit(table)
+    ref = PCA(2).fit(table)
+    assert subspace_distance(est.components_.T, ref.components_.T) < 0.3
+    assert np.linalg.norm(est.mean_ - table.mean(axis=0)) < 0.1 * np.linalg.norm(
+        table.std(axis=0))
+    rec = est.privacy_
+    assert (rec.epsilon, rec.delta, rec.model) == (4.0, 1e-5, "local")
+    assert [s.mechanism.split(":")[0] for s in rec.spends] == [
+        "bound_raw", "mean", "bound_residual", "mean_refine", "bound", "statistic"]
+    assert "parallel composition" in rec.notes
+    assert len(ledger) == 1 and ledger.records[0][1] is rec
+    assert est.explained_variance_ratio_.shape == (2,)
+    np.testing.assert_allclose(est.transform(table[:3]),
+                               (table[:3] - est.mean_) @ est.components_.T)
+
+
+def test_uncentred_defaults_fail_where_centring_succeeds(table):
+    ref = PCA(2).fit(table)
+    est = LocalGaussianPCA(2, epsilon=4.0, centering=None, random_state=0,
+                           ledger=PrivacyLedger()).fit(table)
+    assert subspace_distance(est.components_.T, ref.components_.T) > 1.0  # the mean's direction
+
+
+def test_local_refusals():
+    X = np.random.default_rng(0).standard_normal((500, 3))
+    with pytest.raises(ValueError, match="too few"):
+        LocalGaussianPCA(2, ledger=PrivacyLedger()).fit(X)
+    with pytest.raises(ValueError, match="scale"):
+        LocalGaussianPCA(2, scale=True, ledger=PrivacyLedger()).fit(X)
+    with pytest.raises(ValueError, match="paper's setting"):
+        LocalGaussianPCA(2, calibration="classic", ledger=PrivacyLedger()).fit(
+            np.vstack([X] * 100))
