@@ -179,7 +179,8 @@ class BinghamPCA(BasePrivatePCA):
     >>> from privpca import BinghamPCA
     >>> from privpca.datasets import make_spiked
     >>> X, V = make_spiked(2_000, 8, 2, lam=9.0, random_state=0)
-    >>> est = BinghamPCA(n_components=2, epsilon=1.0, random_state=0).fit(X)
+    >>> est = BinghamPCA(n_components=2, epsilon=1.0, centering=None, data_norm=1.0,
+    ...                  random_state=0).fit(X)
     >>> est.components_.shape
     (2, 8)
     >>> est.privacy_.delta
