@@ -174,6 +174,35 @@ class PrivacyLedger:
 _DEFAULT_LEDGER = PrivacyLedger()
 
 
+def resolve_ledger(owner: object, ledger: object) -> PrivacyLedger:
+    """The ledger a fit charges: ``ledger``, or the default one (warning in a child process).
+
+    Raises ValueError for anything that is not a :class:`PrivacyLedger` or None.
+    """
+    import multiprocessing
+    import warnings
+
+    from privpca.exceptions import PrivacyWarning
+
+    name = type(owner).__name__
+    if ledger is None and multiprocessing.parent_process() is not None:
+        warnings.warn(
+            f"{name} is fitting in a child process with ledger=None: its spend is recorded in "
+            "this process's default ledger and will not reach the parent's. Pass an explicit "
+            "PrivacyLedger (it refuses to cross processes, so the problem becomes an error) or "
+            "fit with n_jobs=1.",
+            PrivacyWarning,
+            stacklevel=4,
+        )
+    target = default_ledger() if ledger is None else ledger
+    if not isinstance(target, PrivacyLedger):
+        raise ValueError(
+            f"The 'ledger' parameter of {name} must be a PrivacyLedger or None. Got "
+            f"{ledger!r} instead."
+        )
+    return target
+
+
 def default_ledger() -> PrivacyLedger:
     """The process-wide ledger used by estimators whose ``ledger`` parameter is ``None``."""
     return _DEFAULT_LEDGER

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
-import warnings
 from typing import Any
 
 import numpy as np
@@ -11,9 +9,8 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from privpca.accounting.ledger import PrivacyLedger, default_ledger
+from privpca.accounting.ledger import PrivacyLedger, resolve_ledger
 from privpca.accounting.record import PrivacyRecord
-from privpca.exceptions import PrivacyWarning
 
 __all__ = ["BasePrivatePCA"]
 
@@ -41,21 +38,7 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
 
     def _charge(self, record: PrivacyRecord, ledger: PrivacyLedger | None) -> None:
         """Record the spend before anything computed from the data is released."""
-        if ledger is None and multiprocessing.parent_process() is not None:
-            warnings.warn(
-                f"{type(self).__name__} is fitting in a child process with ledger=None: its "
-                "spend is recorded in this process's default ledger and will not reach the "
-                "parent's. Pass an explicit PrivacyLedger (it refuses to cross processes, so "
-                "the problem becomes an error) or fit with n_jobs=1.",
-                PrivacyWarning,
-                stacklevel=3,
-            )
-        target = default_ledger() if ledger is None else ledger
-        if not isinstance(target, PrivacyLedger):
-            raise ValueError(
-                f"The 'ledger' parameter of {type(self).__name__} must be a PrivacyLedger or "
-                f"None. Got {ledger!r} instead."
-            )
+        target = resolve_ledger(self, ledger)
         target.spend(record, label=type(self).__name__)
 
     def transform(self, X: ArrayLike) -> NDArray[np.float64]:

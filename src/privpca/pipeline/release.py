@@ -28,8 +28,6 @@ fit is an adaptive composition, and the split makes it compose to exactly the re
 from __future__ import annotations
 
 import math
-import multiprocessing
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -39,9 +37,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privpca._validation import check_delta, check_epsilon, check_in_range, clip_rows
-from privpca.accounting.ledger import PrivacyLedger, default_ledger
+from privpca.accounting.ledger import PrivacyLedger, resolve_ledger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
-from privpca.exceptions import PrivacyWarning
 from privpca.pipeline.budget import PART_NAMES, BudgetPlan, PartBudget
 from privpca.pipeline.preprocessing import (
     check_finite_norms,
@@ -275,21 +272,7 @@ class ReleasePipeline:
         itself (classic calibration, a theorem's noise level), which needs a public bound.
         """
         owner = self.owner
-        if ledger is None and multiprocessing.parent_process() is not None:
-            warnings.warn(
-                f"{type(owner).__name__} is fitting in a child process with ledger=None: its "
-                "spend is recorded in this process's default ledger and will not reach the "
-                "parent's. Pass an explicit PrivacyLedger (it refuses to cross processes, so "
-                "the problem becomes an error) or fit with n_jobs=1.",
-                PrivacyWarning,
-                stacklevel=4,
-            )
-        target = default_ledger() if ledger is None else ledger
-        if not isinstance(target, PrivacyLedger):
-            raise ValueError(
-                f"The 'ledger' parameter of {type(owner).__name__} must be a PrivacyLedger or "
-                f"None. Got {ledger!r} instead."
-            )
+        target = resolve_ledger(owner, ledger)
         spends = [self._spend(part, "planned", math.nan, math.nan) for part in self.plan.parts
                   if part != "statistic"]
         stat = self._planned_statistic_spend()
