@@ -200,11 +200,8 @@ class DPPCA(StochasticPCA):
         Share of the records held out (outside the papers' setting) for the private mean,
         bound and explained variance, at the full (ε, δ) (parallel composition).
     stream_centering : {"mean", "pairs"}, default="mean"
-        With ``centering="private"``: ``"mean"`` centres the streamed records on the held-out
-        share's private mean (a released value, computed from other records: free for the
-        stream); ``"pairs"`` streams pair differences ``(x_a − x_b)/√2`` (no mean needed, half
-        as many records). Measured at n = 10⁶, d = 20 (docs/DP_PCA.md): "mean" 0.19 against
-        0.31 for DP-PCA, and about 0.55 against 0.83 for Private Oja.
+        As in :class:`~privpca.PrivateOjaPCA` (measured for DP-PCA at n = 10⁶, d = 20:
+        "mean" 0.19 against 0.31 for "pairs", docs/DP_PCA.md).
     budget_shares : dict or None, default=None
         Relative weights of the held-out parts (``"bound_raw"``, ``"mean"``,
         ``"bound_residual"``, ``"mean_refine"``, ``"bound"``, ``"variance"``), normalised
