@@ -225,14 +225,46 @@ def clip_rows(
     return X_clipped, n_clipped
 
 
-def check_random_state(random_state: Any) -> np.random.Generator:
+# Integer seeds are mapped to tagged SeedSequences so that one integer never gives two
+# components the same draws: ``make_spiked(random_state=0)`` and ``DPPCA(random_state=0)`` used
+# to share their first draws, so DP-PCA started at the true direction (issue 12). The tags are
+# large constants so that they cannot equal the spawn keys (0,), (1,), ... of a user's own
+# ``SeedSequence(seed).spawn(...)`` children.
+RANDOM_STREAM_KEYS: dict[str, int] = {
+    "estimator": 0x65737469,  # "esti"
+    "data": 0x64617461,  # "data"
+}
+
+
+def check_random_state(random_state: Any, *, stream: str = "estimator") -> np.random.Generator:
     """Turn ``None``, an int seed, a ``SeedSequence`` or a ``Generator`` into a Generator.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        ``None`` draws fresh OS entropy. An int ``s`` gives the stream
+        ``SeedSequence(s, spawn_key=(RANDOM_STREAM_KEYS[stream],))``, so an estimator and a
+        data generator given the same integer draw independent numbers, and neither equals
+        ``numpy.random.default_rng(s)``. A ``SeedSequence`` or ``Generator`` is used as given
+        (the caller has already chosen the stream).
+    stream : {"estimator", "data"}
+        Which component asks: estimators and mechanisms use ``"estimator"``, the synthetic
+        data generators ``"data"``.
 
     The global NumPy RNG is never used. A legacy ``RandomState`` is refused, because
     mixing it in would make runs irreproducible in a way users do not expect.
     """
-    if random_state is None or isinstance(random_state, numbers.Integral | np.random.SeedSequence):
-        return np.random.default_rng(random_state)  # type: ignore[arg-type]
+    if stream not in RANDOM_STREAM_KEYS:
+        raise ValueError(f"stream must be one of {sorted(RANDOM_STREAM_KEYS)}; got {stream!r}.")
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative int; got {random_state}.")
+        seed = np.random.SeedSequence(int(random_state), spawn_key=(RANDOM_STREAM_KEYS[stream],))
+        return np.random.default_rng(seed)
+    if isinstance(random_state, np.random.SeedSequence):
+        return np.random.default_rng(random_state)
     if isinstance(random_state, np.random.Generator):
         return random_state
     raise ValueError(

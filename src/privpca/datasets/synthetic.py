@@ -110,7 +110,7 @@ def make_spiked(
     ((1000, 20), (20, 2))
     """
     _check(n_samples, n_features, n_components, lam)
-    rng = check_random_state(random_state)
+    rng = check_random_state(random_state, stream="data")
     V = random_orthonormal(n_features, n_components, rng)
     return _sample(n_samples, V, lam, rng), V
 
@@ -145,7 +145,7 @@ def make_sparse_spiked(
         high_closed=True,
         integer=True,
     )
-    rng = check_random_state(random_state)
+    rng = check_random_state(random_state, stream="data")
     V = sparse_basis(n_features, n_components, n_nonzero, rng)
     return _sample(n_samples, V, lam, rng), V
 
@@ -196,7 +196,7 @@ def make_low_rank_gaussian(
     _check(n_samples, p, k, 1.0)
     check_in_range(signal, "signal", low=0.0)
     noise = 0.05 / p if noise is None else check_in_range(noise, "noise", low=0.0)
-    rng = check_random_state(random_state)
+    rng = check_random_state(random_state, stream="data")
     if n_nonzero is None:
         V = random_orthonormal(p, k, rng)
     else:
@@ -230,7 +230,7 @@ def make_signal_noise(
     v : ndarray of shape (p, 1)
         The signal direction (a uniformly random unit vector).
     """
-    rng = check_random_state(random_state)
+    rng = check_random_state(random_state, stream="data")
     if sigma < 0 or not np.isfinite(sigma):
         raise ValueError(f"sigma must be a finite float >= 0. Got {sigma!r} instead.")
     v = random_orthonormal(p, 1, rng)
@@ -278,7 +278,7 @@ def make_dpspca_covariance(
     lo, hi = (float(b) for b in bulk)
     if not 0.0 <= lo <= hi < spike:
         raise ValueError(f"bulk must satisfy 0 <= low <= high < spike={spike}; got {bulk}.")
-    rng = check_random_state(random_state)
+    rng = check_random_state(random_state, stream="data")
     Q = np.zeros((d, k))
     Q[:n_nonzero] = random_orthonormal(n_nonzero, k, rng)
     R = rng.standard_normal((d, d - k))
@@ -332,7 +332,7 @@ def make_dpspca_data(
     check_in_range(n_samples, "n_samples", low=1, low_closed=True, integer=True)
     if normalize not in ("rows", None):
         raise ValueError(f"normalize must be 'rows' or None; got {normalize!r}.")
-    rng = check_random_state(random_state)
+    rng = check_random_state(random_state, stream="data")
     U, lam = make_dpspca_covariance(n_features, n_components, n_nonzero, spike=spike, bulk=bulk,
                                     random_state=rng)
     root = U * np.sqrt(lam)  # Σ^{1/2} up to a rotation: x = root @ z
