@@ -85,7 +85,7 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
 
     def _set_preprocessing(self, prepared: Any) -> None:
         """``mean_`` (zeros when uncentred), ``scale_`` (None unless scaled), ``data_norm_``."""
-        p = prepared.rows.shape[1]
+        p = prepared.n_features
         self.mean_ = np.zeros(p) if prepared.mean is None else np.asarray(prepared.mean)
         self.scale_ = None if prepared.scale is None else np.asarray(prepared.scale)
         self.data_norm_ = float(prepared.data_norm)

@@ -41,7 +41,6 @@ from privpca.mechanisms.gaussian import (
     symmetric_gaussian_noise,
 )
 from privpca.pipeline.release import ReleasePipeline, Statistic, validated_rows
-from privpca.solvers.gram import gram_matrix
 
 __all__ = [
     "ADD_REMOVE_ONE",
@@ -270,7 +269,7 @@ class AnalyzeGaussPCA(BasePrivatePCA):
         sensitivity = gram_sensitivity(prepared.data_norm, relation)
         if not run.paper_mode:
             sigma = run.statistic_multiplier() * sensitivity
-        noisy = gram_matrix(prepared.rows)
+        noisy = prepared.gram()
         noisy += symmetric_gaussian_noise(p, sigma, rng)
         fit = fit_noisy_matrix(noisy, k, noise_sd=sigma, denominator=run.denominator(prepared),
                                extra_perturbation=run.mean_perturbation(prepared))

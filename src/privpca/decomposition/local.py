@@ -36,7 +36,7 @@ from privpca.decomposition._spectrum import (
     mean_perturbation_bound,
     noise_norm_bound,
 )
-from privpca.mechanisms.gaussian import CALIBRATIONS
+from privpca.mechanisms.gaussian import CALIBRATIONS, symmetric_gaussian_noise
 from privpca.pipeline.release import (
     check_centering,
     check_data_norm,
@@ -62,6 +62,7 @@ from privpca.protocols.local_preprocessing import (
 )
 from privpca.solvers.eigen import fix_signs, top_eigenvectors
 from privpca.solvers.fantope import fantope_admm
+from privpca.solvers.gram import clipped_centred_gram
 
 __all__ = ["LocalGaussianPCA", "LocalSparsePCA"]
 
@@ -216,7 +217,8 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         members: dict[str, NDArray[np.intp]] = {}
         for g in ("norm", "mean", "residual", "mean_refine", "bound", "covariance"):
             if g in sizes:
-                members[g] = order[start:start + sizes[g]]
+                # Sorted, so that each group's blocked pass reads X nearly in order.
+                members[g] = np.sort(order[start:start + sizes[g]])
                 start += sizes[g]
         released: dict[str, Any] = {}
         mean = None if centering is None else (
@@ -232,8 +234,9 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
                 bits = norm_rand.report_batch(X[members[norm_g]], grid[idx], pre_rng)
                 R = LocalNormAggregator(norm_rand, grid).add(idx, bits).quantile()
                 mean_rand = LocalMeanRandomiser(eps, delta, R)
-                agg = LocalMeanAggregator(mean_rand, p).add(
-                    mean_rand.report_batch(X[members[mean_g]] - centre, pre_rng))
+                agg = LocalMeanAggregator(mean_rand, p).add_sum(
+                    mean_rand.simulate_sum(X, members[mean_g], pre_rng, centre=centre),
+                    sizes[mean_g])
                 released[f"{mean_g}_bound"] = R
                 released[f"{mean_g}_noise_scale"] = mean_rand.noise_scale
                 previous, centre = centre, centre + agg.mean()
@@ -252,14 +255,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         else:
             D = float(data_norm)
         randomiser = self._randomiser(p, data_norm=D, centre=mean)
-        rows = X[members["covariance"]]
-        if mean is not None:
-            rows = rows - mean
-        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-        over = norms > D
-        n_clipped = int(over.sum())
-        if n_clipped:
-            rows[over] *= (D / norms[over])[:, None]
+        gram, n_clipped = clipped_centred_gram(X, members["covariance"], mean, D)
         released.update(data_norm=D, covariance_noise_scale=randomiser.noise_scale)
         record = self._table_record(sizes, n, released, notes="")
         ledger.amend(planned, record)
@@ -269,7 +265,9 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         self.scale_ = None
         self.data_norm_ = D
         self._mean_sd = mean_sd
-        return simulate_report_sum(rows, randomiser, rng), sizes["covariance"], n_clipped
+        m = sizes["covariance"]
+        gram += symmetric_gaussian_noise(p, math.sqrt(m) * randomiser.noise_scale, rng)
+        return gram, m, n_clipped
 
     def _book(self, planned: PrivacyRecord) -> Any:
         from privpca.accounting.ledger import default_ledger

@@ -41,7 +41,6 @@ from privpca.decomposition._spectrum import check_n_components_spec, fit_noisy_m
 from privpca.decomposition.analyze_gauss import REPLACE_ONE
 from privpca.mechanisms.gaussian import certified_epsilon, symmetric_gaussian_noise
 from privpca.pipeline.release import ReleasePipeline, Statistic, validated_rows
-from privpca.solvers.gram import gram_matrix
 
 __all__ = ["ModSuLQPCA", "mod_sulq_beta"]
 
@@ -230,7 +229,7 @@ class ModSuLQPCA(BasePrivatePCA):
         scale = data_norm**2 * beta
         sensitivity = math.sqrt(2.0) * data_norm**2 / n
         eps_gauss = certified_epsilon(scale, delta_s, sensitivity)
-        A = gram_matrix(prepared.rows)
+        A = prepared.gram()
         A /= n
         A += symmetric_gaussian_noise(d, scale, rng)
         fit = fit_noisy_matrix(A, k, noise_sd=scale, denominator=run.denominator(prepared) / n,

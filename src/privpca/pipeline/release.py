@@ -48,6 +48,12 @@ from privpca.pipeline.preprocessing import (
     sq_norms,
 )
 from privpca.solvers.eigen import fix_signs
+from privpca.solvers.gram import (
+    clipped_blocks,
+    clipped_centred_gram,
+    gram_matrix,
+    transformed_sq_norms,
+)
 
 __all__ = [
     "DEFAULT_NORM_QUANTILE",
@@ -139,19 +145,55 @@ class Statistic:
 
 @dataclass
 class PreparedRows:
-    """Rows ready for the statistic, and what preprocessing released about them."""
+    """Rows ready for the statistic, and what preprocessing released about them.
 
-    rows: NDArray[np.float64]
+    The rows are ``clip_D((x − mean)/scale)``. When they differ from ``X`` they are formed
+    lazily from ``source``: a Gram-based statistic asks for :meth:`gram` (one blocked pass, no
+    copy of the table); an iterative one reads :attr:`rows` (one copy, made on first use).
+    """
+
+    stored_rows: NDArray[np.float64] | None
     data_norm: float
     mean: NDArray[np.float64] | None
     scale: NDArray[np.float64] | None
     n_clipped: int
     spends: list[PrivacySpend] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    source: NDArray[np.float64] | None = None
+
+    @property
+    def rows(self) -> NDArray[np.float64]:
+        if self.stored_rows is None:
+            if self.source is None:
+                raise ValueError("PreparedRows has neither rows nor a source to form them.")
+            n, p = self.source.shape
+            out = np.empty((n, p))
+            start = 0
+            for block, _ in clipped_blocks(self.source, None, self.mean, self.data_norm,
+                                           scale=self.scale):
+                out[start:start + block.shape[0]] = block
+                start += block.shape[0]
+            self.stored_rows = out
+        return self.stored_rows
+
+    def gram(self) -> NDArray[np.float64]:
+        """``Σᵢ rowᵢ rowᵢᵀ`` (symmetric), without forming the rows when they are lazy."""
+        if self.stored_rows is not None or self.source is None:
+            return gram_matrix(self.rows)
+        return clipped_centred_gram(self.source, None, self.mean, self.data_norm,
+                                    scale=self.scale)[0]
 
     @property
     def n_samples(self) -> int:
-        return int(self.rows.shape[0])
+        data = self.stored_rows if self.stored_rows is not None else self.source
+        assert data is not None
+        return int(data.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        data = self.stored_rows if self.stored_rows is not None else self.source
+        assert data is not None
+        return int(data.shape[1])
 
     @property
     def centred(self) -> bool:
@@ -337,8 +379,13 @@ class ReleasePipeline:
         elif self.scale is not False:
             scale = np.asarray(self.scale, dtype=np.float64)
 
+        lazy = (mean is not None or scale is not None) and isinstance(self.data_norm, str)
+        rows: NDArray[np.float64] | None
         if mean is None and scale is None:
             rows, row_sq = X, sq
+        elif lazy:
+            # Only the norms now (one blocked pass); the statistic forms the rows it needs.
+            rows, row_sq = None, transformed_sq_norms(X, mean, scale)
         else:
             rows = X - mean if mean is not None else X.copy()
             if scale is not None:
@@ -356,12 +403,16 @@ class ReleasePipeline:
             details["clipped_estimate"] = float(rel.above[0])
             over = norms > D
             n_clipped = int(over.sum())
+            if rows is None:
+                return PreparedRows(None, float(D), mean, scale, n_clipped, spends, details,
+                                    source=X)
             if n_clipped:
                 if rows is X:
                     rows = X.copy()
                 rows[over] *= (D / norms[over])[:, None]
         else:
             D = float(self.data_norm)
+            assert rows is not None
             rows, n_clipped = clip_rows(rows, D, owner=owner, norms=np.sqrt(row_sq),
                                         copy=rows is X)
         return PreparedRows(rows, float(D), mean, scale, n_clipped, spends, details)
@@ -503,7 +554,7 @@ class ReleasePipeline:
         sd = float(prepared.details["mean_noise_scale"])
         if prepared.scale is not None:
             sd /= float(np.min(prepared.scale))
-        return mean_perturbation_bound(prepared.n_samples, sd, prepared.rows.shape[1])
+        return mean_perturbation_bound(prepared.n_samples, sd, prepared.n_features)
 
     def denominator(self, prepared: PreparedRows) -> float:
         """n − 1 for centred rows (scikit-learn's covariance), n for the second moment."""

@@ -38,6 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from privpca._validation import check_data, check_delta, check_epsilon, check_in_range
 from privpca.mechanisms.gaussian import analytic_gaussian_sigma
+from privpca.solvers.gram import clipped_centred_sum
 
 __all__ = [
     "GROUP_FRACTIONS",
@@ -204,6 +205,25 @@ class LocalMeanRandomiser:
         reports += self.noise_scale * rng.standard_normal(reports.shape)
         return reports
 
+    def simulate_sum(
+        self,
+        X: NDArray[np.float64],
+        rows: NDArray[np.intp] | None,
+        rng: np.random.Generator,
+        *,
+        centre: NDArray[np.float64] | None = None,
+    ) -> NDArray[np.float64]:
+        """The sum of the reports of users ``X[rows]`` (records ``x − centre``), drawn exactly.
+
+        ``Σᵢ (clip_R(xᵢ − c) + zᵢ)`` with ``Σᵢ zᵢ ~ N(0, mσ²I)``: the same distribution as
+        summing :meth:`report_batch`, at the cost of one blocked pass and ``p`` normal draws
+        instead of ``m·p`` (the simulation of many users inside one fit).
+        """
+        m = X.shape[0] if rows is None else rows.shape[0]
+        total = clipped_centred_sum(X, rows, centre, self.bound)
+        total += math.sqrt(m) * self.noise_scale * rng.standard_normal(X.shape[1])
+        return total
+
 
 class LocalMeanAggregator:
     """Server side of step 2: the average of the mean reports (unbiased for the clipped mean)."""
@@ -221,6 +241,17 @@ class LocalMeanAggregator:
             raise ValueError("A report contains NaN or infinity; refusing to aggregate it.")
         self._sum += batch.sum(axis=0)
         self.n_reports_ += batch.shape[0]
+        return self
+
+    def add_sum(self, total: ArrayLike, n_reports: int) -> LocalMeanAggregator:
+        """Add the sum of ``n_reports`` reports (``LocalMeanRandomiser.simulate_sum``)."""
+        vec = np.asarray(total, dtype=np.float64)
+        if vec.shape != self._sum.shape:
+            raise ValueError(f"A sum of mean reports must have shape {self._sum.shape}.")
+        if not np.all(np.isfinite(vec)):
+            raise ValueError("A report contains NaN or infinity; refusing to aggregate it.")
+        self._sum += vec
+        self.n_reports_ += int(n_reports)
         return self
 
     def mean(self) -> NDArray[np.float64]:

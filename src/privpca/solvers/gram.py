@@ -7,11 +7,21 @@ BLAS directly makes that a guarantee rather than a detail of the NumPy build.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import blas
 
-__all__ = ["gram_matrix", "symmetrise_from_upper"]
+__all__ = [
+    "clipped_blocks",
+    "clipped_centred_gram",
+    "clipped_centred_sum",
+    "gram_matrix",
+    "symmetrise_from_upper",
+    "transformed_blocks",
+    "transformed_sq_norms",
+]
 
 
 def gram_matrix(X: NDArray[np.float64], *, symmetrise: bool = True) -> NDArray[np.float64]:
@@ -51,3 +61,115 @@ def symmetrise_from_upper(M: NDArray[np.float64], block: int = 512) -> NDArray[n
         diag[...] = np.triu(diag) + np.triu(diag, 1).T
         M[j:, i:j] = M[i:j, j:].T
     return M
+
+
+#: Rows per block of the chunked passes: ~13 MB at p = 100, large enough for BLAS to run at
+#: full speed and small enough that a pass never copies more than a block of the table.
+BLOCK_ROWS = 16384
+
+
+def transformed_blocks(
+    X: NDArray[np.float64],
+    rows: NDArray[np.intp] | None,
+    centre: NDArray[np.float64] | None,
+    scale: NDArray[np.float64] | None = None,
+    *,
+    block_rows: int = BLOCK_ROWS,
+) -> Iterator[NDArray[np.float64]]:
+    """Blocks of ``(X[rows] − centre)/scale``, each a new array (``X`` is never modified).
+
+    ``rows`` (sorted, so the gathers read ``X`` nearly in order) selects a subset; ``None``
+    takes every row. Only one block is ever materialised: a pass over a subset of a large
+    table costs one block of memory instead of a copy of the subset.
+    """
+    n = X.shape[0] if rows is None else rows.shape[0]
+    for start in range(0, n, block_rows):
+        stop = min(start + block_rows, n)
+        block = X[start:stop] if rows is None else X[rows[start:stop]]
+        if centre is not None:
+            block = block - centre
+        elif rows is None:
+            block = block.copy()
+        if scale is not None:
+            block /= scale
+        yield block
+
+
+def transformed_sq_norms(
+    X: NDArray[np.float64],
+    centre: NDArray[np.float64] | None,
+    scale: NDArray[np.float64] | None = None,
+    *,
+    block_rows: int = BLOCK_ROWS,
+) -> NDArray[np.float64]:
+    """``‖(xᵢ − centre)/scale‖²`` for every row, in one blocked pass (no centred copy).
+
+    Exact, unlike ``‖x‖² − 2xᵀc + ‖c‖²``, which cancels catastrophically when ``‖c‖`` is far
+    above the spread (a timestamp column).
+    """
+    out = np.empty(X.shape[0])
+    start = 0
+    for block in transformed_blocks(X, None, centre, scale, block_rows=block_rows):
+        out[start:start + block.shape[0]] = np.einsum("ij,ij->i", block, block)
+        start += block.shape[0]
+    return out
+
+
+def clipped_blocks(
+    X: NDArray[np.float64],
+    rows: NDArray[np.intp] | None,
+    centre: NDArray[np.float64] | None,
+    bound: float,
+    *,
+    scale: NDArray[np.float64] | None = None,
+    block_rows: int = BLOCK_ROWS,
+) -> Iterator[tuple[NDArray[np.float64], int]]:
+    """Blocks of ``clip_bound((X[rows] − centre)/scale)``, each with its clipped count
+    (see :func:`transformed_blocks`)."""
+    for block in transformed_blocks(X, rows, centre, scale, block_rows=block_rows):
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+        over = norms > bound
+        n_over = int(np.count_nonzero(over))
+        if n_over:
+            block[over] *= (bound / norms[over])[:, None]
+        yield block, n_over
+
+
+def clipped_centred_gram(
+    X: NDArray[np.float64],
+    rows: NDArray[np.intp] | None,
+    centre: NDArray[np.float64] | None,
+    bound: float,
+    *,
+    scale: NDArray[np.float64] | None = None,
+    block_rows: int = BLOCK_ROWS,
+) -> tuple[NDArray[np.float64], int]:
+    """``Σᵢ yᵢyᵢᵀ``, ``yᵢ = clip_bound((xᵢ − centre)/scale)`` over ``rows``; the clipped count.
+
+    One pass in blocks (:func:`clipped_blocks`), each accumulated by ``syrk`` into the upper
+    triangle: neither the centred nor the clipped table is ever formed whole.
+    """
+    p = X.shape[1]
+    gram = np.zeros((p, p), order="F")
+    n_clipped = 0
+    for block, n_over in clipped_blocks(X, rows, centre, bound, scale=scale,
+                                        block_rows=block_rows):
+        # block is C-ordered, so block.T is F-ordered and syrk reads it without a copy.
+        gram = blas.dsyrk(1.0, block.T, beta=1.0, c=gram, trans=0, lower=0, overwrite_c=1)
+        n_clipped += n_over
+    return symmetrise_from_upper(np.ascontiguousarray(gram)), n_clipped
+
+
+def clipped_centred_sum(
+    X: NDArray[np.float64],
+    rows: NDArray[np.intp] | None,
+    centre: NDArray[np.float64] | None,
+    bound: float,
+    *,
+    block_rows: int = BLOCK_ROWS,
+) -> NDArray[np.float64]:
+    """``Σᵢ clip_bound(xᵢ − centre)`` over ``rows``, in one blocked pass."""
+    total = np.zeros(X.shape[1])
+    for block, _ in clipped_blocks(X, rows, centre, bound, block_rows=block_rows):
+        total += block.sum(axis=0)
+    return total
