@@ -40,7 +40,7 @@ from privpca.mechanisms.gaussian import (
     classic_gaussian_sigma,
     symmetric_gaussian_noise,
 )
-from privpca.pipeline.release import ReleasePipeline, Statistic, validated_rows
+from privpca.pipeline.release import ReleasePipeline, Statistic, validated_table
 
 __all__ = [
     "ADD_REMOVE_ONE",
@@ -236,8 +236,8 @@ class AnalyzeGaussPCA(BasePrivatePCA):
         -------
         self
         """
-        Xv, sq = validated_rows(self, X)
-        n, p = Xv.shape
+        table = validated_table(self, X)
+        n, p = table.n_samples, table.n_features
         k = check_n_components_spec(self.n_components, p, self)
         relation = check_options(self.neighbouring, "neighbouring", NEIGHBOURING_RELATIONS,
                                  owner=self)
@@ -265,7 +265,7 @@ class AnalyzeGaussPCA(BasePrivatePCA):
         else:
             eps = run.epsilon
             run.charge(self.ledger)
-        prepared = run.prepare(Xv, pre_rng, sq=sq)
+        prepared = run.prepare_table(table, pre_rng)
         sensitivity = gram_sensitivity(prepared.data_norm, relation)
         if not run.paper_mode:
             sigma = run.statistic_multiplier() * sensitivity

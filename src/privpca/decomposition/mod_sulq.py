@@ -40,7 +40,7 @@ from privpca.decomposition._base import BasePrivatePCA
 from privpca.decomposition._spectrum import check_n_components_spec, fit_noisy_matrix
 from privpca.decomposition.analyze_gauss import REPLACE_ONE
 from privpca.mechanisms.gaussian import certified_epsilon, symmetric_gaussian_noise
-from privpca.pipeline.release import ReleasePipeline, Statistic, validated_rows
+from privpca.pipeline.release import ReleasePipeline, Statistic, validated_table
 
 __all__ = ["ModSuLQPCA", "mod_sulq_beta"]
 
@@ -204,8 +204,8 @@ class ModSuLQPCA(BasePrivatePCA):
         -------
         self
         """
-        Xv, sq = validated_rows(self, X)
-        n, d = Xv.shape
+        table = validated_table(self, X)
+        n, d = table.n_samples, table.n_features
         k = check_n_components_spec(self.n_components, d, self)
         check_epsilon(self.epsilon, owner=self)
         check_delta(self.delta, owner=self)
@@ -223,7 +223,7 @@ class ModSuLQPCA(BasePrivatePCA):
         rng = check_random_state(self.random_state)
         pre_rng = self._preprocessing_rng(rng)
         run.charge(self.ledger, statistic_event=dp_accounting.GaussianDpEvent(multiplier))
-        prepared = run.prepare(Xv, pre_rng, sq=sq)
+        prepared = run.prepare_table(table, pre_rng)
         data_norm = prepared.data_norm
 
         scale = data_norm**2 * beta

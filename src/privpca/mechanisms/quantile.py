@@ -116,8 +116,26 @@ class PrivateQuantile:
         if h != self.histogram.n_histograms:
             raise ValueError(f"values has {h} column(s); calibrated for "
                              f"{self.histogram.n_histograms}.")
-        bins = geometric_bin(V, base=self.base)
-        col, index, counts = _column_counts(bins)
+        col, index, counts = _column_counts(geometric_bin(V, base=self.base))
+        return self.estimate_counts(col, index, counts, rng, n_histograms=h)
+
+    def estimate_counts(
+        self,
+        col: NDArray[np.intp],
+        index: NDArray[np.int64],
+        counts: NDArray[np.float64],
+        rng: np.random.Generator,
+        *,
+        n_histograms: int = 1,
+    ) -> QuantileRelease:
+        """:meth:`estimate` from the exact bin counts on this grid (``self.base``).
+
+        ``(col, index, counts)``: every non-empty (histogram, bin) pair, ordered by histogram
+        then bin, with its count (as :func:`~privpca.mechanisms.histogram._column_counts`
+        returns them). Streamed fits sum these counts over blocks of rows and release the
+        total here, exactly as if the values had been passed at once.
+        """
+        h = int(n_histograms)
         noisy = counts + rng.normal(0.0, self.histogram.scale, size=counts.shape)
         ok = noisy > self.histogram.threshold
         value = np.full(h, np.nan)

@@ -23,24 +23,38 @@ are functions of released values only (adaptive composition).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
+from privpca.mechanisms.histogram import _column_counts, geometric_bin
 from privpca.mechanisms.quantile import PrivateQuantile, QuantileRelease
+
+#: ``(bin index, count)`` of every non-empty bin of one histogram on a log grid.
+BinCounts = tuple[NDArray[np.int64], NDArray[np.float64]]
 
 __all__ = [
     "MeanRelease",
     "ScaleRelease",
+    "norm_bin_counts",
     "private_mean",
+    "private_mean_from_sum",
     "private_norm_bound",
+    "private_norm_bound_from_counts",
     "private_scale",
 ]
 
 
 class BoundNotFoundError(ValueError):
     """No bin of a private norm histogram cleared its threshold (too few rows for this ε)."""
+
+
+def norm_bin_counts(norms: NDArray[np.float64], base: float) -> BinCounts:
+    """Exact counts of ``norms`` in the log-grid bins of ratio ``base`` (non-empty bins)."""
+    _, index, counts = _column_counts(geometric_bin(np.asarray(norms)[:, None], base=base))
+    return index, counts
 
 
 def private_norm_bound(
@@ -61,9 +75,28 @@ def private_norm_bound(
         When no bin clears the threshold, or only the bin of zeros does. The spend is already
         recorded; the message says how to proceed.
     """
-    mech = PrivateQuantile.calibrate(multiplier, tail, quantile=quantile,
-                                     n_records=len(norms))
-    release = mech.estimate(norms, rng)
+    return private_norm_bound_from_counts(
+        lambda base: norm_bin_counts(norms, base), len(norms), multiplier, tail, quantile, rng,
+        what=what, hint=hint)
+
+
+def private_norm_bound_from_counts(
+    counter: Callable[[float], BinCounts],
+    n_records: int,
+    multiplier: float,
+    tail: float,
+    quantile: float,
+    rng: np.random.Generator,
+    *,
+    what: str = "row norms",
+    hint: str = "Give data_norm as a public number, or use a larger epsilon.",
+) -> tuple[float, QuantileRelease]:
+    """:func:`private_norm_bound` from exact bin counts: ``counter(base)`` counts the norms on
+    the grid of ratio ``base`` (chosen from the public ``n_records``), e.g. summed over the
+    blocks of a streamed table."""
+    mech = PrivateQuantile.calibrate(multiplier, tail, quantile=quantile, n_records=n_records)
+    index, counts = counter(mech.base)
+    release = mech.estimate_counts(np.zeros(len(index), dtype=np.intp), index, counts, rng)
     value = float(release.value[0])
     if not value > 0.0:
         raise BoundNotFoundError(
@@ -98,15 +131,26 @@ def private_mean(
     ``norms`` are ``‖xᵢ − c‖`` for the public ``centre`` c (default 0); the clipped sum is
     ``Xᵀw − c·Σw`` (one pass over X, no shifted copy).
     """
-    n, p = X.shape
     with np.errstate(divide="ignore"):
         weights = np.minimum(1.0, bound / norms)
     total = X.T @ weights  # one pass: Σ clip(x) without a clipped copy
     if centre is not None:
         total -= centre * weights.sum()
+    return private_mean_from_sum(total, X.shape[0], bound, multiplier, rng)
+
+
+def private_mean_from_sum(
+    clipped_sum: NDArray[np.float64],
+    n: int,
+    bound: float,
+    multiplier: float,
+    rng: np.random.Generator,
+) -> MeanRelease:
+    """:func:`private_mean` from the exact ``Σ clip_R(xᵢ − c)`` (e.g. summed over blocks)."""
+    total = np.array(clipped_sum, dtype=np.float64)
     sensitivity = 2.0 * bound
     sigma = multiplier * sensitivity
-    total += sigma * rng.standard_normal(p)
+    total += sigma * rng.standard_normal(total.shape[0])
     return MeanRelease(total / n, bound, sigma, sensitivity)
 
 

@@ -28,22 +28,33 @@ fit is an adaptive composition, and the split makes it compose to exactly the re
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privpca._validation import check_delta, check_epsilon, check_in_range, clip_rows
+from privpca._validation import (
+    RowClippingWarning,
+    check_delta,
+    check_epsilon,
+    check_in_range,
+    clip_rows,
+)
 from privpca.accounting.ledger import PrivacyLedger, resolve_ledger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.pipeline.budget import PART_NAMES, BudgetPlan, PartBudget
 from privpca.pipeline.preprocessing import (
+    MeanRelease,
     check_finite_norms,
     private_mean,
+    private_mean_from_sum,
     private_norm_bound,
+    private_norm_bound_from_counts,
     private_scale,
     sq_norms,
 )
@@ -60,9 +71,11 @@ __all__ = [
     "PreparedRows",
     "ReleasePipeline",
     "Statistic",
+    "Table",
     "check_centering",
     "check_data_norm",
     "check_scale",
+    "validated_table",
 ]
 
 #: Quantile of the row norms used as the clipping bound when ``data_norm="auto"``.
@@ -159,12 +172,12 @@ class PreparedRows:
     n_clipped: int
     spends: list[PrivacySpend] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
-    source: NDArray[np.float64] | None = None
+    source: Any = None  # the table X (ndarray) or a privpca.streaming.RowSource
 
     @property
     def rows(self) -> NDArray[np.float64]:
         if self.stored_rows is None:
-            if self.source is None:
+            if not isinstance(self.source, np.ndarray):
                 raise ValueError("PreparedRows has neither rows nor a source to form them.")
             n, p = self.source.shape
             out = np.empty((n, p))
@@ -177,23 +190,40 @@ class PreparedRows:
         return self.stored_rows
 
     def gram(self) -> NDArray[np.float64]:
-        """``Σᵢ rowᵢ rowᵢᵀ`` (symmetric), without forming the rows when they are lazy."""
+        """``Σᵢ rowᵢ rowᵢᵀ`` (symmetric), without forming the rows when they are lazy.
+
+        On a streamed source this is the statistic's pass; it counts the clipped rows, and
+        with a public ``data_norm`` warns (after the charge) when any row was clipped.
+        """
         if self.stored_rows is not None or self.source is None:
             return gram_matrix(self.rows)
-        return clipped_centred_gram(self.source, None, self.mean, self.data_norm,
-                                    scale=self.scale)[0]
+        if isinstance(self.source, np.ndarray):
+            return clipped_centred_gram(self.source, None, self.mean, self.data_norm,
+                                        scale=self.scale)[0]
+        from privpca.streaming.reductions import clipped_gram
+
+        gram, self.n_clipped = clipped_gram(self.source, self.mean, self.scale, self.data_norm)
+        if self.n_clipped and "clipped_estimate" not in self.details:
+            warnings.warn(
+                f"Some rows had an L2 norm above data_norm={self.data_norm:g} and were clipped "
+                "to it. The privacy guarantee holds; the estimate is biased.",
+                RowClippingWarning, stacklevel=3)
+        return gram
 
     @property
     def n_samples(self) -> int:
-        data = self.stored_rows if self.stored_rows is not None else self.source
-        assert data is not None
-        return int(data.shape[0])
+        return self._shape()[0]
 
     @property
     def n_features(self) -> int:
-        data = self.stored_rows if self.stored_rows is not None else self.source
-        assert data is not None
-        return int(data.shape[1])
+        return self._shape()[1]
+
+    def _shape(self) -> tuple[int, int]:
+        if self.stored_rows is not None:
+            return self.stored_rows.shape
+        if isinstance(self.source, np.ndarray):
+            return self.source.shape
+        return (int(self.source.n_samples), int(self.source.n_features))
 
     @property
     def centred(self) -> bool:
@@ -397,9 +427,7 @@ class ReleasePipeline:
             D, rel = private_norm_bound(norms, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
                                         what="centred row norms" if mean is not None
                                         else "row norms")
-            spends.append(self._spend("bound", "Gaussian stability histogram of the row norms "
-                                      "seen by the statistic (private quantile)",
-                                      math.sqrt(2.0), math.sqrt(2.0) * b.multiplier))
+            spends.append(self._bound_spend())
             details["clipped_estimate"] = float(rel.above[0])
             over = norms > D
             n_clipped = int(over.sum())
@@ -445,21 +473,98 @@ class ReleasePipeline:
                 else "residuals from the first private mean",
                 hint="The private mean needs it whatever data_norm is: give a public mean "
                 "(centering=array), centering=None, or a larger epsilon.")
-            spends.append(self._spend(
-                bound_part, "Gaussian stability histogram of "
-                + ("‖x‖" if bound_part == "bound_raw" else "‖x − μ̂₁‖")
-                + " on a log grid (private quantile)", math.sqrt(2.0),
-                math.sqrt(2.0) * b.multiplier))
+            spends.append(self._mean_bound_spend(bound_part))
             m = private_mean(X, norms, R, plan[mean_part].multiplier, rng,
                              centre=None if bound_part == "bound_raw" else mean)
-            spends.append(self._spend(
-                mean_part, "gaussian: Σ clip_R(x" + ("" if bound_part == "bound_raw"
-                                                      else " − μ̂₁") + ") (private mean)",
-                m.sensitivity, m.noise_scale))
+            spends.append(self._mean_spend(mean_part, m))
             mean = mean + m.mean
             details[f"{mean_part}_bound"] = R
             details["mean_noise_scale"] = m.noise_scale / n
         return mean
+
+    def _mean_bound_spend(self, part: str) -> PrivacySpend:
+        return self._spend(
+            part, "Gaussian stability histogram of "
+            + ("‖x‖" if part == "bound_raw" else "‖x − μ̂₁‖")
+            + " on a log grid (private quantile)", math.sqrt(2.0),
+            math.sqrt(2.0) * self.plan[part].multiplier)
+
+    def _mean_spend(self, part: str, m: MeanRelease) -> PrivacySpend:
+        return self._spend(
+            part, "gaussian: Σ clip_R(x" + ("" if part == "mean" else " − μ̂₁")
+            + ") (private mean)", m.sensitivity, m.noise_scale)
+
+    def _bound_spend(self) -> PrivacySpend:
+        return self._spend("bound", "Gaussian stability histogram of the row norms seen by "
+                           "the statistic (private quantile)", math.sqrt(2.0),
+                           math.sqrt(2.0) * self.plan["bound"].multiplier)
+
+    def prepare_table(self, table: Table, rng: np.random.Generator) -> PreparedRows:
+        """:meth:`prepare` or :meth:`prepare_streamed`, whichever the table needs."""
+        if table.streamed:
+            return self.prepare_streamed(table.source, rng)
+        assert table.X is not None and table.sq is not None
+        return self.prepare(table.X, rng, sq=table.sq)
+
+    # ------------------------------------------------------------------ streamed tables
+    def prepare_streamed(self, source: Any, rng: np.random.Generator) -> PreparedRows:
+        """:meth:`prepare` for a :class:`~privpca.streaming.RowSource`: the same mechanisms,
+        budget and draws, from block reductions (one pass per released statistic: norm counts,
+        clipped sums), with the rows never formed: the statistic reduces a Gram over the
+        source (:meth:`PreparedRows.gram`). Per-feature scaling (``scale=True``) is not
+        available on streamed tables yet.
+        """
+        from privpca.streaming import reductions
+
+        if self.scale is True:
+            raise ValueError(
+                f"{type(self.owner).__name__}: scale=True is not available for streamed "
+                "tables yet; give public scales (scale=array) or scale=False."
+            )
+        spends: list[PrivacySpend] = []
+        details: dict[str, Any] = {}
+        plan, n = self.plan, source.n_samples
+        mean: NDArray[np.float64] | None = None
+        if isinstance(self.centering, str):
+            mean = np.zeros(source.n_features)
+            for bound_part, mean_part in (("bound_raw", "mean"),
+                                          ("bound_residual", "mean_refine")):
+                b = plan[bound_part]
+                centre = None if bound_part == "bound_raw" else mean
+                R, _ = private_norm_bound_from_counts(
+                    partial(reductions.norm_counts, source, centre), n,
+                    b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
+                    what="row norms (to clip the private mean)" if centre is None
+                    else "residuals from the first private mean",
+                    hint="The private mean needs it whatever data_norm is: give a public "
+                    "mean (centering=array), centering=None, or a larger epsilon.")
+                spends.append(self._mean_bound_spend(bound_part))
+                m = private_mean_from_sum(reductions.clipped_sum(source, centre, R), n, R,
+                                          plan[mean_part].multiplier, rng)
+                spends.append(self._mean_spend(mean_part, m))
+                mean = mean + m.mean
+                details[f"{mean_part}_bound"] = R
+                details["mean_noise_scale"] = m.noise_scale / n
+        elif self.centering is not None:
+            mean = np.asarray(self.centering, dtype=np.float64)
+        scale = None if self.scale is False else np.asarray(self.scale, dtype=np.float64)
+        shift = mean if scale is None else (np.zeros(source.n_features) if mean is None
+                                            else mean)
+        if isinstance(self.data_norm, str):
+            b = plan["bound"]
+            if scale is not None:
+                raise ValueError("data_norm='auto' with public scales is not available for "
+                                 "streamed tables yet; give a numeric data_norm.")
+            D, rel = private_norm_bound_from_counts(
+                partial(reductions.norm_counts, source, shift), n, b.multiplier,
+                b.tail, DEFAULT_NORM_QUANTILE, rng,
+                what="centred row norms" if mean is not None else "row norms")
+            spends.append(self._bound_spend())
+            details["clipped_estimate"] = float(rel.above[0])
+        else:
+            D = float(self.data_norm)
+        # n_clipped is counted by the statistic's own pass (PreparedRows.gram).
+        return PreparedRows(None, float(D), mean, scale, 0, spends, details, source=source)
 
     # ------------------------------------------------------------------ variances
     def release_variances(
@@ -650,6 +755,41 @@ def _centred_sq_norms(
         if float(np.median(out)) > 1e6 * floor:
             return np.maximum(out, 0.0, out=out)
     return transformed_sq_norms(X, mean, scale)
+
+
+@dataclass
+class Table:
+    """The validated input of a fit: an in-memory array with its squared row norms, or a
+    streamed :class:`~privpca.streaming.RowSource` (validated block by block as it is read)."""
+
+    X: NDArray[np.float64] | None
+    sq: NDArray[np.float64] | None
+    source: Any
+    n_samples: int
+    n_features: int
+
+    @property
+    def streamed(self) -> bool:
+        return self.source is not None
+
+
+def validated_table(owner: Any, X: Any) -> Table:
+    """:func:`validated_rows` for an array; a :class:`RowSource` for anything streamed.
+
+    A streamed table is checked as each pass reads it (a non-finite entry raises ValueError
+    during the first pass, after the ledger has been charged: the charge is then a spend
+    with nothing released, which is conservative).
+    """
+    from privpca.streaming import as_row_source, is_streamed
+
+    if not is_streamed(X):
+        Xv, sq = validated_rows(owner, X)
+        return Table(Xv, sq, None, Xv.shape[0], Xv.shape[1])
+    source = as_row_source(X)
+    owner.n_features_in_ = source.n_features
+    if hasattr(owner, "feature_names_in_"):
+        del owner.feature_names_in_
+    return Table(None, None, source, source.n_samples, source.n_features)
 
 
 def validated_rows(owner: Any, X: ArrayLike) -> tuple[NDArray[np.float64],

@@ -1,0 +1,112 @@
+"""The pipeline's sums over rows, as block reductions of a :class:`RowSource`.
+
+Each function is exact (no noise): the caller adds the calibrated noise to the total, once.
+The block functions are module-level so that Dask can ship them to worker processes.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.linalg import blas
+
+from privpca.pipeline.preprocessing import BinCounts, norm_bin_counts
+from privpca.streaming.sources import RowSource
+
+__all__ = ["clipped_gram", "clipped_sum", "count_rows", "norm_counts"]
+
+
+def _shift(block: NDArray[np.float64], centre: NDArray[np.float64] | None,
+           scale: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    out = block - centre if centre is not None else block
+    if scale is not None:
+        out = out / scale
+    return out
+
+
+def _norms(block: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.sqrt(np.einsum("ij,ij->i", block, block))
+
+
+def _block_norm_counts(block: NDArray[np.float64], centre: NDArray[np.float64] | None,
+                       base: float) -> BinCounts:
+    return norm_bin_counts(_norms(_shift(block, centre)), base)
+
+
+def _merge_counts(a: BinCounts, b: BinCounts) -> BinCounts:
+    index, inverse = np.unique(np.concatenate([a[0], b[0]]), return_inverse=True)
+    counts = np.bincount(inverse, weights=np.concatenate([a[1], b[1]]), minlength=len(index))
+    return index.astype(np.int64), counts.astype(np.float64)
+
+
+def norm_counts(source: RowSource, centre: NDArray[np.float64] | None, base: float) -> BinCounts:
+    """Counts of ``‖x − centre‖`` on the log grid of ratio ``base``, over every row."""
+    return source.reduce(partial(_block_norm_counts, centre=centre, base=base), _merge_counts,
+                         desc="norms")
+
+
+def _block_clipped_sum(block: NDArray[np.float64], centre: NDArray[np.float64] | None,
+                       bound: float) -> NDArray[np.float64]:
+    shifted = _shift(block, centre)
+    with np.errstate(divide="ignore"):
+        weights = np.minimum(1.0, bound / _norms(shifted))
+    return np.asarray(shifted.T @ weights)
+
+
+def _add(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
+    return a + b
+
+
+def clipped_sum(source: RowSource, centre: NDArray[np.float64] | None,
+                bound: float) -> NDArray[np.float64]:
+    """``Σᵢ clip_bound(xᵢ − centre)`` over every row."""
+    return source.reduce(partial(_block_clipped_sum, centre=centre, bound=bound), _add,
+                         desc="clipped sum")
+
+
+def _block_clipped_gram(
+    block: NDArray[np.float64], centre: NDArray[np.float64] | None,
+    scale: NDArray[np.float64] | None, bound: float,
+) -> tuple[NDArray[np.float64], int]:
+    rows = np.array(_shift(block, centre, scale), order="C")  # own copy: clipped in place
+    norms = _norms(rows)
+    over = norms > bound
+    n_over = int(np.count_nonzero(over))
+    if n_over:
+        rows[over] *= (bound / norms[over])[:, None]
+    upper = blas.dsyrk(1.0, rows.T, trans=0, lower=0)  # rows.T is F-ordered: no copy
+    return np.asarray(upper), n_over
+
+
+def _add_gram(a: tuple[NDArray[np.float64], int],
+              b: tuple[NDArray[np.float64], int]) -> tuple[NDArray[np.float64], int]:
+    return a[0] + b[0], a[1] + b[1]
+
+
+def clipped_gram(
+    source: RowSource, centre: NDArray[np.float64] | None,
+    scale: NDArray[np.float64] | None, bound: float,
+) -> tuple[NDArray[np.float64], int]:
+    """``Σᵢ yᵢyᵢᵀ`` with ``yᵢ = clip_bound((xᵢ − centre)/scale)`` (symmetric), and how many
+    rows were clipped."""
+    from privpca.solvers.gram import symmetrise_from_upper
+
+    upper, n_clipped = source.reduce(
+        partial(_block_clipped_gram, centre=centre, scale=scale, bound=bound), _add_gram,
+        desc="Gram")
+    return symmetrise_from_upper(np.array(upper, order="C")), n_clipped
+
+
+def _block_count(block: NDArray[np.float64]) -> int:
+    return int(block.shape[0])
+
+
+def _add_int(a: int, b: int) -> int:
+    return a + b
+
+
+def count_rows(source: RowSource) -> int:
+    """The number of rows, by a pass that also validates every block (finite float64)."""
+    return source.reduce(_block_count, _add_int, desc="validate")

@@ -1,0 +1,279 @@
+"""Tables that are not one NumPy array: blocks of rows from memory maps, chunk iterators,
+Parquet files and Dask arrays, behind one interface.
+
+The release pipeline needs, from the table, only sums over rows (the Gram-based estimators'
+statistics are such sums): counts of row norms on a log grid, clipped sums, a clipped Gram
+matrix. A :class:`RowSource` computes each as a reduction over blocks of rows; the noise is
+added afterwards, once, on the caller's machine, from the estimator's own generator (nothing
+random happens in a block). So a streamed fit and an in-memory fit of the same table with the
+same seed agree to rounding, and memory is one block, whatever n.
+
+* :class:`ArraySource`: an ndarray or a ``numpy.memmap`` (a ``.npy`` too large for memory:
+  ``np.load(path, mmap_mode="r")``), read in slices;
+* :class:`ChunkSource`: a re-iterable of 2-D arrays (a list, or a function returning a fresh
+  iterator — every fit makes several passes, so a one-shot generator is refused);
+* :class:`ParquetSource`: a Parquet file or a folder of them (all-numeric columns), read by
+  record batches with ``pyarrow``;
+* :class:`DaskSource`: a ``dask.array.Array`` (hence Zarr, HDF5, Parquet via dask.dataframe, …):
+  the block reductions run on the workers of the current scheduler (a ``distributed.Client``
+  when one is active), only the p- or p×p-sized partial sums travel.
+
+Every block is validated on the fly (float64, finite): a non-finite entry raises ValueError.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+from tqdm.auto import tqdm
+
+from privpca.solvers.gram import BLOCK_ROWS
+
+__all__ = [
+    "ArraySource",
+    "ChunkSource",
+    "DaskSource",
+    "ParquetSource",
+    "RowSource",
+    "as_row_source",
+    "is_streamed",
+]
+
+T = TypeVar("T")
+Block = NDArray[np.float64]
+
+
+def _check_block(block: Any, n_features: int | None) -> Block:
+    arr = np.asarray(block, dtype=np.float64)
+    if arr.ndim != 2:
+        raise ValueError(f"Every block of rows must be 2-D; got an array of shape {arr.shape}.")
+    if n_features is not None and arr.shape[1] != n_features:
+        raise ValueError(
+            f"A block has {arr.shape[1]} columns; the table has {n_features}. Every block must "
+            "have the same columns."
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError(
+            "The table contains NaN or infinity. Differentially private estimators cannot "
+            "impute or drop rows silently: remove or impute them first."
+        )
+    return arr
+
+
+class RowSource(ABC):
+    """Blocks of rows of an (n, p) table, and reductions over them.
+
+    Subclasses implement :meth:`blocks` (or :meth:`reduce` directly, as Dask does). Shapes are
+    public: ``n_samples`` is the public n of the replace-one relation.
+    """
+
+    n_samples: int
+    n_features: int
+    #: Show a progress bar over blocks during each pass (set by the estimator or the CLI).
+    progress: bool = False
+
+    @abstractmethod
+    def blocks(self) -> Iterator[Block]:
+        """A fresh pass over the table, block by block (validated float64)."""
+
+    def reduce(self, fn: Callable[[Block], T], combine: Callable[[T, T], T], *,
+               desc: str = "pass") -> T:
+        """``combine`` of ``fn(block)`` over every block, in order (one pass)."""
+        out: T | None = None
+        bar = tqdm(total=self.n_samples, desc=desc, unit="row", unit_scale=True,
+                   disable=not self.progress, leave=False)
+        with bar:
+            for block in self.blocks():
+                part = fn(block)
+                out = part if out is None else combine(out, part)
+                bar.update(block.shape[0])
+        if out is None:
+            raise ValueError("The table has no rows.")
+        return out
+
+
+class ArraySource(RowSource):
+    """An in-memory array or a memory map, read ``block_rows`` rows at a time."""
+
+    def __init__(self, X: Any, *, block_rows: int = BLOCK_ROWS) -> None:
+        if getattr(X, "ndim", None) != 2:
+            raise ValueError(f"Expected a 2-D array; got {type(X).__name__} of shape "
+                             f"{getattr(X, 'shape', None)}.")
+        self.X = X
+        self.n_samples, self.n_features = (int(d) for d in X.shape)
+        self.block_rows = int(block_rows)
+
+    def blocks(self) -> Iterator[Block]:
+        for start in range(0, self.n_samples, self.block_rows):
+            yield _check_block(self.X[start:start + self.block_rows], self.n_features)
+
+
+class ChunkSource(RowSource):
+    """Row chunks from a re-iterable: a sequence of arrays, or a function returning an iterator.
+
+    The first pass (made at construction) counts the rows and checks the columns.
+    """
+
+    def __init__(self, chunks: Sequence[Any] | Callable[[], Iterable[Any]]) -> None:
+        if isinstance(chunks, Iterator):
+            raise ValueError(
+                "A one-shot iterator cannot be fitted: every private fit reads the table "
+                "several times (bounds, mean, statistic). Pass a list of chunks or a function "
+                "that returns a fresh iterator, e.g. lambda: read_chunks(path)."
+            )
+        self._chunks = chunks
+        n, p = 0, None
+        for block in self._iterate():
+            arr = np.asarray(block)
+            if arr.ndim != 2:
+                raise ValueError(f"Every chunk must be 2-D; got shape {arr.shape}.")
+            if p is not None and arr.shape[1] != p:
+                raise ValueError("Every chunk must have the same number of columns.")
+            n, p = n + arr.shape[0], arr.shape[1]
+        if p is None or n == 0:
+            raise ValueError("The chunks hold no rows.")
+        self.n_samples, self.n_features = n, int(p)
+
+    def _iterate(self) -> Iterable[Any]:
+        return self._chunks() if callable(self._chunks) else self._chunks
+
+    def blocks(self) -> Iterator[Block]:
+        for block in self._iterate():
+            yield _check_block(block, self.n_features)
+
+
+class ParquetSource(RowSource):
+    """A Parquet file or a folder of ``*.parquet`` files, all columns numeric, by batches."""
+
+    def __init__(self, path: str | os.PathLike[str], *, block_rows: int = BLOCK_ROWS) -> None:
+        try:
+            import pyarrow.parquet as pq
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("Reading Parquet needs pyarrow: pip install 'privpca[dask]'.") \
+                from exc
+        root = Path(path)
+        files = sorted(root.glob("*.parquet")) if root.is_dir() else [root]
+        if not files:
+            raise ValueError(f"No .parquet files in {root}.")
+        self.files = files
+        self.block_rows = int(block_rows)
+        metas = [pq.ParquetFile(f) for f in files]
+        schema = metas[0].schema_arrow
+        bad = [f.name for f in schema if f.type.id not in _NUMERIC_ARROW_IDS]
+        if bad:
+            raise ValueError(f"Parquet columns {bad} are not numeric; select numeric columns.")
+        self.columns = [f.name for f in schema]
+        self.n_samples = sum(m.metadata.num_rows for m in metas)
+        self.n_features = len(self.columns)
+
+    def blocks(self) -> Iterator[Block]:
+        import pyarrow.parquet as pq
+
+        for f in self.files:
+            for batch in pq.ParquetFile(f).iter_batches(batch_size=self.block_rows,
+                                                         columns=self.columns):
+                arr = np.column_stack([c.to_numpy(zero_copy_only=False)
+                                       for c in batch.columns])
+                yield _check_block(arr, self.n_features)
+
+
+def _numeric_arrow_ids() -> frozenset[int]:
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover
+        return frozenset()
+    types = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(),
+             pa.uint32(), pa.uint64(), pa.float16(), pa.float32(), pa.float64()]
+    return frozenset(t.id for t in types)
+
+
+_NUMERIC_ARROW_IDS = _numeric_arrow_ids()
+
+
+class DaskSource(RowSource):
+    """A ``dask.array.Array``: each block reduced where it lives, partial sums combined.
+
+    The array is re-chunked to whole rows (one chunk across the columns) if needed; its row
+    count must be known (``X.compute_chunk_sizes()`` after a filter).
+    """
+
+    def __init__(self, X: Any) -> None:
+        if X.ndim != 2:
+            raise ValueError(f"Expected a 2-D dask array; got shape {X.shape}.")
+        if any(np.isnan(c) for c in X.chunks[0]):
+            raise ValueError("The dask array's row chunks are unknown; call "
+                             "X.compute_chunk_sizes() first (n is public and must be known).")
+        if len(X.chunks[1]) != 1:
+            X = X.rechunk({1: -1})
+        self.X = X
+        self.n_samples, self.n_features = (int(d) for d in X.shape)
+
+    def blocks(self) -> Iterator[Block]:
+        for chunk in self.X.to_delayed().ravel():
+            yield _check_block(chunk.compute(), self.n_features)
+
+    def reduce(self, fn: Callable[[Block], T], combine: Callable[[T, T], T], *,
+               desc: str = "pass") -> T:
+        import dask
+
+        p = self.n_features
+
+        def part(chunk: Any) -> T:
+            return fn(_check_block(chunk, p))
+
+        parts = [dask.delayed(part)(c) for c in self.X.to_delayed().ravel()]
+        while len(parts) > 1:  # a balanced tree: log₂(blocks) rounds of pairwise combines
+            parts = [dask.delayed(combine)(parts[i], parts[i + 1]) if i + 1 < len(parts)
+                     else parts[i] for i in range(0, len(parts), 2)]
+        if self.progress:
+            from dask.diagnostics import ProgressBar
+
+            with ProgressBar():
+                return dask.compute(parts[0])[0]
+        return dask.compute(parts[0])[0]
+
+
+def _is_dask_array(X: Any) -> bool:
+    return type(X).__module__.startswith("dask.array") and hasattr(X, "to_delayed")
+
+
+def is_streamed(X: Any) -> bool:
+    """Whether ``fit`` should take the streamed path (anything but an in-memory array-like).
+
+    A ``numpy.memmap`` counts as streamed: it is read block by block, never copied whole.
+    """
+    return (isinstance(X, RowSource | np.memmap | str | os.PathLike) or _is_dask_array(X)
+            or callable(X))
+
+
+def as_row_source(X: Any) -> RowSource:
+    """Wrap a table for a streamed fit.
+
+    ``X`` may be a :class:`RowSource`, a ``dask.array.Array``, a ``numpy.memmap``, a path to a
+    ``.npy`` file (memory-mapped), to a Parquet file or a folder of them, a list of 2-D chunks,
+    or a function returning a fresh iterator of chunks.
+    """
+    if isinstance(X, RowSource):
+        return X
+    if _is_dask_array(X):
+        return DaskSource(X)
+    if isinstance(X, np.memmap):
+        return ArraySource(X)
+    if isinstance(X, str | os.PathLike):
+        path = Path(X)
+        if path.suffix == ".npy":
+            arr = np.load(path, mmap_mode="r", allow_pickle=False)
+            return ArraySource(arr)
+        if path.suffix == ".parquet" or path.is_dir():
+            return ParquetSource(path)
+        raise ValueError(f"Cannot stream {path}: expected a .npy file, a .parquet file or a "
+                         "folder of .parquet files.")
+    if callable(X) or isinstance(X, list | tuple):
+        return ChunkSource(X)
+    raise ValueError(f"Cannot stream an object of type {type(X).__name__}.")

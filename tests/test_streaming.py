@@ -1,0 +1,135 @@
+"""Streamed fits (memory maps, chunk lists, Parquet, Dask) equal in-memory fits."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+from privpca import AnalyzeGaussPCA, ModSuLQPCA, PrivacyLedger
+from privpca.streaming import ArraySource, ChunkSource, as_row_source, is_streamed
+
+da = pytest.importorskip("dask.array")
+
+ESTIMATORS = [AnalyzeGaussPCA, ModSuLQPCA]
+
+
+@pytest.fixture(scope="module")
+def table():
+    """Mixed units, not centred: the defaults' two-round mean and bound have work to do."""
+    rng = np.random.default_rng(20)
+    Z = rng.standard_normal((30_000, 9))
+    Z[:, 1] += 0.8 * Z[:, 0]
+    return Z * np.geomspace(0.2, 20, 9) + np.linspace(-50, 400, 9)
+
+
+def _paper(X):
+    return dict(centering=None, data_norm=float(np.quantile(np.linalg.norm(X, axis=1), 0.99)))
+
+
+def _fit(cls, X, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cls(3, random_state=11, ledger=PrivacyLedger(), **kw).fit(X)
+
+
+def _assert_same_fit(a, b):
+    np.testing.assert_allclose(a.components_, b.components_, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(a.mean_, b.mean_, rtol=1e-10, atol=1e-10)
+    assert a.data_norm_ == b.data_norm_
+    assert (a.privacy_.epsilon, a.privacy_.delta) == (b.privacy_.epsilon, b.privacy_.delta)
+    assert [s.mechanism for s in a.privacy_.spends] == [s.mechanism for s in b.privacy_.spends]
+    np.testing.assert_allclose([s.noise_scale for s in a.privacy_.spends],
+                               [s.noise_scale for s in b.privacy_.spends], rtol=1e-12)
+    np.testing.assert_allclose(a.explained_variance_, b.explained_variance_, rtol=1e-8)
+
+
+@pytest.fixture(scope="module")
+def cluster_client():
+    """A distributed.LocalCluster with two worker processes (the CI's scale-out check)."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.mark.parametrize("paper", [False, True], ids=["defaults", "paper"])
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_dask_fit_on_a_local_cluster_equals_the_in_memory_fit(cls, paper, table, cluster_client):
+    kw = _paper(table) if paper else {}
+    Xd = da.from_array(table, chunks=(4_000, 5))  # row and column chunks: re-chunked by rows
+    _assert_same_fit(_fit(cls, table, **kw), _fit(cls, Xd, **kw))
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_memmap_chunks_and_parquet_equal_the_in_memory_fit(cls, table, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    ref = _fit(cls, table)
+    path = tmp_path / "X.npy"
+    np.save(path, table)
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i, start in enumerate(range(0, table.shape[0], 7_000)):
+        part = table[start:start + 7_000]
+        pq.write_table(pa.table({f"c{j}": part[:, j] for j in range(part.shape[1])}),
+                       folder / f"part-{i:03d}.parquet")
+    chunks = [table[i:i + 5_000] for i in range(0, table.shape[0], 5_000)]
+    for X in (path, np.load(path, mmap_mode="r"), ArraySource(table, block_rows=3_000),
+              ChunkSource(chunks), ChunkSource(lambda: iter(chunks)), folder):
+        assert is_streamed(X)
+        fit = _fit(cls, X)
+        _assert_same_fit(ref, fit)
+        assert fit.n_features_in_ == table.shape[1]
+
+
+def test_streamed_input_is_refused_clearly(table):
+    with pytest.raises(ValueError, match="one-shot iterator"):
+        ChunkSource(iter([table]))
+    bad = table.copy()
+    bad[12_345, 3] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        _fit(AnalyzeGaussPCA, ChunkSource([table[:10_000], bad[10_000:]]))
+    with pytest.raises(ValueError, match="same number of columns"):
+        ChunkSource([table[:10, :3], table[:10, :4]])
+    with pytest.raises(ValueError, match="scale=True"):
+        _fit(AnalyzeGaussPCA, ArraySource(table), scale=True)
+    Xd = da.from_array(table, chunks=(4_000, 9))
+    with pytest.raises(ValueError, match="compute_chunk_sizes"):
+        _fit(AnalyzeGaussPCA, Xd[Xd[:, 0] > 0])
+    with pytest.raises(ValueError, match="Cannot stream"):
+        as_row_source("table.csv")
+
+
+def test_streamed_clipping_warns_after_the_statistic_pass(table):
+    with pytest.warns(Warning, match="clipped"):
+        AnalyzeGaussPCA(2, centering=None, data_norm=1.0, random_state=0,
+                        ledger=PrivacyLedger()).fit(ArraySource(table))
+
+
+@pytest.mark.slow
+def test_a_lazily_generated_ten_million_row_dask_fit_stays_under_one_gigabyte():
+    """10⁷ × 100 (8 GB as float64) generated chunk by chunk: the client's peak RSS < 1 GB."""
+    script = textwrap.dedent("""
+        import resource, warnings
+        import dask, dask.array as da
+        from privpca import AnalyzeGaussPCA, PrivacyLedger
+        dask.config.set(scheduler="threads", num_workers=2)
+        X = da.random.default_rng(0).standard_normal((10_000_000, 100), chunks=(100_000, 100))
+        X = X * 3.0 + 10.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            AnalyzeGaussPCA(2, random_state=0, ledger=PrivacyLedger()).fit(X)
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, timeout=1800)
+    peak_kib = int(out.stdout.strip().splitlines()[-1])
+    assert peak_kib < 1024 * 1024, f"peak RSS {peak_kib / 1024:.0f} MiB"
