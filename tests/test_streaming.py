@@ -10,12 +10,12 @@ import warnings
 import numpy as np
 import pytest
 
-from privpca import AnalyzeGaussPCA, ModSuLQPCA, PrivacyLedger
+from privpca import AnalyzeGaussPCA, LocalGaussianPCA, LocalSparsePCA, ModSuLQPCA, PrivacyLedger
 from privpca.streaming import ArraySource, ChunkSource, as_row_source, is_streamed
 
 da = pytest.importorskip("dask.array")
 
-ESTIMATORS = [AnalyzeGaussPCA, ModSuLQPCA]
+ESTIMATORS = [AnalyzeGaussPCA, ModSuLQPCA, LocalGaussianPCA]
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +31,11 @@ def _paper(X):
     return dict(centering=None, data_norm=float(np.quantile(np.linalg.norm(X, axis=1), 0.99)))
 
 
+def _local_epsilon(cls, kw):
+    """The local model needs a large ε per user at n = 30 000 (its noise is per user)."""
+    return dict(kw, epsilon=20.0) if cls in (LocalGaussianPCA, LocalSparsePCA) else kw
+
+
 def _fit(cls, X, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -40,7 +45,7 @@ def _fit(cls, X, **kw):
 def _assert_same_fit(a, b):
     np.testing.assert_allclose(a.components_, b.components_, rtol=0, atol=1e-8)
     np.testing.assert_allclose(a.mean_, b.mean_, rtol=1e-10, atol=1e-10)
-    assert a.data_norm_ == b.data_norm_
+    assert a.data_norm_ == pytest.approx(b.data_norm_, rel=1e-12)
     assert (a.privacy_.epsilon, a.privacy_.delta) == (b.privacy_.epsilon, b.privacy_.delta)
     assert [s.mechanism for s in a.privacy_.spends] == [s.mechanism for s in b.privacy_.spends]
     np.testing.assert_allclose([s.noise_scale for s in a.privacy_.spends],
@@ -63,7 +68,7 @@ def cluster_client():
 @pytest.mark.parametrize("paper", [False, True], ids=["defaults", "paper"])
 @pytest.mark.parametrize("cls", ESTIMATORS)
 def test_dask_fit_on_a_local_cluster_equals_the_in_memory_fit(cls, paper, table, cluster_client):
-    kw = _paper(table) if paper else {}
+    kw = _local_epsilon(cls, _paper(table) if paper else {})
     Xd = da.from_array(table, chunks=(4_000, 5))  # row and column chunks: re-chunked by rows
     _assert_same_fit(_fit(cls, table, **kw), _fit(cls, Xd, **kw))
 
@@ -72,7 +77,8 @@ def test_dask_fit_on_a_local_cluster_equals_the_in_memory_fit(cls, paper, table,
 def test_memmap_chunks_and_parquet_equal_the_in_memory_fit(cls, table, tmp_path):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
-    ref = _fit(cls, table)
+    kw = _local_epsilon(cls, {})
+    ref = _fit(cls, table, **kw)
     path = tmp_path / "X.npy"
     np.save(path, table)
     folder = tmp_path / "parts"
@@ -85,9 +91,15 @@ def test_memmap_chunks_and_parquet_equal_the_in_memory_fit(cls, table, tmp_path)
     for X in (path, np.load(path, mmap_mode="r"), ArraySource(table, block_rows=3_000),
               ChunkSource(chunks), ChunkSource(lambda: iter(chunks)), folder):
         assert is_streamed(X)
-        fit = _fit(cls, X)
+        fit = _fit(cls, X, **kw)
         _assert_same_fit(ref, fit)
         assert fit.n_features_in_ == table.shape[1]
+
+
+def test_local_sparse_streamed_equals_in_memory(table):
+    kw = dict(epsilon=20.0, lam=0.05, max_iter=20)
+    Xd = da.from_array(table, chunks=(6_000, 9))
+    _assert_same_fit(_fit(LocalSparsePCA, table, **kw), _fit(LocalSparsePCA, Xd, **kw))
 
 
 def test_streamed_input_is_refused_clearly(table):

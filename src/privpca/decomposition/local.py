@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.exceptions import ConvergenceWarning
 
 from privpca._validation import (
+    RowClippingWarning,
     check_in_range,
     check_n_components,
     check_options,
@@ -41,7 +42,7 @@ from privpca.pipeline.release import (
     check_centering,
     check_data_norm,
     check_scale,
-    validated_rows,
+    validated_table,
 )
 from privpca.protocols.local_covariance import (
     NEIGHBOURING,
@@ -52,6 +53,7 @@ from privpca.protocols.local_covariance import (
 )
 from privpca.protocols.local_preprocessing import (
     GROUP_FRACTIONS,
+    LOCAL_GROUPS,
     THRESHOLDS,
     LocalMeanAggregator,
     LocalMeanRandomiser,
@@ -62,7 +64,12 @@ from privpca.protocols.local_preprocessing import (
 )
 from privpca.solvers.eigen import fix_signs, top_eigenvectors
 from privpca.solvers.fantope import fantope_admm
-from privpca.solvers.gram import clipped_centred_gram
+from privpca.streaming.reductions import (
+    clipped_gram,
+    clipped_sum,
+    randomised_norm_answers,
+)
+from privpca.streaming.sources import ArraySource, RowSource
 
 __all__ = ["LocalGaussianPCA", "LocalSparsePCA"]
 
@@ -153,15 +160,26 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         bitwise as before); otherwise the users are split into the groups of
         :mod:`privpca.protocols.local_preprocessing`, one report each.
         """
-        Xv, sq = validated_rows(self, X)
-        n, p = Xv.shape
+        table = validated_table(self, X)
+        n, p = table.n_samples, table.n_features
         self._check_params(p)
         if not self._paper_setting(p):
-            return self._table_second_moment(Xv, sq)
+            source = table.source if table.streamed else ArraySource(table.X, validated=True)
+            return self._table_second_moment(source)
         randomiser = self._randomiser(p)
         randomiser.warn_if_weaker(stacklevel=4)
         rng = check_random_state(self.random_state)
-        Xc, n_clipped = clip_rows(Xv, self.data_norm, owner=self, norms=np.sqrt(sq))
+        if table.streamed:  # the users' exact sum by one pass; the same noise as below
+            total, n_clipped = clipped_gram(table.source, None, None, float(self.data_norm))
+            if n_clipped:
+                warnings.warn(
+                    f"Some users' records had an L2 norm above data_norm={self.data_norm:g} "
+                    "and were clipped to it. The privacy guarantee holds; the estimate is "
+                    "biased.", RowClippingWarning, stacklevel=4)
+        else:
+            assert table.X is not None and table.sq is not None
+            Xc, n_clipped = clip_rows(table.X, self.data_norm, owner=self,
+                                      norms=np.sqrt(table.sq))
         self.privacy_ = self._record(randomiser, n, n_clipped)
         self._charge(self.privacy_, self.ledger)
         self.noise_scale_ = randomiser.noise_scale
@@ -169,6 +187,9 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         self.scale_ = None
         self.data_norm_ = float(self.data_norm)
         self._mean_sd = 0.0
+        if table.streamed:
+            total += symmetric_gaussian_noise(p, math.sqrt(n) * randomiser.noise_scale, rng)
+            return total, n, n_clipped
         return simulate_report_sum(Xc, randomiser, rng), n, n_clipped
 
     # ------------------------------------------------------------------ on a table
@@ -192,10 +213,8 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
             )
         return sizes
 
-    def _table_second_moment(
-        self, X: NDArray[np.float64], sq: NDArray[np.float64]
-    ) -> tuple[NDArray[np.float64], int, int]:
-        n, p = X.shape
+    def _table_second_moment(self, source: RowSource) -> tuple[NDArray[np.float64], int, int]:
+        n, p = source.n_samples, source.n_features
         self._randomiser(p, data_norm=1.0)  # validates ε, δ, calibration, sensitivity
         if self.calibration != "analytic" or self.sensitivity != "replace":
             raise ValueError(
@@ -212,14 +231,28 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
 
         rng = check_random_state(self.random_state)
         pre_rng = self._preprocessing_rng(rng)
-        order = pre_rng.permutation(n)  # public: which user is in which group
-        start = 0
-        members: dict[str, NDArray[np.intp]] = {}
-        for g in ("norm", "mean", "residual", "mean_refine", "bound", "covariance"):
-            if g in sizes:
-                # Sorted, so that each group's blocked pass reads X nearly in order.
-                members[g] = np.sort(order[start:start + sizes[g]])
-                start += sizes[g]
+        # Public: which user is in which group. One int8 label per user (not an index array),
+        # so a streamed fit reads each block's labels by slicing, in any order of blocks.
+        group_id = {g: i for i, g in enumerate(LOCAL_GROUPS)}
+        labels = pre_rng.permutation(np.repeat(
+            np.array([group_id[g] for g in LOCAL_GROUPS if g in sizes], dtype=np.int8),
+            [sizes[g] for g in LOCAL_GROUPS if g in sizes]))
+
+        def norm_quantile(group: str, centre: NDArray[np.float64] | None,
+                          grid: NDArray[np.float64]) -> float:
+            """The group's randomised answers on ``grid``, de-biased, read at the quantile."""
+            norm_rand = LocalNormRandomiser(eps, centre=centre)
+            members = labels == group_id[group]
+            idx = assign_thresholds(sizes[group], pre_rng, len(grid))
+            question = np.full(n, -1, dtype=np.int16)
+            question[members] = idx
+            flip = np.zeros(n, dtype=bool)
+            flip[members] = pre_rng.random(sizes[group]) < norm_rand.flip_probability
+            ones = randomised_norm_answers(source, question, flip, centre, grid)
+            agg = LocalNormAggregator(norm_rand, grid).add_counts(
+                ones, np.bincount(idx, minlength=len(grid)))
+            return agg.quantile()
+
         released: dict[str, Any] = {}
         mean = None if centering is None else (
             None if isinstance(centering, str) else np.asarray(centering, dtype=np.float64))
@@ -229,14 +262,11 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
             # Round 1 around 0 on the full grid; round 2 around μ̂₁ on a window below 2R.
             grid = THRESHOLDS
             for norm_g, mean_g in (("norm", "mean"), ("residual", "mean_refine")):
-                norm_rand = LocalNormRandomiser(eps, centre=centre)
-                idx = assign_thresholds(sizes[norm_g], pre_rng, len(grid))
-                bits = norm_rand.report_batch(X[members[norm_g]], grid[idx], pre_rng)
-                R = LocalNormAggregator(norm_rand, grid).add(idx, bits).quantile()
+                R = norm_quantile(norm_g, centre, grid)
                 mean_rand = LocalMeanRandomiser(eps, delta, R)
+                total = clipped_sum(source, centre, R, labels=labels, group=group_id[mean_g])
                 agg = LocalMeanAggregator(mean_rand, p).add_sum(
-                    mean_rand.simulate_sum(X, members[mean_g], pre_rng, centre=centre),
-                    sizes[mean_g])
+                    mean_rand.add_report_noise(total, sizes[mean_g], pre_rng), sizes[mean_g])
                 released[f"{mean_g}_bound"] = R
                 released[f"{mean_g}_noise_scale"] = mean_rand.noise_scale
                 previous, centre = centre, centre + agg.mean()
@@ -248,14 +278,12 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
             grid = (window_thresholds(released["mean_refine_bound"] + float(
                 np.linalg.norm(centre - previous))) if isinstance(centering, str)
                 else THRESHOLDS)
-            norm_rand = LocalNormRandomiser(eps, centre=mean)
-            idx = assign_thresholds(sizes["bound"], pre_rng, len(grid))
-            bits = norm_rand.report_batch(X[members["bound"]], grid[idx], pre_rng)
-            D = LocalNormAggregator(norm_rand, grid).add(idx, bits).quantile()
+            D = norm_quantile("bound", mean, grid)
         else:
             D = float(data_norm)
         randomiser = self._randomiser(p, data_norm=D, centre=mean)
-        gram, n_clipped = clipped_centred_gram(X, members["covariance"], mean, D)
+        gram, n_clipped = clipped_gram(source, mean, None, D, labels=labels,
+                                       group=group_id["covariance"])
         released.update(data_norm=D, covariance_noise_scale=randomiser.noise_scale)
         record = self._table_record(sizes, n, released, notes="")
         ledger.amend(planned, record)
@@ -689,7 +717,7 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
                     ConvergenceWarning,
                     stacklevel=3,
                 )
-        self.components_, self.support_ = _sparse_top_eigenvectors(solution, k)
+        self.components_, self.support_ = _sparse_top_eigenvectors(solution, k, S)
         # Variances along the sparse components and their share of the noisy trace
         # (post-processing of S̃); noise_level_ bounds ‖S̃ − S‖₂ (per-entry std σ₁/√n).
         scale = n / self._denominator(n)
@@ -704,12 +732,16 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
 
 
 def _sparse_top_eigenvectors(
-    Y: NDArray[np.float64], k: int
+    Y: NDArray[np.float64], k: int, S: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-    """Top-k eigenvectors of the sparse Fantope iterate, computed on its support only.
+    """Top-k eigenvectors of the sparse Fantope iterate, computed on its support only, then
+    rotated within their span to the eigenvectors of ``VᵀS̃V`` (ordered by variance).
 
     Rows of ``Y`` that are entirely zero cannot enter an eigenvector of a non-zero eigenvalue,
-    so restricting to the support is exact, cheaper, and leaves exact zeros elsewhere.
+    so restricting to the support is exact, cheaper, and leaves exact zeros elsewhere. The
+    ADMM solution is often an exact projection (eigenvalue 1, k-fold), whose eigenvectors are
+    any basis of the subspace: rounding would pick it. Rotating by the noisy covariance
+    (post-processing) makes the components well defined and keeps the support.
     """
     p = Y.shape[0]
     support = np.flatnonzero(np.any(Y != 0.0, axis=1))
@@ -722,4 +754,7 @@ def _sparse_top_eigenvectors(
         _, vectors = top_eigenvectors(Y, k)
         components = fix_signs(vectors).T.copy()
         support = np.flatnonzero(np.any(components != 0.0, axis=0))
+    _, rotation = np.linalg.eigh(components @ S @ components.T)
+    components = fix_signs((rotation[:, ::-1].T @ components).T).T.copy()
+    components[:, np.setdiff1d(np.arange(p), support)] = 0.0  # exact zeros off the support
     return components, support

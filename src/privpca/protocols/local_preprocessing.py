@@ -42,6 +42,7 @@ from privpca.solvers.gram import clipped_centred_sum
 
 __all__ = [
     "GROUP_FRACTIONS",
+    "LOCAL_GROUPS",
     "LOCAL_QUANTILE",
     "THRESHOLDS",
     "LocalMeanAggregator",
@@ -58,6 +59,9 @@ THRESHOLDS: NDArray[np.float64] = 2.0 ** (np.arange(-40, 81) / 2.0)
 #: response's CDF is too noisy near 1 for the groups' sizes).
 LOCAL_QUANTILE = 0.95
 #: Share of the users in each group, when active (the covariance group gets the rest).
+#: The user groups in the order they answer (the covariance group gets the remaining users).
+LOCAL_GROUPS = ("norm", "mean", "residual", "mean_refine", "bound", "covariance")
+
 GROUP_FRACTIONS: dict[str, float] = {
     "norm": 0.05, "mean": 0.10, "residual": 0.05, "mean_refine": 0.10, "bound": 0.05,
 }
@@ -150,6 +154,17 @@ class LocalNormAggregator:
         np.add.at(self._counts, j, 1.0)
         return self
 
+    def add_counts(self, ones: ArrayLike, counts: ArrayLike) -> LocalNormAggregator:
+        """Add answers already summed per threshold: how many 1-bits and how many answers."""
+        o = np.asarray(ones, dtype=np.float64)
+        c = np.asarray(counts, dtype=np.float64)
+        if o.shape != self._ones.shape or c.shape != o.shape or np.any((o < 0) | (o > c)):
+            raise ValueError(f"Per-threshold sums must have shape {self._ones.shape} with "
+                             "0 ≤ ones ≤ counts.")
+        self._ones += o
+        self._counts += c
+        return self
+
     def cdf(self) -> NDArray[np.float64]:
         """The de-biased CDF at every threshold (isotonic, clipped to [0, 1])."""
         q = self.randomiser.flip_probability
@@ -220,8 +235,15 @@ class LocalMeanRandomiser:
         instead of ``m·p`` (the simulation of many users inside one fit).
         """
         m = X.shape[0] if rows is None else rows.shape[0]
-        total = clipped_centred_sum(X, rows, centre, self.bound)
-        total += math.sqrt(m) * self.noise_scale * rng.standard_normal(X.shape[1])
+        return self.add_report_noise(clipped_centred_sum(X, rows, centre, self.bound), m, rng)
+
+    def add_report_noise(
+        self, clipped_sum: NDArray[np.float64], n_reports: int, rng: np.random.Generator
+    ) -> NDArray[np.float64]:
+        """``Σ clip_R(xᵢ − c)`` of ``n_reports`` users plus the sum of their reports' noise,
+        ``N(0, mσ²I)`` (see :meth:`simulate_sum`)."""
+        total = np.array(clipped_sum, dtype=np.float64)
+        total += math.sqrt(n_reports) * self.noise_scale * rng.standard_normal(total.shape[0])
         return total
 
 

@@ -6,6 +6,7 @@ The block functions are module-level so that Dask can ship them to worker proces
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
@@ -15,7 +16,13 @@ from scipy.linalg import blas
 from privpca.pipeline.preprocessing import BinCounts, norm_bin_counts
 from privpca.streaming.sources import RowSource
 
-__all__ = ["clipped_gram", "clipped_sum", "count_rows", "norm_counts"]
+__all__ = [
+    "clipped_gram",
+    "clipped_sum",
+    "count_rows",
+    "norm_counts",
+    "randomised_norm_answers",
+]
 
 
 def _shift(block: NDArray[np.float64], centre: NDArray[np.float64] | None,
@@ -47,8 +54,20 @@ def norm_counts(source: RowSource, centre: NDArray[np.float64] | None, base: flo
                          desc="norms")
 
 
-def _block_clipped_sum(block: NDArray[np.float64], centre: NDArray[np.float64] | None,
+def _members(
+    labels: NDArray[np.int8] | None, group: int
+) -> Callable[[int, int], tuple[NDArray[np.bool_]]] | None:
+    """``aux`` for a reduction over the rows whose (public) label is ``group``."""
+    if labels is None:
+        return None
+    return lambda start, stop: (labels[start:stop] == group,)
+
+
+def _block_clipped_sum(block: NDArray[np.float64], mask: NDArray[np.bool_] | None = None, *,
+                       centre: NDArray[np.float64] | None,
                        bound: float) -> NDArray[np.float64]:
+    if mask is not None:
+        block = block[mask]
     shifted = _shift(block, centre)
     with np.errstate(divide="ignore"):
         weights = np.minimum(1.0, bound / _norms(shifted))
@@ -60,16 +79,19 @@ def _add(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def clipped_sum(source: RowSource, centre: NDArray[np.float64] | None,
-                bound: float) -> NDArray[np.float64]:
-    """``Σᵢ clip_bound(xᵢ − centre)`` over every row."""
+                bound: float, *, labels: NDArray[np.int8] | None = None,
+                group: int = 0) -> NDArray[np.float64]:
+    """``Σᵢ clip_bound(xᵢ − centre)`` over every row (or the rows labelled ``group``)."""
     return source.reduce(partial(_block_clipped_sum, centre=centre, bound=bound), _add,
-                         desc="clipped sum")
+                         aux=_members(labels, group), desc="clipped sum")
 
 
 def _block_clipped_gram(
-    block: NDArray[np.float64], centre: NDArray[np.float64] | None,
-    scale: NDArray[np.float64] | None, bound: float,
+    block: NDArray[np.float64], mask: NDArray[np.bool_] | None = None, *,
+    centre: NDArray[np.float64] | None, scale: NDArray[np.float64] | None, bound: float,
 ) -> tuple[NDArray[np.float64], int]:
+    if mask is not None:
+        block = block[mask]
     rows = np.array(_shift(block, centre, scale), order="C")  # own copy: clipped in place
     norms = _norms(rows)
     over = norms > bound
@@ -87,15 +109,16 @@ def _add_gram(a: tuple[NDArray[np.float64], int],
 
 def clipped_gram(
     source: RowSource, centre: NDArray[np.float64] | None,
-    scale: NDArray[np.float64] | None, bound: float,
+    scale: NDArray[np.float64] | None, bound: float, *,
+    labels: NDArray[np.int8] | None = None, group: int = 0,
 ) -> tuple[NDArray[np.float64], int]:
-    """``Σᵢ yᵢyᵢᵀ`` with ``yᵢ = clip_bound((xᵢ − centre)/scale)`` (symmetric), and how many
-    rows were clipped."""
+    """``Σᵢ yᵢyᵢᵀ`` with ``yᵢ = clip_bound((xᵢ − centre)/scale)`` (symmetric) over every row
+    (or the rows labelled ``group``), and how many rows were clipped."""
     from privpca.solvers.gram import symmetrise_from_upper
 
     upper, n_clipped = source.reduce(
         partial(_block_clipped_gram, centre=centre, scale=scale, bound=bound), _add_gram,
-        desc="Gram")
+        aux=_members(labels, group), desc="Gram")
     return symmetrise_from_upper(np.array(upper, order="C")), n_clipped
 
 
@@ -110,3 +133,28 @@ def _add_int(a: int, b: int) -> int:
 def count_rows(source: RowSource) -> int:
     """The number of rows, by a pass that also validates every block (finite float64)."""
     return source.reduce(_block_count, _add_int, desc="validate")
+
+
+def _block_norm_answers(
+    block: NDArray[np.float64], question: NDArray[np.int16], flip: NDArray[np.bool_], *,
+    centre: NDArray[np.float64] | None, thresholds: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    asked = question >= 0
+    rows = _shift(block[asked], centre)
+    j = question[asked].astype(np.intp)
+    below = np.einsum("ij,ij->i", rows, rows) <= thresholds[j] ** 2
+    bits = (below ^ flip[asked]).astype(np.float64)
+    return np.bincount(j, weights=bits, minlength=len(thresholds)).astype(np.float64)
+
+
+def randomised_norm_answers(
+    source: RowSource, question: NDArray[np.int16], flip: NDArray[np.bool_],
+    centre: NDArray[np.float64] | None, thresholds: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """The local model's norm answers, summed per threshold: user i (``question[i] ≥ 0``)
+    answers ``1[‖xᵢ − centre‖ ≤ t_question[i]] XOR flip[i]`` (binary randomised response;
+    ``flip`` are the users' own coins, drawn by the simulation). Rows with ``question < 0``
+    do not answer."""
+    return source.reduce(
+        partial(_block_norm_answers, centre=centre, thresholds=np.asarray(thresholds)), _add,
+        aux=lambda start, stop: (question[start:stop], flip[start:stop]), desc="norm answers")

@@ -82,17 +82,23 @@ class RowSource(ABC):
     def blocks(self) -> Iterator[Block]:
         """A fresh pass over the table, block by block (validated float64)."""
 
-    def reduce(self, fn: Callable[[Block], T], combine: Callable[[T, T], T], *,
+    def reduce(self, fn: Callable[..., T], combine: Callable[[T, T], T], *,
+               aux: Callable[[int, int], tuple[Any, ...]] | None = None,
                desc: str = "pass") -> T:
-        """``combine`` of ``fn(block)`` over every block, in order (one pass)."""
+        """``combine`` of ``fn(block, *aux(start, stop))`` over every block, in order (one
+        pass). ``aux`` gives per-row public inputs of the block's rows ``start:stop`` (a
+        user's group, its assigned question), sliced on the caller's side."""
         out: T | None = None
         bar = tqdm(total=self.n_samples, desc=desc, unit="row", unit_scale=True,
                    disable=not self.progress, leave=False)
+        start = 0
         with bar:
             for block in self.blocks():
-                part = fn(block)
+                stop = start + block.shape[0]
+                part = fn(block) if aux is None else fn(block, *aux(start, stop))
                 out = part if out is None else combine(out, part)
                 bar.update(block.shape[0])
+                start = stop
         if out is None:
             raise ValueError("The table has no rows.")
         return out
@@ -101,17 +107,19 @@ class RowSource(ABC):
 class ArraySource(RowSource):
     """An in-memory array or a memory map, read ``block_rows`` rows at a time."""
 
-    def __init__(self, X: Any, *, block_rows: int = BLOCK_ROWS) -> None:
+    def __init__(self, X: Any, *, block_rows: int = BLOCK_ROWS, validated: bool = False) -> None:
         if getattr(X, "ndim", None) != 2:
             raise ValueError(f"Expected a 2-D array; got {type(X).__name__} of shape "
                              f"{getattr(X, 'shape', None)}.")
         self.X = X
         self.n_samples, self.n_features = (int(d) for d in X.shape)
         self.block_rows = int(block_rows)
+        self.validated = bool(validated)  # already checked float64 and finite (fit's arrays)
 
     def blocks(self) -> Iterator[Block]:
         for start in range(0, self.n_samples, self.block_rows):
-            yield _check_block(self.X[start:start + self.block_rows], self.n_features)
+            block = self.X[start:start + self.block_rows]
+            yield block if self.validated else _check_block(block, self.n_features)
 
 
 class ChunkSource(RowSource):
@@ -218,16 +226,20 @@ class DaskSource(RowSource):
         for chunk in self.X.to_delayed().ravel():
             yield _check_block(chunk.compute(), self.n_features)
 
-    def reduce(self, fn: Callable[[Block], T], combine: Callable[[T, T], T], *,
+    def reduce(self, fn: Callable[..., T], combine: Callable[[T, T], T], *,
+               aux: Callable[[int, int], tuple[Any, ...]] | None = None,
                desc: str = "pass") -> T:
         import dask
 
         p = self.n_features
 
-        def part(chunk: Any) -> T:
-            return fn(_check_block(chunk, p))
+        def part(chunk: Any, *args: Any) -> T:
+            return fn(_check_block(chunk, p), *args)
 
-        parts = [dask.delayed(part)(c) for c in self.X.to_delayed().ravel()]
+        bounds = np.concatenate([[0], np.cumsum(self.X.chunks[0])]).astype(int)
+        parts = [dask.delayed(part)(c, *(() if aux is None else aux(int(bounds[i]),
+                                                                     int(bounds[i + 1]))))
+                 for i, c in enumerate(self.X.to_delayed().ravel())]
         while len(parts) > 1:  # a balanced tree: log₂(blocks) rounds of pairwise combines
             parts = [dask.delayed(combine)(parts[i], parts[i + 1]) if i + 1 < len(parts)
                      else parts[i] for i in range(0, len(parts), 2)]
