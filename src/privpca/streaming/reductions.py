@@ -90,13 +90,16 @@ def _block_clipped_gram(
     block: NDArray[np.float64], mask: NDArray[np.bool_] | None = None, *,
     centre: NDArray[np.float64] | None, scale: NDArray[np.float64] | None, bound: float,
 ) -> tuple[NDArray[np.float64], int]:
+    shared = mask is None and centre is None and scale is None  # rows would be the block
     if mask is not None:
-        block = block[mask]
-    rows = np.array(_shift(block, centre, scale), order="C")  # own copy: clipped in place
+        block = block[mask]  # a copy already
+    rows = _shift(block, centre, scale)
     norms = _norms(rows)
     over = norms > bound
     n_over = int(np.count_nonzero(over))
     if n_over:
+        if shared:
+            rows = rows.copy()  # never modify the caller's block
         rows[over] *= (bound / norms[over])[:, None]
     upper = blas.dsyrk(1.0, rows.T, trans=0, lower=0)  # rows.T is F-ordered: no copy
     return np.asarray(upper), n_over

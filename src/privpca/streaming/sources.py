@@ -58,7 +58,8 @@ def _check_block(block: Any, n_features: int | None) -> Block:
             f"A block has {arr.shape[1]} columns; the table has {n_features}. Every block must "
             "have the same columns."
         )
-    if not np.isfinite(arr).all():
+    # One pass without a block-sized temporary; the exact check only on the error path.
+    if not np.isfinite(np.add.reduce(arr, axis=None)) and not np.isfinite(arr).all():
         raise ValueError(
             "The table contains NaN or infinity. Differentially private estimators cannot "
             "impute or drop rows silently: remove or impute them first."

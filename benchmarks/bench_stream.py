@@ -1,0 +1,152 @@
+"""Streamed private fits against Dask's own ``X.T @ X`` on the same on-disk table.
+
+Writes an n × p float32 table (shifted, mixed units) to disk as ``.npy`` (memory-mapped) or
+Parquet, then prints, side by side in one run, rows per second and peak Python-heap memory
+(``tracemalloc``; the OS page cache is not counted) of:
+
+* Dask's ``(X.T @ X).compute()`` — the reduction itself, the physical limit here;
+* ``AnalyzeGaussPCA`` on defaults (private two-round mean and bound: five reductions before
+  the Gram) on the same Dask array;
+* ``AnalyzeGaussPCA`` in the papers' setting (public bound, uncentred: the Gram alone);
+* ``AnalyzeGaussPCA`` on defaults reading the memory map directly (no Dask);
+
+and the ratios to the Dask Gram. ``--rows 100000000`` gives 40 GB at p = 100, more than this
+machine's memory (so every pass reads the disk); the script checks the free disk first.
+
+Run: ``python benchmarks/bench_stream.py --rows 10000000`` (add ``--format parquet`` for
+Parquet, ``--keep`` to keep the file, ``--dir`` to choose where it is written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+import tracemalloc
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privpca import AnalyzeGaussPCA, PrivacyLedger
+
+
+def write_table(path: Path, n: int, p: int, fmt: str, block: int) -> Path:
+    rng = np.random.default_rng(0)
+    scales = np.geomspace(0.1, 10.0, p).astype(np.float32)
+    shifts = np.linspace(0.0, 100.0, p).astype(np.float32)
+    mix = rng.standard_normal((p, p)).astype(np.float32) / np.sqrt(p)
+    if fmt == "npy":
+        target = path / "table.npy"
+        out = np.lib.format.open_memmap(target, mode="w+", dtype=np.float32, shape=(n, p))
+        for start in range(0, n, block):
+            stop = min(start + block, n)
+            z = rng.standard_normal((stop - start, p), dtype=np.float32)
+            out[start:stop] = (z + z @ mix) * scales + shifts
+        out.flush()
+        del out
+        return target
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = path / "table"
+    folder.mkdir()
+    for i, start in enumerate(range(0, n, block * 8)):
+        stop = min(start + block * 8, n)
+        z = rng.standard_normal((stop - start, p), dtype=np.float32)
+        x = (z + z @ mix) * scales + shifts
+        pq.write_table(pa.table({f"x{j}": x[:, j] for j in range(p)}),
+                       folder / f"part-{i:05d}.parquet")
+    return folder
+
+
+def dask_array(target: Path, fmt: str, block: int) -> Any:
+    import dask.array as da
+
+    if fmt == "npy":
+        return da.from_array(np.load(target, mmap_mode="r"), chunks=(block, -1))
+    import dask.dataframe as dd
+
+    return dd.read_parquet(target).to_dask_array(lengths=True)
+
+
+def timed(func: Callable[[], Any]) -> tuple[float, float]:
+    tracemalloc.start()
+    start = time.perf_counter()
+    func()
+    elapsed = time.perf_counter() - start
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return elapsed, peak / 2**20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--cols", type=int, default=100)
+    parser.add_argument("--format", choices=("npy", "parquet"), default="npy")
+    parser.add_argument("--block", type=int, default=131_072, help="rows per chunk")
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+
+    n, p = args.rows, args.cols
+    size = n * p * 4
+    base = args.dir or Path(tempfile.gettempdir())
+    free = shutil.disk_usage(base).free
+    if free < 1.2 * size:
+        raise SystemExit(f"Need {1.2 * size / 2**30:.1f} GiB free in {base}; "
+                         f"{free / 2**30:.1f} GiB are.")
+    work = Path(tempfile.mkdtemp(dir=base, prefix="privpca-stream-"))
+    try:
+        print(f"Writing {n:,} x {p} float32 ({size / 2**30:.1f} GiB) as {args.format} "
+              f"to {work} ...", flush=True)
+        t0 = time.perf_counter()
+        target = write_table(work, n, p, args.format, args.block)
+        print(f"  written in {time.perf_counter() - t0:.1f} s")
+        X = dask_array(target, args.format, args.block)
+        ledger = PrivacyLedger()
+        norm = float(np.sqrt(p) * 150.0)  # a public bound above every row of this table
+
+        def fit(**kw: Any) -> Callable[[], Any]:
+            def run() -> None:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    AnalyzeGaussPCA(2, random_state=0, ledger=ledger, **kw).fit(X)
+            return run
+
+        cases: list[tuple[str, Callable[[], Any]]] = [
+            ("dask (X.T @ X).compute()", lambda: (X.T @ X).compute()),
+            ("AnalyzeGaussPCA defaults (dask)", fit()),
+            ("AnalyzeGaussPCA papers' setting (dask)", fit(centering=None, data_norm=norm)),
+        ]
+        if args.format == "npy":
+            mm = np.load(target, mmap_mode="r")
+
+            def memmap_fit() -> None:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    AnalyzeGaussPCA(2, random_state=0, ledger=ledger).fit(mm)
+            cases.append(("AnalyzeGaussPCA defaults (memmap)", memmap_fit))
+        results = {}
+        for name, func in cases:
+            seconds, peak = timed(func)
+            results[name] = seconds
+            print(f"  {name:<42} {seconds:8.1f} s  {n / seconds / 1e6:7.2f} M rows/s  "
+                  f"peak heap {peak:8.1f} MiB", flush=True)
+        limit = results["dask (X.T @ X).compute()"]
+        for name, seconds in results.items():
+            if name.startswith("AnalyzeGauss"):
+                print(f"  ratio {name} / dask Gram   {seconds / limit:.2f}")
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
