@@ -96,6 +96,16 @@ def test_memmap_chunks_and_parquet_equal_the_in_memory_fit(cls, table, tmp_path)
         assert fit.n_features_in_ == table.shape[1]
 
 
+def test_transform_of_a_dask_array_is_lazy_and_equals_numpy(table):
+    fit = _fit(AnalyzeGaussPCA, table)
+    Xd = da.from_array(table, chunks=(7_000, 9))
+    lazy = fit.transform(Xd)
+    assert type(lazy).__module__.startswith("dask.array")
+    np.testing.assert_allclose(lazy.compute(), fit.transform(table), rtol=1e-12, atol=1e-9)
+    with pytest.raises(ValueError, match="fitted on 9 features"):
+        fit.transform(Xd[:, :4])
+
+
 def test_local_sparse_streamed_equals_in_memory(table):
     kw = dict(epsilon=20.0, lam=0.05, max_iter=20)
     Xd = da.from_array(table, chunks=(6_000, 9))

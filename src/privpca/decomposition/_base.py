@@ -51,8 +51,11 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples, n_components)
+            A lazy ``dask.array.Array`` when ``X`` is one (projected where its blocks live).
         """
         check_is_fitted(self, "components_")
+        if type(X).__module__.startswith("dask.array"):
+            return self._transform_dask(X)
         Xv = validate_data(self, X, reset=False, dtype=np.float64)
         mean = getattr(self, "mean_", None)
         scale = getattr(self, "scale_", None)
@@ -61,6 +64,19 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
         if scale is not None:
             Xv = Xv / scale
         return np.asarray(Xv @ self.components_.T)
+
+    def _transform_dask(self, X: Any) -> Any:
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has shape {X.shape}; {type(self).__name__} was fitted on "
+                             f"{self.n_features_in_} features.")
+        mean = getattr(self, "mean_", None)
+        scale = getattr(self, "scale_", None)
+        Xv = X.astype(np.float64)
+        if mean is not None and np.any(mean != 0.0):
+            Xv = Xv - mean
+        if scale is not None:
+            Xv = Xv / scale
+        return Xv @ self.components_.T
 
     def inverse_transform(self, X: ArrayLike) -> NDArray[np.float64]:
         """Map projections back to feature space: ``X @ components_ · scale_ + mean_``."""
