@@ -286,8 +286,21 @@ def test_paper_setting_reproduces_the_outputs_from_before_the_pipeline(cls, extr
         est = cls(2, random_state=np.random.default_rng(3), ledger=PrivacyLedger(), **kw).fit(X)
     golden = np.load(GOLDEN)
     key = cls.__name__ + str(extra)
-    np.testing.assert_allclose(est.components_, golden[f"{key}|components"], rtol=0,
-                               atol=1e-12)
+    old = golden[f"{key}|components"]
+    if cls is LocalSparsePCA:
+        # Since the golden file, LocalSparsePCA rotates its basis of the ADMM subspace to the
+        # noisy covariance (the solution is often an exact projection, whose eigenvectors
+        # rounding used to pick): the subspace and the support are unchanged, and so the
+        # papers' subspace-distance and support-recovery results.
+        np.testing.assert_allclose(est.components_.T @ est.components_, old.T @ old, rtol=0,
+                                   atol=1e-12)
+        np.testing.assert_array_equal(np.flatnonzero(np.any(est.components_ != 0, axis=0)),
+                                      np.flatnonzero(np.any(old != 0, axis=0)))
+        if f"{key}|explained_variance" in golden.files:
+            assert est.explained_variance_.sum() == pytest.approx(
+                golden[f"{key}|explained_variance"].sum(), rel=1e-12)
+        return
+    np.testing.assert_allclose(est.components_, old, rtol=0, atol=1e-12)
     if f"{key}|explained_variance" in golden.files:
         np.testing.assert_allclose(est.explained_variance_, golden[f"{key}|explained_variance"],
                                    rtol=1e-12, atol=0)

@@ -146,18 +146,19 @@ def clipped_centred_gram(
 ) -> tuple[NDArray[np.float64], int]:
     """``Σᵢ yᵢyᵢᵀ``, ``yᵢ = clip_bound((xᵢ − centre)/scale)`` over ``rows``; the clipped count.
 
-    One pass in blocks (:func:`clipped_blocks`), each accumulated by ``syrk`` into the upper
-    triangle: neither the centred nor the clipped table is ever formed whole.
+    One pass in blocks (:func:`clipped_blocks`), each block's Gram accumulated: neither the
+    centred nor the clipped table is ever formed whole.
     """
     p = X.shape[1]
-    gram = np.zeros((p, p), order="F")
+    gram = np.zeros((p, p))
     n_clipped = 0
     for block, n_over in clipped_blocks(X, rows, centre, bound, scale=scale,
                                         block_rows=block_rows):
-        # block is C-ordered, so block.T is F-ordered and syrk reads it without a copy.
-        gram = blas.dsyrk(1.0, block.T, beta=1.0, c=gram, trans=0, lower=0, overwrite_c=1)
+        # NumPy turns block.T @ block into its BLAS's syrk (measured ~1.5x faster on this
+        # machine than SciPy's dsyrk) and fills the lower triangle itself.
+        gram += block.T @ block
         n_clipped += n_over
-    return symmetrise_from_upper(np.ascontiguousarray(gram)), n_clipped
+    return gram, n_clipped
 
 
 def clipped_centred_sum(
