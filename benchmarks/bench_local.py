@@ -73,7 +73,7 @@ def bench_gaussian(n: int, p: int, repeat: int) -> None:
 
     t_fit, m_fit = _timed(fit, repeat)
     t_def, m_def = _timed(fit_defaults, repeat)
-    t_np, m_np = _timed(numpy_baseline, 1)
+    t_np, m_np = _timed(numpy_baseline, repeat)
     t_syrk, m_syrk = _timed(syrk_baseline, repeat)
     print(f"LocalGaussianPCA.fit, n={n:,}, p={p} (data {X.nbytes / 2**20:.0f} MiB)")
     print(f"  fit (papers' setting)        {t_fit:8.3f} s   peak {m_fit:7.1f} MiB")

@@ -122,6 +122,34 @@ class ArraySource(RowSource):
             block = self.X[start:start + self.block_rows]
             yield block if self.validated else _check_block(block, self.n_features)
 
+    def reduce(self, fn: Callable[..., T], combine: Callable[[T, T], T], *,
+               aux: Callable[[int, int], tuple[Any, ...]] | None = None,
+               desc: str = "pass") -> T:
+        """Blocks reduced by one thread per core (NumPy releases the GIL; BLAS is limited to
+        one thread per block meanwhile), combined in block order: the result does not depend
+        on the scheduling, and at most one block per thread is in memory."""
+        starts = range(0, self.n_samples, self.block_rows)
+        workers = min(os.cpu_count() or 1, len(starts))
+        if workers < 2 or self.progress:
+            return super().reduce(fn, combine, aux=aux, desc=desc)
+        from concurrent.futures import ThreadPoolExecutor
+
+        from threadpoolctl import threadpool_limits
+
+        def part(start: int) -> T:
+            stop = min(start + self.block_rows, self.n_samples)
+            block = self.X[start:stop]
+            if not self.validated:
+                block = _check_block(block, self.n_features)
+            return fn(block) if aux is None else fn(block, *aux(start, stop))
+
+        out: T | None = None
+        with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
+            for piece in pool.map(part, starts):
+                out = piece if out is None else combine(out, piece)
+        assert out is not None
+        return out
+
 
 class ChunkSource(RowSource):
     """Row chunks from a re-iterable: a sequence of arrays, or a function returning an iterator.
