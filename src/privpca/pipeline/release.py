@@ -61,7 +61,6 @@ from privpca.pipeline.preprocessing import (
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.gram import (
     clipped_blocks,
-    clipped_centred_gram,
     gram_matrix,
     transformed_sq_norms,
 )
@@ -197,11 +196,12 @@ class PreparedRows:
         """
         if self.stored_rows is not None or self.source is None:
             return gram_matrix(self.rows)
-        if isinstance(self.source, np.ndarray):
-            return clipped_centred_gram(self.source, None, self.mean, self.data_norm,
-                                        scale=self.scale)[0]
         from privpca.streaming.reductions import clipped_gram
+        from privpca.streaming.sources import ArraySource
 
+        if isinstance(self.source, np.ndarray):  # validated already; blocks on every core
+            return clipped_gram(ArraySource(self.source, validated=True), self.mean,
+                                self.scale, self.data_norm)[0]
         gram, self.n_clipped = clipped_gram(self.source, self.mean, self.scale, self.data_norm)
         if self.n_clipped and "clipped_estimate" not in self.details:
             warnings.warn(
