@@ -272,12 +272,17 @@ class DaskSource(RowSource):
         while len(parts) > 1:  # a balanced tree: log₂(blocks) rounds of pairwise combines
             parts = [dask.delayed(combine)(parts[i], parts[i + 1]) if i + 1 < len(parts)
                      else parts[i] for i in range(0, len(parts), 2)]
-        if self.progress:
-            from dask.diagnostics import ProgressBar
+        from threadpoolctl import threadpool_limits
 
-            with ProgressBar():
-                return dask.compute(parts[0])[0]
-        return dask.compute(parts[0])[0]
+        # Dask runs blocks in parallel already: one BLAS thread per block (as its distributed
+        # workers do by default), else the local threads oversubscribe the cores.
+        with threadpool_limits(1, user_api="blas"):
+            if self.progress:
+                from dask.diagnostics import ProgressBar
+
+                with ProgressBar():
+                    return dask.compute(parts[0])[0]
+            return dask.compute(parts[0])[0]
 
 
 def _is_dask_array(X: Any) -> bool:
