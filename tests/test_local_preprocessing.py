@@ -21,7 +21,8 @@ from privpca.protocols.local_preprocessing import (
     isotonic_increasing,
     window_thresholds,
 )
-from privpca.solvers.gram import clipped_centred_gram, clipped_centred_sum
+from privpca.streaming import ArraySource
+from privpca.streaming.reductions import clipped_gram, clipped_sum
 
 
 def test_randomised_response_is_debiased_exactly():
@@ -115,24 +116,28 @@ def test_local_refusals():
             np.vstack([X] * 100))
 
 
-def test_blocked_clipped_centred_gram_and_sum_equal_the_direct_computation():
+def test_blocked_clipped_gram_and_sum_equal_the_direct_computation():
+    """The labelled block reductions (one thread per core) against the direct formulas."""
     rng = np.random.default_rng(11)
     X = rng.normal(size=(1000, 7)) * np.arange(1, 8) + 3.0
-    rows = np.sort(rng.choice(1000, size=613, replace=False))
+    labels = rng.permutation(np.repeat(np.array([0, 1], dtype=np.int8), [387, 613]))
     centre = X.mean(axis=0)
-    Y = X[rows] - centre
+    Y = X[labels == 1] - centre
     norms = np.linalg.norm(Y, axis=1)
     bound = float(np.quantile(norms, 0.7))
     Yc = Y * np.minimum(1.0, bound / norms)[:, None]
-    for block_rows in (50, 613, 10_000):  # several blocks, exactly one, one partial
-        gram, n_clipped = clipped_centred_gram(X, rows, centre, bound, block_rows=block_rows)
+    X_before = X.copy()
+    for block_rows in (50, 613, 10_000):  # several blocks, one partial, a single one
+        source = ArraySource(X, block_rows=block_rows)
+        gram, n_clipped = clipped_gram(source, centre, None, bound, labels=labels, group=1)
         np.testing.assert_allclose(gram, Yc.T @ Yc, rtol=1e-12, atol=1e-9)
         assert n_clipped == int(np.sum(norms > bound))
         np.testing.assert_allclose(
-            clipped_centred_sum(X, rows, centre, bound, block_rows=block_rows), Yc.sum(axis=0),
+            clipped_sum(source, centre, bound, labels=labels, group=1), Yc.sum(axis=0),
             rtol=1e-12, atol=1e-9)
-    X_before = X.copy()
-    clipped_centred_gram(X, None, None, 1.0, block_rows=64)
+        whole, _ = clipped_gram(source, None, None, 1.0)
+        Xc = X * np.minimum(1.0, 1.0 / np.linalg.norm(X, axis=1))[:, None]
+        np.testing.assert_allclose(whole, Xc.T @ Xc, rtol=1e-12, atol=1e-9)
     np.testing.assert_array_equal(X, X_before)  # the caller's table is never modified
 
 
@@ -142,15 +147,16 @@ def test_simulated_mean_sum_has_the_distribution_of_the_summed_reports():
     X = rng.normal(size=(40, 3)) + 1.0
     centre = np.array([0.5, 0.5, 0.5])
     rand = LocalMeanRandomiser(1.0, 1e-5, 1.5)
-    rows = np.arange(0, 40, 2)
-    sims = np.array([rand.simulate_sum(X, rows, rng, centre=centre) for _ in range(4000)])
-    reps = np.array([rand.report_batch(X[rows] - centre, rng).sum(axis=0) for _ in range(4000)])
-    sd = np.sqrt(rows.size) * rand.noise_scale
+    rows = X[::2] - centre
+    clipped = (rows * np.minimum(1.0, 1.5 / np.linalg.norm(rows, axis=1))[:, None]).sum(axis=0)
+    sims = np.array([rand.add_report_noise(clipped, len(rows), rng) for _ in range(4000)])
+    reps = np.array([rand.report_batch(rows, rng).sum(axis=0) for _ in range(4000)])
+    sd = np.sqrt(len(rows)) * rand.noise_scale
     se = sd / np.sqrt(4000)
     np.testing.assert_allclose(sims.mean(axis=0), reps.mean(axis=0), atol=5 * np.sqrt(2) * se)
     np.testing.assert_allclose(sims.std(axis=0), sd, rtol=0.05)
     np.testing.assert_allclose(reps.std(axis=0), sd, rtol=0.05)
-    agg = LocalMeanAggregator(rand, 3).add_sum(sims[0], rows.size)
-    assert agg.n_reports_ == rows.size
+    agg = LocalMeanAggregator(rand, 3).add_sum(sims[0], len(rows))
+    assert agg.n_reports_ == len(rows)
     with pytest.raises(ValueError, match="NaN"):
         agg.add_sum(np.array([np.nan, 0.0, 0.0]), 1)

@@ -38,7 +38,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from privpca._validation import check_data, check_delta, check_epsilon, check_in_range
 from privpca.mechanisms.gaussian import analytic_gaussian_sigma
-from privpca.solvers.gram import clipped_centred_sum
 
 __all__ = [
     "GROUP_FRACTIONS",
@@ -220,28 +219,15 @@ class LocalMeanRandomiser:
         reports += self.noise_scale * rng.standard_normal(reports.shape)
         return reports
 
-    def simulate_sum(
-        self,
-        X: NDArray[np.float64],
-        rows: NDArray[np.intp] | None,
-        rng: np.random.Generator,
-        *,
-        centre: NDArray[np.float64] | None = None,
-    ) -> NDArray[np.float64]:
-        """The sum of the reports of users ``X[rows]`` (records ``x − centre``), drawn exactly.
-
-        ``Σᵢ (clip_R(xᵢ − c) + zᵢ)`` with ``Σᵢ zᵢ ~ N(0, mσ²I)``: the same distribution as
-        summing :meth:`report_batch`, at the cost of one blocked pass and ``p`` normal draws
-        instead of ``m·p`` (the simulation of many users inside one fit).
-        """
-        m = X.shape[0] if rows is None else rows.shape[0]
-        return self.add_report_noise(clipped_centred_sum(X, rows, centre, self.bound), m, rng)
-
     def add_report_noise(
         self, clipped_sum: NDArray[np.float64], n_reports: int, rng: np.random.Generator
     ) -> NDArray[np.float64]:
-        """``Σ clip_R(xᵢ − c)`` of ``n_reports`` users plus the sum of their reports' noise,
-        ``N(0, mσ²I)`` (see :meth:`simulate_sum`)."""
+        """The sum of ``n_reports`` users' reports, drawn exactly from their clipped sum.
+
+        ``Σᵢ (clip_R(xᵢ − c) + zᵢ)`` with ``Σᵢ zᵢ ~ N(0, mσ²I)``: the distribution of summing
+        :meth:`report_batch`, at the cost of ``p`` normal draws instead of ``m·p`` (the
+        simulation of many users inside one fit; the clipped sum is a block reduction).
+        """
         total = np.array(clipped_sum, dtype=np.float64)
         total += math.sqrt(n_reports) * self.noise_scale * rng.standard_normal(total.shape[0])
         return total
@@ -266,7 +252,7 @@ class LocalMeanAggregator:
         return self
 
     def add_sum(self, total: ArrayLike, n_reports: int) -> LocalMeanAggregator:
-        """Add the sum of ``n_reports`` reports (``LocalMeanRandomiser.simulate_sum``)."""
+        """Add the sum of ``n_reports`` reports (``LocalMeanRandomiser.add_report_noise``)."""
         vec = np.asarray(total, dtype=np.float64)
         if vec.shape != self._sum.shape:
             raise ValueError(f"A sum of mean reports must have shape {self._sum.shape}.")

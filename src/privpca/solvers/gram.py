@@ -15,8 +15,6 @@ from scipy.linalg import blas
 
 __all__ = [
     "clipped_blocks",
-    "clipped_centred_gram",
-    "clipped_centred_sum",
     "gram_matrix",
     "symmetrise_from_upper",
     "transformed_blocks",
@@ -135,44 +133,3 @@ def clipped_blocks(
         if n_over:
             block[over] *= (bound / norms[over])[:, None]
         yield block, n_over
-
-
-def clipped_centred_gram(
-    X: NDArray[np.float64],
-    rows: NDArray[np.intp] | None,
-    centre: NDArray[np.float64] | None,
-    bound: float,
-    *,
-    scale: NDArray[np.float64] | None = None,
-    block_rows: int = BLOCK_ROWS,
-) -> tuple[NDArray[np.float64], int]:
-    """``Σᵢ yᵢyᵢᵀ``, ``yᵢ = clip_bound((xᵢ − centre)/scale)`` over ``rows``; the clipped count.
-
-    One pass in blocks (:func:`clipped_blocks`), each block's Gram accumulated: neither the
-    centred nor the clipped table is ever formed whole.
-    """
-    p = X.shape[1]
-    gram = np.zeros((p, p))
-    n_clipped = 0
-    for block, n_over in clipped_blocks(X, rows, centre, bound, scale=scale,
-                                        block_rows=block_rows):
-        # NumPy turns block.T @ block into its BLAS's syrk (measured ~1.5x faster on this
-        # machine than SciPy's dsyrk) and fills the lower triangle itself.
-        gram += block.T @ block
-        n_clipped += n_over
-    return gram, n_clipped
-
-
-def clipped_centred_sum(
-    X: NDArray[np.float64],
-    rows: NDArray[np.intp] | None,
-    centre: NDArray[np.float64] | None,
-    bound: float,
-    *,
-    block_rows: int = BLOCK_ROWS,
-) -> NDArray[np.float64]:
-    """``Σᵢ clip_bound(xᵢ − centre)`` over ``rows``, in one blocked pass."""
-    total = np.zeros(X.shape[1])
-    for block, _ in clipped_blocks(X, rows, centre, bound, block_rows=block_rows):
-        total += block.sum(axis=0)
-    return total
