@@ -330,11 +330,11 @@ def test_clipping_warning_counts_and_input_untouched(cls):
     original = X.copy()
     if cls is SparsePCA:  # non-private: nothing to clip, and centring must not touch X
         est = cls(n_components=1, n_nonzero=3, center=True, random_state=0).fit(X)
-        assert est.privacy_.n_clipped == 0
+        assert "n_clipped" not in est.privacy_.to_dict()
     else:
-        with pytest.warns(RowClippingWarning, match="9 of 300 rows"):
+        with pytest.warns(RowClippingWarning, match="exceeded the public data_norm"):
             est = _fast(cls, n_components=1, random_state=0).fit(X)
-        assert est.privacy_.n_clipped == 9
+        assert "n_clipped" not in est.privacy_.to_dict()  # a count of the data
     np.testing.assert_array_equal(X, original)
 
 
@@ -363,7 +363,7 @@ def test_budgeted_ledger_refuses_before_release(cls, spiked):
 @pytest.mark.parametrize(
     ("params", "match"),
     [
-        ({"epsilon": 0}, r"The 'epsilon' parameter of {} must be a float in the range \(0, inf\)"),
+        ({"epsilon": 0}, r"The 'epsilon' parameter of {} must be a float in the range \[1e-09"),
         ({"epsilon": -1}, r"Got -1 instead"),
         ({"delta": 1.0}, r"The 'delta' parameter of {} must be a float in the range \(0, 1\)"),
         ({"data_norm": 0.0}, r"The 'data_norm' parameter of {}"),

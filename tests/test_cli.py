@@ -184,8 +184,9 @@ def test_fit_reports_clipping(runner, tmp_path):
     result = runner.invoke(main, ["fit", "-k", "1", "--epsilon", "1", "--centering", "none",
                                   "--data-norm", "1", str(path)])
     assert result.exit_code == 0, result.output
-    assert "RowClippingWarning: 4 of 20 rows" in result.stderr
-    assert json.loads(result.stdout)["privacy"]["n_clipped"] == 4
+    assert "RowClippingWarning: Some rows" in result.stderr
+    assert "4 of 20" not in result.stderr  # no count of the data, in no output
+    assert "n_clipped" not in json.loads(result.stdout)["privacy"]
 
 
 BAD_CELLS = [
@@ -324,3 +325,69 @@ def test_fit_central_methods(runner, tmp_path):
     assert result.exit_code != 0 and "at least one minibatch" in result.output
     result = runner.invoke(main, ["fit", "-m", "dp-pca", "--epsilon", "1", str(small)])
     assert result.exit_code != 0 and "epsilon" in result.output  # too few rows, said clearly
+
+
+# --- reading tables and refusing bad input (issue 14) ------------------------------------------
+
+def _table(rng, n=400):
+    return rng.standard_normal((n, 3)) * np.array([3.0, 1.0, 0.2])
+
+
+FIT = ["fit", "-k", "1", "--epsilon", "1", "--centering", "none", "--data-norm", "10"]
+
+
+@pytest.mark.parametrize(
+    ("header", "sep"),
+    [("0,1,2", ","), ("a;b;c", ";"), ("a\tb\tc", "\t"), (None, ";"), (None, "\t")],
+)
+def test_fit_reads_headers_and_separators(runner, tmp_path, header, sep):
+    X = _table(np.random.default_rng(0))
+    lines = [header] if header is not None else []
+    lines += [sep.join(f"{v:.6f}" for v in row) for row in X]
+    path = tmp_path / "t.csv"
+    path.write_text("\n".join(lines) + "\n")
+    result = runner.invoke(main, [*FIT, str(path)])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["n_samples"] == 400  # a header "0,1,2" is not a record
+    assert len(payload["feature_names"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [("a,b,c\n1,2,x\n3,4,5\n", r"non-numeric column 'c' \(e.g. 'x' on line 2\)"),
+     ("a;b;c\n1;2;3\n3;;5\n", r"'b' \(1 cell, first on line 3\)"),
+     ("a,b\n1,2\n3\n", r"line 3 has 1 fields, expected 2")],
+)
+def test_fit_names_the_bad_column_and_line(runner, tmp_path, text, match):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    result = runner.invoke(main, [*FIT, str(path)])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    import re
+
+    assert re.search(match, result.output), result.output
+
+
+def test_fit_refuses_object_and_complex_npy(runner, tmp_path):
+    obj = tmp_path / "obj.npy"
+    np.save(obj, np.array([[1, "a"], [2, None]], dtype=object), allow_pickle=True)
+    result = runner.invoke(main, [*FIT, str(obj)])
+    assert result.exit_code == 1 and "never unpickles" in result.output
+    cpx = tmp_path / "cpx.npy"
+    np.save(cpx, np.ones((5, 2)) + 1j)
+    result = runner.invoke(main, [*FIT, str(cpx)])
+    assert result.exit_code == 1 and "numeric array" in result.output
+
+
+def test_unwritable_output_fails_before_anything_is_read(runner, tmp_path):
+    # DATA is not even a valid table: the -o check comes first, before any read or fit.
+    data = tmp_path / "data.csv"
+    data.write_text("not,a\ntable\n")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    result = runner.invoke(main, [*FIT, str(data), "-o", str(blocker / "out.json")])
+    assert result.exit_code == 1 and "Nothing was fitted" in result.output, result.output
+    result = runner.invoke(main, [*FIT, str(data), "-o", str(tmp_path)])  # a directory
+    assert result.exit_code == 2 and "directory" in result.output

@@ -10,8 +10,10 @@ from privpca._validation import (
     check_delta,
     check_epsilon,
     check_n_components,
+    check_norm_bound,
     check_random_state,
     clip_rows,
+    row_norms,
 )
 from privpca.exceptions import RowClippingWarning
 
@@ -22,9 +24,15 @@ from privpca.exceptions import RowClippingWarning
         (
             check_epsilon,
             -1,
-            r"'epsilon' parameter must be a float in the range \(0, inf\)\. Got -1",
+            r"'epsilon' parameter must be a float in the range \[1e-09, 1e\+12\]\. Got -1",
         ),
-        (check_epsilon, 0.0, r"range \(0, inf\)"),
+        (check_epsilon, 0.0, r"range \[1e-09, 1e\+12\]"),
+        (check_epsilon, 1e13, r"Got 1e\+13|Got 10000000000000"),
+        (check_norm_bound, 1e300, r"'data_norm' parameter must be a float in the range "
+                                  r"\[1e-60, 1e\+60\]\. Got 1e\+300"),
+        (check_norm_bound, 1e-300, r"Got 1e-300"),
+        (check_norm_bound, 0.0, r"Got 0.0"),
+        (check_norm_bound, float("nan"), r"Got nan"),
         (check_epsilon, float("nan"), r"Got nan"),
         (check_epsilon, float("inf"), r"Got inf"),
         (check_epsilon, "1", r"Got '1'"),
@@ -70,16 +78,37 @@ def test_check_data_refuses_nan_inf_and_bad_shapes():
         check_data([["a", "b"]])
 
 
-def test_clip_rows_warns_with_count_and_leaves_input_alone():
+def test_clip_rows_warns_without_data_values_and_leaves_input_alone():
     X = np.array([[3.0, 4.0], [0.3, 0.4], [0.0, 2.0], [0.6, 0.8]])
     original = X.copy()
-    with pytest.warns(RowClippingWarning, match="2 of 4 rows"):
+    with pytest.warns(RowClippingWarning, match="exceeded the public data_norm=1") as caught:
         clipped, n = clip_rows(X, 1.0)
+    message = str(caught[0].message)
+    # Before: "2 of 4 rows ... (largest norm 5)": a count and a value of the data.
+    assert "2 of 4" not in message and "largest" not in message and "5" not in message
     assert n == 2
     np.testing.assert_array_equal(X, original)
     np.testing.assert_allclose(np.linalg.norm(clipped, axis=1), [1.0, 0.5, 1.0, 1.0])
     # Directions are kept.
     np.testing.assert_allclose(clipped[0], [0.6, 0.8])
+
+
+def test_rows_beyond_1e154_are_clipped_exactly():
+    # Their squared norms overflow float64: clip_rows used to refuse them as "overflowing".
+    X = np.array([[3e200, 4e200], [0.3, 0.4], [3e-170, 4e-170]])
+    np.testing.assert_allclose(row_norms(X), [5e200, 0.5, 5e-170])
+    with pytest.warns(RowClippingWarning):
+        clipped, n = clip_rows(X, 1.0)
+    assert n == 1
+    np.testing.assert_allclose(clipped[0], [0.6, 0.8])
+    np.testing.assert_array_equal(clipped[1:], X[1:])
+
+
+def test_norm_bound_limits_keep_powers_finite():
+    low, high = 1e-60, 1e60
+    assert check_norm_bound(low) == low and check_norm_bound(high) == high
+    for D in (low, high):
+        assert 0 < D**4 < np.inf and 0 < D**-4 < np.inf
 
 
 def test_clip_rows_no_warning_when_within_bound(recwarn):

@@ -4,6 +4,7 @@ Estimators follow scikit-learn's conventions (``fit``, ``transform``, ``componen
 ``(n_components, n_features)``) and record what they spent in ``privacy_``.
 """
 
+from privpca._config import ReproducibleNoiseWarning, config_context, get_config, set_config
 from privpca.accounting import PrivacyLedger, PrivacyRecord, default_ledger
 from privpca.decomposition import (
     DPPCA,
@@ -46,9 +47,13 @@ __all__ = [
     "PrivacyWarning",
     "PrivateOjaPCA",
     "ProposalBudgetExceededError",
+    "ReproducibleNoiseWarning",
     "RowClippingWarning",
     "ShufflingBoundError",
     "SparsePCA",
     "__version__",
+    "config_context",
     "default_ledger",
+    "get_config",
+    "set_config",
 ]

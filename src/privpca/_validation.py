@@ -16,15 +16,27 @@ from numpy.typing import ArrayLike, NDArray
 from privpca.exceptions import RowClippingWarning
 
 __all__ = [
+    "EPSILON_RANGE",
+    "NORM_BOUND_RANGE",
     "check_data",
     "check_delta",
     "check_epsilon",
     "check_in_range",
     "check_n_components",
+    "check_norm_bound",
     "check_options",
     "check_random_state",
     "clip_rows",
+    "row_norms",
 ]
+
+#: ε accepted by every estimator and mechanism. Beyond 10¹² nothing is private and the
+#: calibrations (e^ε, a noise multiplier ~1/ε) leave float64; below 10⁻⁹ the noise
+#: multiplier (~1/ε) times a squared norm bound leaves it too.
+EPSILON_RANGE = (1e-9, 1e12)
+#: Public norm bounds (data_norm, clip_norm, ...) accepted: D², D⁴ and their inverses stay
+#: finite, non-zero float64 numbers times any noise multiplier of :data:`EPSILON_RANGE`.
+NORM_BOUND_RANGE = (1e-60, 1e60)
 
 
 def _owner(owner: object | None) -> str:
@@ -84,8 +96,26 @@ def _fmt(x: float) -> str:
 
 
 def check_epsilon(epsilon: Any, *, owner: object | None = None, name: str = "epsilon") -> float:
-    """Return ε as a float after checking 0 < ε < ∞."""
-    return check_in_range(epsilon, name, low=0.0, owner=owner)
+    """Return ε as a float after checking ``1e-9 <= ε <= 1e12`` (:data:`EPSILON_RANGE`).
+
+    ε = ∞ (no privacy) is refused: use the non-private estimator instead.
+    """
+    low, high = EPSILON_RANGE
+    return check_in_range(epsilon, name, low=low, high=high, low_closed=True,
+                          high_closed=True, owner=owner)
+
+
+def check_norm_bound(value: Any, name: str = "data_norm", *,
+                     owner: object | None = None) -> float:
+    """Return a public norm bound ``D`` after checking it lies in :data:`NORM_BOUND_RANGE`.
+
+    The sensitivities are powers of D (D², D⁴) and the noise is a multiplier times them:
+    a bound outside ``[1e-60, 1e60]`` would overflow to ∞ or vanish to 0 (a
+    ZeroDivisionError or a noise of ∞), so it is refused; rescale the data instead.
+    """
+    low, high = NORM_BOUND_RANGE
+    return check_in_range(value, name, low=low, high=high, low_closed=True, high_closed=True,
+                          owner=owner)
 
 
 def check_delta(delta: Any, *, owner: object | None = None, name: str = "delta") -> float:
@@ -160,6 +190,26 @@ def refuse_non_finite(X: NDArray[np.float64], name: str = "X") -> None:
         )
 
 
+def row_norms(X: NDArray[np.float64]) -> NDArray[np.float64]:
+    """L2 norms of the rows of ``X``, exact also where the squares overflow (‖x‖ ≥ 1e154).
+
+    One pass (``einsum``) for the squares; only rows whose square overflowed (or
+    underflowed below 1e-150) are recomputed, scaled by their largest entry.
+    Rows holding NaN or infinity get a non-finite norm.
+    """
+    with np.errstate(over="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    redo = np.flatnonzero(np.isinf(norms) | (norms < 1e-150))  # overflowed or underflowed
+    if redo.size:
+        rows = X[redo]
+        with np.errstate(invalid="ignore", over="ignore"):
+            top = np.max(np.abs(rows), axis=1)
+            finite = np.isfinite(top) & (top > 0)
+            scaled = rows[finite] / top[finite, None]
+            norms[redo[finite]] = top[finite] * np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+    return norms
+
+
 def clip_rows(
     X: NDArray[np.float64],
     data_norm: float,
@@ -188,41 +238,51 @@ def clip_rows(
     X_clipped : ndarray of shape (n_samples, n_features)
         ``X`` itself when nothing needed clipping, else a clipped copy.
     n_clipped : int
-        How many rows were clipped.
+        How many rows were clipped. An exact count of the data: for the caller's own use,
+        never to be released (it is in no record, attribute or message).
 
     Warns
     -----
     RowClippingWarning
-        When at least one row was clipped, saying how many.
+        When at least one row was clipped. The message holds no value computed from the
+        data (no count, no norm): only that the public bound was exceeded. Callers clip
+        after the budget is charged, so a refused fit never warns.
     """
-    if norms is None:
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    if norms is None or not np.all(np.isfinite(norms)):
+        norms = row_norms(X)
     if not np.all(np.isfinite(norms)):
-        # One pass over X for the norms doubles as the NaN/inf check (a NaN or inf entry makes
-        # its row's norm non-finite); find the culprits only on this error path.
+        # The norms double as the NaN/inf check (a NaN or inf entry makes its row's norm
+        # non-finite); find the culprits only on this error path.
         bad = ~np.isfinite(X).all(axis=1)
-        if bad.any():
-            raise ValueError(
-                f"X contains NaN or infinity in {int(bad.sum())} row(s). Differentially "
-                "private estimators cannot impute or drop rows silently: remove or impute "
-                "them first."
-            )
-        raise ValueError("X has rows whose norm overflows float64; rescale the data.")
+        raise ValueError(
+            f"X contains NaN or infinity in {int(bad.sum())} row(s). Differentially "
+            "private estimators cannot impute or drop rows silently: remove or impute "
+            "them first."
+        )
     over = norms > data_norm * (1.0 + 1e-12)
     n_clipped = int(over.sum())
     if n_clipped == 0:
         return X, 0
     X_clipped = X.copy() if copy else X
     X_clipped[over] *= (data_norm / norms[over])[:, None]
-    warnings.warn(
-        f"{n_clipped} of {X.shape[0]} rows{_owner(owner).replace(' of', ' passed to')} had an "
-        f"L2 norm above data_norm={data_norm:g} and were clipped to it (largest norm "
-        f"{norms.max():.4g}). The privacy guarantee holds; the estimate is biased. Rescale your "
-        "data or raise data_norm (which adds noise) if this is unexpected.",
-        RowClippingWarning,
-        stacklevel=3,
-    )
+    warn_clipped(owner, data_norm, stacklevel=4)
     return X_clipped, n_clipped
+
+
+def warn_clipped(owner: object | None, data_norm: float, *, what: str = "rows",
+                 bound: str = "data_norm", stacklevel: int = 3) -> None:
+    """Warn that some ``what`` exceeded the public ``bound`` and were clipped to it.
+
+    Says nothing computed from the data (how many, how long): a warning is a release too.
+    """
+    warnings.warn(
+        f"Some {what}{_owner(owner).replace(' of', ' passed to')} exceeded the public "
+        f"{bound}={data_norm:g} and were clipped to it. The privacy guarantee holds; the "
+        f"estimate is biased. Rescale your data or raise {bound} (which adds noise) if this "
+        "is unexpected. (How many were clipped is not reported: that count is not private.)",
+        RowClippingWarning,
+        stacklevel=stacklevel,
+    )
 
 
 # Integer seeds are mapped to tagged SeedSequences so that one integer never gives two
@@ -251,11 +311,46 @@ def check_random_state(random_state: Any, *, stream: str = "estimator") -> np.ra
         Which component asks: estimators and mechanisms use ``"estimator"``, the synthetic
         data generators ``"data"``.
 
+    Returns
+    -------
+    numpy.random.Generator
+        In secure mode (:func:`privpca.config_context`) with ``stream="estimator"``, a
+        :class:`~privpca.mechanisms.secure_noise.SecureGenerator` (ChaCha20 keyed from the
+        OS, floating-point-safe Gaussian and Laplace noise).
+
+    Raises
+    ------
+    ValueError
+        In secure mode, for any ``random_state`` of an estimator other than ``None`` (a
+        SecureGenerator handed down by a fit is passed through).
+
+    Warns
+    -----
+    ReproducibleNoiseWarning
+        Once per process, outside secure mode, when an estimator is given a seed or a
+        generator: its noise can be rebuilt by anyone who learns the seed.
+
     The global NumPy RNG is never used. A legacy ``RandomState`` is refused, because
     mixing it in would make runs irreproducible in a way users do not expect.
     """
     if stream not in RANDOM_STREAM_KEYS:
         raise ValueError(f"stream must be one of {sorted(RANDOM_STREAM_KEYS)}; got {stream!r}.")
+    if stream == "estimator":
+        from privpca._config import secure_mode
+        from privpca.mechanisms.secure_noise import SecureGenerator
+
+        if isinstance(random_state, SecureGenerator):
+            return random_state
+        if secure_mode():
+            if random_state is not None:
+                raise ValueError(
+                    "Secure mode refuses random_state: a seed or generator would make the noise "
+                    f"reproducible. Got {random_state!r}; pass random_state=None (or leave "
+                    "secure mode for tests and experiments)."
+                )
+            return SecureGenerator()
+        if random_state is not None:
+            _warn_reproducible()
     if random_state is None:
         return np.random.default_rng()
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
@@ -270,4 +365,25 @@ def check_random_state(random_state: Any, *, stream: str = "estimator") -> np.ra
     raise ValueError(
         "random_state must be None, an int, a numpy SeedSequence or a numpy Generator. "
         f"Got {random_state!r} instead."
+    )
+
+
+_warned_reproducible = False
+
+
+def _warn_reproducible() -> None:
+    """Warn once per process that seeded noise is reproducible (see check_random_state)."""
+    global _warned_reproducible
+    if _warned_reproducible:
+        return
+    _warned_reproducible = True
+    from privpca._config import ReproducibleNoiseWarning
+
+    warnings.warn(
+        "A private fit was given a random_state: its noise can be rebuilt by anyone who knows "
+        "the seed, who can then subtract it. Use seeds for tests and experiments only; for a "
+        "release pass random_state=None, or turn on privpca.config_context(secure_mode=True). "
+        "(This warning is shown once per process.)",
+        ReproducibleNoiseWarning,
+        stacklevel=4,
     )

@@ -86,7 +86,33 @@ def _describe_columns(items: list[str], limit: int = 6) -> str:
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
-def _parse_csv_slowly(path: Path, names: list[str], skip: int) -> np.ndarray:
+#: Field separators a table may use (the most frequent on the first line wins).
+_DELIMITERS = (",", ";", "\t")
+
+
+def _sniff_delimiter(line: str) -> str:
+    """``,``, ``;`` or tab: whichever occurs most on the first line (``,`` on a tie/none)."""
+    counts = {d: line.count(d) for d in _DELIMITERS}
+    best = max(_DELIMITERS, key=lambda d: (counts[d], d == ","))
+    return best if counts[best] else ","
+
+
+def _looks_like_header(cells: list[str]) -> bool:
+    """A line of names: a cell that is not a number, or pandas' default column labels.
+
+    pandas writes ``0,1,2,…`` (and ``,0,1,…`` or ``Unnamed: 0,…`` with its index) as the
+    header of a frame without names: numbers, but a header.
+    """
+    stripped = [c.strip() for c in cells]
+    if any(c and not _is_number(c) for c in stripped):
+        return True
+    labels = stripped[1:] if stripped and stripped[0] == "" else stripped
+    return len(labels) > 0 and labels == [str(j) for j in range(len(labels))] and (
+        len(labels) > 1 or stripped[0] == "")
+
+
+def _parse_csv_slowly(path: Path, names: list[str], skip: int,
+                      delimiter: str = ",") -> np.ndarray:
     """Read ``path`` cell by cell after ``np.loadtxt`` refused it: missing cells become NaN
     (refused later, by column); ragged rows and text columns are refused here, named."""
     import csv
@@ -95,13 +121,14 @@ def _parse_csv_slowly(path: Path, names: list[str], skip: int) -> np.ndarray:
     rows: list[list[float]] = []
     text_cells: dict[int, tuple[str, int]] = {}  # column -> (first bad cell, its line number)
     with open(path, newline="", encoding="utf-8-sig") as fh:
-        for line_no, row in enumerate(csv.reader(fh), start=1):
+        for line_no, row in enumerate(csv.reader(fh, delimiter=delimiter), start=1):
             if line_no <= skip or not row:
                 continue
             if len(row) != p:
                 raise click.ClickException(
                     f"{path}: line {line_no} has {len(row)} fields, expected {p} (as on line "
-                    f"{skip + 1}). privpca reads comma-separated values, one record per line."
+                    f"{skip + 1}). privpca reads values separated by {delimiter!r}, one record "
+                    "per line."
                 )
             values = []
             for j, cell in enumerate(row):
@@ -137,7 +164,13 @@ def _load_table(path: Path) -> tuple[np.ndarray, list[str], bool]:
         try:
             data = np.load(path, allow_pickle=False)
         except ValueError as exc:
-            raise click.ClickException(f"{path}: {exc}") from exc
+            raise click.ClickException(
+                f"{path}: not a plain numeric array ({exc}). privpca never unpickles a file "
+                "(an object array could run code): save a float array, e.g. "
+                "np.save(path, X.astype(float))."
+            ) from exc
+        except (OSError, EOFError) as exc:
+            raise click.ClickException(f"{path}: not a readable .npy file ({exc}).") from exc
         if data.ndim != 2 or data.dtype.kind not in "biuf":
             raise click.ClickException(
                 f"{path}: expected a 2-D numeric array (one row per record). Got shape "
@@ -148,21 +181,26 @@ def _load_table(path: Path) -> tuple[np.ndarray, list[str], bool]:
         has_header = False
         first_line = 1
     elif path.suffix in {".csv", ".txt"}:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            first = next(csv.reader(fh), None)
+        try:
+            with open(path, newline="", encoding="utf-8-sig") as fh:
+                first_text = fh.readline()
+        except UnicodeDecodeError as exc:
+            raise click.ClickException(f"{path}: not a UTF-8 text table ({exc}).") from exc
+        delimiter = _sniff_delimiter(first_text)
+        first = next(csv.reader([first_text], delimiter=delimiter), None)
         if not first:
             raise click.ClickException(f"{path}: the file is empty.")
-        has_header = any(cell.strip() and not _is_number(cell.strip()) for cell in first)
+        has_header = _looks_like_header(first)
         names = ([cell.strip() or f"x{j}" for j, cell in enumerate(first)] if has_header
                  else [f"x{j}" for j in range(len(first))])
         first_line = 2 if has_header else 1
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # "input contained no data": handled below
-                X = np.loadtxt(path, delimiter=",", skiprows=int(has_header), ndmin=2,
+                X = np.loadtxt(path, delimiter=delimiter, skiprows=int(has_header), ndmin=2,
                                quotechar='"', dtype=np.float64, encoding="utf-8-sig")
-        except ValueError:
-            X = _parse_csv_slowly(path, names, int(has_header))
+        except (ValueError, UnicodeDecodeError):
+            X = _parse_csv_slowly(path, names, int(has_header), delimiter)
         if X.shape[0] == 0:
             raise click.ClickException(f"{path}: no data rows" +
                                        (" below the header." if has_header else "."))
@@ -182,6 +220,23 @@ def _load_table(path: Path) -> tuple[np.ndarray, list[str], bool]:
             "impute: drop or fill those rows first."
         )
     return X, names, has_header
+
+
+def _check_writable(path: Path) -> None:
+    """Fail now, with a clear message, if ``path`` cannot be written (nothing is fitted)."""
+    import os
+
+    if path.is_dir():
+        raise click.ClickException(f"{path}: is a directory; give a file name for the output.")
+    parent = path.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise click.ClickException(f"{path}: cannot create its folder ({exc}). Nothing was "
+                                   "fitted.") from exc
+    target = path if path.exists() else parent
+    if not os.access(target, os.W_OK):
+        raise click.ClickException(f"{path}: not writable. Nothing was fitted.")
 
 
 class _NComponents(click.ParamType):
@@ -264,8 +319,9 @@ def _fit_payload(method: str, est: Any, X: np.ndarray, names: list[str]) -> dict
         "method": method,
         "estimator": repr(est),
         "params": _strict_json(json.loads(json.dumps(params, default=str))),
-        # n is public under privpca's replace-one-record relation (it is in the privacy record).
-        "n_samples": int(X.shape[0]),
+        # n as the privacy record has it: public under replace-one neighbours, null where
+        # the relation makes it a private count.
+        "n_samples": est.privacy_.n_samples,
         "n_features": int(X.shape[1]),
         "feature_names": names,
         "n_components": int(getattr(est, "n_components_", None) or components.shape[0]),
@@ -290,7 +346,7 @@ def _summary(payload: dict[str, Any], est: Any) -> str:
 
     lines = [
         f"{type(est).__name__}: k = {payload['n_components']} of {payload['n_features']} "
-        f"features, n = {payload['n_samples']}",
+        f"features, n = {payload['n_samples'] if payload['n_samples'] is not None else 'private'}",
         f"  explained variance ratio (private): {fmt(payload['explained_variance_ratio'])}",
     ]
     error = payload["expected_error"]
@@ -414,6 +470,10 @@ def fit(
     level, an error estimate and the privacy record; a value the method does not release is
     null.
     """
+    if output is not None:
+        _check_writable(output)  # before anything is read or fitted (nothing spent)
+    if plot_dir is not None:
+        _check_writable(plot_dir / "scree.png")
     X, names, _ = _load_table(data)
     cls = PRIVATE_ESTIMATORS[method]
     accepted = cls().get_params()
@@ -734,6 +794,12 @@ def reproduce(
             f"{exp.name}: {len(out.result.rows)} runs in {out.elapsed:.1f} s -> "
             f"{out.csv_path}, {out.png_path}, {out.md_path}"
         )
+
+
+# privpca audit (issue 14): the command lives in privpca.audit.cli.
+from privpca.audit.cli import audit_command  # noqa: E402
+
+main.add_command(audit_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import InitVar, asdict, dataclass, field
 from typing import Any
 
 import dp_accounting
@@ -77,10 +77,9 @@ class PrivacyRecord:
         How the noise was calibrated (``"analytic"`` or ``"classic"``).
     data_norm : float
         The public bound on each record's L2 norm that the analysis assumes.
-    n_samples : int
-        Number of records (or reports) used.
-    n_clipped : int
-        How many records were clipped to ``data_norm``.
+    n_samples : int or None
+        Number of records (or reports) used: public under replace-one neighbours; ``None``
+        under add/remove-one neighbours, where the exact count is private.
     spends : tuple of PrivacySpend
         Every mechanism call that touched the data.
     target_epsilon : float
@@ -88,6 +87,10 @@ class PrivacyRecord:
         different value, e.g. classic calibration or the paper's sensitivity).
     notes : str
         Anything a reader of the guarantee must know.
+
+    The record carries no exact count computed from the data (how many rows were clipped
+    is such a count: a non-private release). The ``n_clipped`` argument of older callers is
+    accepted and discarded.
     """
 
     epsilon: float
@@ -98,11 +101,14 @@ class PrivacyRecord:
     noise_scale: float
     calibration: str
     data_norm: float
-    n_samples: int
-    n_clipped: int = 0
+    n_samples: int | None
+    n_clipped: InitVar[int | None] = None
     spends: tuple[PrivacySpend, ...] = ()
     target_epsilon: float | None = None
     notes: str = ""
+
+    def __post_init__(self, n_clipped: int | None) -> None:
+        del n_clipped  # an exact count of the data: never stored, never released
 
     @classmethod
     def from_spends(
@@ -158,6 +164,6 @@ class PrivacyRecord:
         return (
             f"({self.epsilon:.4g}, {self.delta:.3g})-DP, {self.model} model, neighbours: "
             f"{self.neighbouring}; sensitivity {self.sensitivity:.4g}, noise std "
-            f"{self.noise_scale:.4g} ({self.calibration}); n={self.n_samples}, "
-            f"clipped={self.n_clipped}"
+            f"{self.noise_scale:.4g} ({self.calibration})"
+            + ("" if self.n_samples is None else f"; n={self.n_samples}")
         )

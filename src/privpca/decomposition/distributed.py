@@ -57,7 +57,7 @@ from privpca.federated.protocol import (
 from privpca.metrics import sin_theta
 from privpca.pipeline.release import PreparedRows, ReleasePipeline, Statistic
 
-__all__ = ["DPSPCA"]
+__all__ = ["DPSPCA", "dpspca_provider_seeds"]
 
 
 class DPSPCA(BasePrivatePCA):
@@ -117,7 +117,10 @@ default="random"
         an array is a public start. None costs privacy.
     random_state : None, int or numpy.random.Generator, default=None
         Seeds Q⁽⁰⁾ and one noise seed per provider (drawn in this order: Q⁽⁰⁾, then the N
-        provider seeds as ``integers(0, 2**63)``), so a run can be replayed across processes.
+        provider seeds as ``integers(0, 2**63)``). The provider seeds are never stored on the
+        estimator (whoever knows them can subtract the noise from the providers' answers);
+        a seeded run can be replayed across processes with :func:`dpspca_provider_seeds`,
+        which needs the seed itself. ``None`` (fresh entropy) in production.
     ledger : PrivacyLedger or None, default=None
         Where the spend is recorded (``None``: :func:`privpca.accounting.default_ledger`).
 
@@ -156,8 +159,6 @@ default="random"
     n_providers_ : int
     provider_ids_ : list of str
     provider_n_samples_ : ndarray of int of shape (n_providers,)
-    provider_seeds_ : list of int
-        The noise seed of each provider (what a multi-process replay must be given).
     noise_multiplier_ : float
         m = σ/Δ per power answer.
     noise_scales_ : ndarray of shape (n_providers,)
@@ -303,9 +304,7 @@ default="random"
         for part in parts:  # refuse NaN/inf before anything is charged
             check_data(part)
         rng = check_random_state(self.random_state)
-
-        start = ServerState.initial(p, k, s_hat, self.init, rng)
-        seeds = [int(s) for s in rng.integers(0, 2**63, size=len(parts))]
+        start, seeds = _start_and_seeds(rng, p, k, s_hat, self.init, len(parts))
         if run.paper_mode:
             self._fit_paper(parts, ids, seeds, start, k, epsilon, delta, run.data_norm, T,
                             s_hat)
@@ -315,7 +314,6 @@ default="random"
         self.n_nonzero_ = s_hat
         self.n_providers_ = len(parts)
         self.provider_ids_ = ids
-        self.provider_seeds_ = seeds
         self.paper_noise_scale_ = paper_noise_scale(epsilon, delta, T)
         self.expected_error_ = math.nan
         return self
@@ -341,6 +339,12 @@ default="random"
                    data_norm: float, T: int, s_hat: int) -> None:
         """The paper's setting: T answers only, exactly the code before the pipeline."""
         p = start.shape[0]
+        record = provider_privacy_record(
+            epsilon=epsilon, delta=delta, n_rounds=T, n_components=k, data_norm=data_norm,
+            n_samples=sum(part.shape[0] for part in parts), n_clipped=0,
+            n_providers=len(parts),
+        )
+        self._charge(record, self.ledger)  # before any provider touches its rows
         providers = []
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -349,22 +353,14 @@ default="random"
                     part, n_components=k, epsilon=epsilon, delta=delta, n_rounds=T,
                     data_norm=data_norm, noise_seed=seed, provider_id=pid,
                 ))
-        n_clipped = sum(pr.n_clipped for pr in providers)
-        _reemit(caught, n_clipped, sum(pr.n_samples for pr in providers), data_norm, self)
-
-        record = provider_privacy_record(
-            epsilon=epsilon, delta=delta, n_rounds=T, n_components=k, data_norm=data_norm,
-            n_samples=sum(pr.n_samples for pr in providers), n_clipped=n_clipped,
-            n_providers=len(providers),
-        )
-        self.privacy_ = record
-        self._charge(record, self.ledger)
+        _reemit(caught, any(pr.n_clipped for pr in providers), data_norm, self)
 
         server = ServerState(p, k, s_hat, T, start)
         while not server.finished:
             query = server.query()
             server.aggregate([pr.answer_query(query) for pr in providers])
 
+        self.privacy_ = record
         self.components_ = server.components()
         self.history_ = np.stack([Q.T for Q in server.history])
         self._set_common(providers, dpspca_noise_multiplier(epsilon, delta, T))
@@ -393,18 +389,15 @@ default="random"
             while not server.finished:
                 message = server.next_message()
                 server.receive([pr.handle(message) for pr in providers])
-        n_clipped = sum(pr.n_clipped for pr in providers)
         bounds = np.array([pr.data_norm_ for pr in providers])
-        _reemit(caught, n_clipped, sum(pr.n_samples for pr in providers),
-                float(bounds.max()), self)
+        _reemit(caught, any(pr.n_clipped for pr in providers), float(bounds.max()), self)
 
         per_provider = [pr.spends() for pr in providers]
         pre = merge_provider_spends([spends for spends, _ in per_provider])
         statistic = max((stat for _, stat in per_provider), key=lambda s: s.sensitivity)
         scale = None if isinstance(run.scale, bool) else np.asarray(run.scale, dtype=np.float64)
         mean = None if server.mean is None else np.asarray(server.mean)
-        summary = PreparedRows(np.empty((0, p)), float(bounds.max()), mean, scale, n_clipped,
-                               pre)
+        summary = PreparedRows(np.empty((0, p)), float(bounds.max()), mean, scale, 0, pre)
         self.privacy_ = run.record(
             summary, statistic,
             calibration="analytic (exact Gaussian composition of every part, dp-accounting)",
@@ -460,9 +453,40 @@ default="random"
         return np.array([sin_theta(Q.T, V) for Q in self.history_])
 
 
-def _reemit(caught: list[warnings.WarningMessage], n_clipped: int, n: int, data_norm: float,
+def _start_and_seeds(rng: np.random.Generator, p: int, k: int, s_hat: int, init: Any,
+                     n_providers: int) -> tuple[NDArray[np.float64], list[int]]:
+    """Q⁽¹⁾, then one noise seed per provider, from the estimator's generator (in that order)."""
+    start = ServerState.initial(p, k, s_hat, init, rng)
+    return start, [int(s) for s in rng.integers(0, 2**63, size=n_providers)]
+
+
+def dpspca_provider_seeds(random_state: int | np.random.SeedSequence, n_features: int,
+                          n_components: int, n_providers: int, *,
+                          n_nonzero: int | None = None, init: Any = "random") -> list[int]:
+    """The providers' noise seeds of a seeded :class:`DPSPCA` fit, to replay it elsewhere.
+
+    ``DPSPCA(random_state=s, n_components=k, n_nonzero=ŝ, init=init)`` on N providers with
+    d features gives its providers these seeds; passing them to ``privpca provider
+    --noise-seed`` (and ``s`` to ``privpca server --seed``) replays the same run over
+    Flower. For experiments only: the seeds are derived from ``s``, so whoever knows ``s``
+    can remove the noise of that run; they are never stored on the fitted estimator, and a
+    fit with ``random_state=None`` cannot be replayed (its seeds come from fresh entropy).
+    """
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        raise ValueError("dpspca_provider_seeds needs the int or SeedSequence the fit was given "
+                         "(a fit with random_state=None cannot be replayed).")
+    s_hat = n_features if n_nonzero is None else int(n_nonzero)
+    rng = check_random_state(random_state)
+    return _start_and_seeds(rng, n_features, n_components, s_hat, init, n_providers)[1]
+
+
+def _reemit(caught: list[warnings.WarningMessage], clipped: bool, data_norm: float,
             owner: object) -> None:
-    """One clipping warning for the whole fit (not one per provider); others re-raised as is."""
+    """One clipping warning for the whole fit (not one per provider); others re-raised as is.
+
+    Called after the charge; it says no count (which providers clipped how many rows is data).
+    """
+    from privpca._validation import warn_clipped
     from privpca.exceptions import RowClippingWarning
 
     clipping = False
@@ -471,12 +495,5 @@ def _reemit(caught: list[warnings.WarningMessage], n_clipped: int, n: int, data_
             clipping = True
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    if n_clipped and clipping:
-        warnings.warn(
-            f"{n_clipped} of {n} rows passed to {type(owner).__name__} had an L2 norm above "
-            f"data_norm={data_norm:g} and were clipped to it. The privacy guarantee holds; the "
-            "estimate is biased. Rescale your data or raise data_norm (which adds noise) if "
-            "this is unexpected.",
-            RowClippingWarning,
-            stacklevel=5,
-        )
+    if clipped and clipping:
+        warn_clipped(owner, data_norm, stacklevel=5)

@@ -58,6 +58,7 @@ from privpca._validation import (
     check_epsilon,
     check_in_range,
     check_n_components,
+    check_norm_bound,
     check_options,
     check_random_state,
 )
@@ -389,8 +390,6 @@ class PrivateOjaPCA(StochasticPCA):
         ε₀ of each step (equal to ε without amplification).
     clip_norm_ : float
         β used.
-    n_clipped_ : int
-        How many gradient blocks were clipped (also in ``privacy_.n_clipped``).
     n_iter_ : int
         Steps: n, or m (the stream's records) outside the papers' setting.
     learning_rate_ : LearningRate
@@ -456,7 +455,7 @@ class PrivateOjaPCA(StochasticPCA):
                 "The 'clip_norm' parameter of PrivateOjaPCA must be 'auto' or a float in the "
                 f"range (0, inf). Got {self.clip_norm!r} instead."
             )
-        return check_in_range(self.clip_norm, "clip_norm", low=0.0, owner=self)
+        return check_norm_bound(self.clip_norm, "clip_norm", owner=self)
 
     def _paper_mode(self, n_features: int) -> bool:
         return self.centering is None and not isinstance(self.clip_norm, str)
@@ -512,13 +511,23 @@ class PrivateOjaPCA(StochasticPCA):
             Z = rng.standard_normal((len(idx), p, k))
             X_chunk = source.X[idx] if isinstance(source, VectorGradients) else None
             for i, rec in enumerate(idx):
-                if X_chunk is not None:
-                    x = X_chunk[i]
-                    G = np.outer(x, x @ W)
-                else:
-                    G = source.gradients(np.array([rec]), W).reshape(p, k)
-                norm = float(np.linalg.norm(G))
-                if norm > beta:
+                with np.errstate(over="ignore", invalid="ignore"):  # huge rows: below
+                    if X_chunk is not None:
+                        x = X_chunk[i]
+                        G = np.outer(x, x @ W)
+                    else:
+                        G = source.gradients(np.array([rec]), W).reshape(p, k)
+                    norm = float(np.linalg.norm(G))
+                if not np.isfinite(norm) and X_chunk is not None:
+                    # ‖x‖ ≥ ~1e154: x xᵀW overflows; its clipped value is exact from x/max|x|.
+                    xs = x / np.abs(x).max()
+                    G = np.outer(xs, xs @ W)
+                    norm_s = float(np.linalg.norm(G))
+                    G = G * (beta / norm_s) if norm_s > 0 else np.zeros_like(G)
+                    norm = np.inf if norm_s > 0 else 0.0
+                    if norm:
+                        n_clipped += 1
+                elif norm > beta:
                     G *= beta / norm
                     n_clipped += 1
                 eta = etas[start + i]
@@ -551,15 +560,12 @@ class PrivateOjaPCA(StochasticPCA):
 
     def _fit_source(self, source: GradientSource) -> PrivateOjaPCA:
         """The paper's algorithm on ``source`` as given (uncentred, public β)."""
-        beta = check_in_range(self.clip_norm, "clip_norm", low=0.0, owner=self)
+        beta = check_norm_bound(self.clip_norm, "clip_norm", owner=self)
         n = source.n_samples
         cal = self._calibrate(n)
-        W, n_clipped = self._stream(source, cal, beta)
         noise_sd = 2.0 * beta * cal.alpha
-        if n_clipped:
-            _warn_clipped(n_clipped, n, beta)
         spend = self._stream_spend(cal, beta, derived=False)
-        self.privacy_ = PrivacyRecord(
+        record = PrivacyRecord(
             epsilon=cal.certified,
             delta=cal.delta,
             model="central",
@@ -569,7 +575,6 @@ class PrivateOjaPCA(StochasticPCA):
             calibration=cal.calibration,
             data_norm=math.sqrt(beta),
             n_samples=int(n),
-            n_clipped=n_clipped,
             spends=(spend,),
             target_epsilon=cal.epsilon,
             notes=(
@@ -579,17 +584,19 @@ class PrivateOjaPCA(StochasticPCA):
                 "is used, which is conservative."
             ),
         )
-        self._charge(self.privacy_, self.ledger)
+        self._charge(record, self.ledger)  # before the stream touches a record
+        W, n_clipped = self._stream(source, cal, beta)
+        if n_clipped:
+            _warn_clipped(beta)
+        self.privacy_ = record
         self.components_ = fix_signs(W).T.copy()
-        self._set_stream_attributes(cal, beta, n_clipped, n)
+        self._set_stream_attributes(cal, beta, n)
         return self
 
-    def _set_stream_attributes(self, cal: _Calibration, beta: float, n_clipped: int,
-                               n: int) -> None:
+    def _set_stream_attributes(self, cal: _Calibration, beta: float, n: int) -> None:
         self.noise_multiplier_ = cal.alpha
         self.local_epsilon_ = cal.eps0
         self.clip_norm_ = float(beta)
-        self.n_clipped_ = n_clipped
         self.n_iter_ = n
         self.learning_rate_ = cal.lr
 
@@ -634,33 +641,33 @@ class PrivateOjaPCA(StochasticPCA):
         W, n_clipped = self._stream(VectorGradients(rows), cal, beta, rng)
         del rows
         if n_clipped and not isinstance(clip, str):
-            _warn_clipped(n_clipped, m, beta)
+            _warn_clipped(beta)
         self._set_table_attributes(fix_signs(W).T.copy(), held, pre_rng)
         notes = (
             self._stream_notes(cal, beta, m)
             + ("beta = D² (clip_norm='auto'), D the held-out private norm bound. "
                if isinstance(clip, str) else "beta is the public clip_norm. ")
             + held_out_notes(n, n_held, m, pairs, centering, run)
-            + f" {held.prepared.n_clipped} held-out rows were clipped to D for the variances."
         )
         record = self._table_record(
             held.prepared.spends, self._stream_spend(cal, beta, derived=pairs),
             epsilon=cal.epsilon, delta=cal.delta, n=n, neighbouring=REPLACE_ONE,
-            calibration=calibration, data_norm=held.prepared.data_norm, n_clipped=n_clipped,
+            calibration=calibration, data_norm=held.prepared.data_norm, n_clipped=0,
             notes=notes)
         ledger.amend(planned, record)
         self.privacy_ = record
-        self._set_stream_attributes(cal, beta, n_clipped, m)
+        self._set_stream_attributes(cal, beta, m)
         self.noise_level_ = self._paper_noise_level()
         self.expected_error_ = math.nan
         return self
 
 
-def _warn_clipped(n_clipped: int, n: int, beta: float) -> None:
+def _warn_clipped(beta: float) -> None:
+    # No count: how many gradients were clipped is a statistic of the data.
     warnings.warn(
-        f"{n_clipped} of {n} gradient blocks had a norm above clip_norm={beta:g} and "
-        "were clipped. The privacy guarantee holds; the estimate is biased. Raise "
-        "clip_norm (more noise) or rescale the data if this is unexpected.",
+        f"Some gradient blocks had a norm above clip_norm={beta:g} and were clipped. The "
+        "privacy guarantee holds; the estimate is biased. Raise clip_norm (more noise) or "
+        "rescale the data if this is unexpected.",
         RowClippingWarning,
         stacklevel=4,
     )

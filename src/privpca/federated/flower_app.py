@@ -45,6 +45,7 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Error, Message, 
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
+from privpca._validation import check_random_state
 from privpca.exceptions import BudgetExceededError
 from privpca.federated.protocol import (
     FileReleaseCounter,
@@ -80,6 +81,10 @@ MESSAGE_TYPE = "query"
 MESSAGE_TYPES = {Query: "query", MeanQuery: "query.mean", PrepareMessage: "query.prepare",
                  VarianceQuery: "query.variance"}
 #: Error codes of refusals (Flower's own codes are below 100).
+#: The handshake: a provider says who it is and what it agreed to; it releases nothing.
+HELLO_TYPE = "query.hello"
+#: Seconds the handshake still waits, once n providers answered, for any further answer.
+HANDSHAKE_GRACE = 2.0
 REFUSED_MALFORMED = 101
 REFUSED_BUDGET = 102
 PROVIDER_FAILED = 103
@@ -284,6 +289,30 @@ def _answer(kind: str, msg: Message, context: Context) -> Message:
     return Message(content, reply_to=msg)
 
 
+def _hello_content(provider: ProviderState) -> RecordDict:
+    """The handshake reply: public facts and the agreement, nothing computed from the data."""
+    return RecordDict({"meta": ConfigRecord({
+        "provider-id": provider.provider_id,
+        "n-samples": provider.n_samples,
+        "n-features": provider.n_features,
+        "n-components": provider.n_components,
+        "n-rounds": provider.n_rounds,
+        "centering": "none" if provider.centering is None else str(provider.centering),
+        "data-norm": "auto" if isinstance(provider.data_norm, str) else "public",
+        "releases-all": provider.counter.used,
+    })})
+
+
+@client_app.query("hello")
+def answer_hello(msg: Message, context: Context) -> Message:
+    """The handshake: who this provider is and what it agreed to (no release, no budget)."""
+    try:
+        content = _hello_content(load_provider(dict(context.node_config)))
+    except Exception as exc:  # its own failure: say so
+        return Message(Error(PROVIDER_FAILED, f"provider failed: {exc!r}"), reply_to=msg)
+    return Message(content, reply_to=msg)
+
+
 @client_app.query()
 def answer(msg: Message, context: Context) -> Message:
     """A power round: ``Hᵢ = Σ̂ᵢQ + Gᵢ/nᵢ``."""
@@ -329,8 +358,11 @@ def run_server(grid: Grid, config: dict[str, Any]) -> dict[str, Any]:
         wait_timeout = float(config.get("wait-timeout", 120.0))
         centering = _centering_setting(config.get("centering", "none"))
         data_norm = _data_norm_setting(config.get("data-norm", 1.0))
-        nodes = _wait_for_nodes(grid, N, wait_timeout)
-        rng = np.random.default_rng(seed)
+        nodes = handshake(grid, N, wait_timeout, {
+            "n-features": d, "n-components": k, "n-rounds": T,
+            "centering": "none" if centering is None else centering,
+            "data-norm": "auto" if isinstance(data_norm, str) else "public"})
+        rng = check_random_state(seed)  # the same Q⁽⁰⁾ as DPSPCA(random_state=seed)
         server = ServerState(d, k, s_hat, T,
                              ServerState.initial(d, k, s_hat, str(config.get("init", "random")),
                                                  rng),
@@ -403,15 +435,65 @@ def _privacy(providers: dict[str, dict[str, Any]], dropped: dict[str, int]) -> d
     return out
 
 
-def _wait_for_nodes(grid: Grid, n: int, timeout: float) -> list[int]:
+def handshake(grid: Grid, n: int, timeout: float, expected: dict[str, Any],
+              poll: float = 0.2) -> list[int]:
+    """The ``n`` nodes that answered the handshake, in node order; nothing released yet.
+
+    Every registered node gets a ``query.hello`` (which costs a provider nothing); only
+    nodes that answer, with distinct provider ids and the agreement of this run
+    (``expected``: d, k, T, centering, kind of data_norm), are ever queried. A stale node
+    (registered but gone, or left from another run) never answers and is never queried, so
+    it cannot make the others spend their budget on a run that then fails. Raises
+    ValueError if more than ``n`` providers answer, two nodes claim one provider id, or a
+    provider agreed to other settings; TimeoutError if fewer than ``n`` answer in
+    ``timeout`` seconds.
+    """
     end = time.monotonic() + timeout
+    answered: dict[int, dict[str, Any]] = {}
+    asked: dict[str, int] = {}
+    full_at: float | None = None
     while True:
-        nodes = sorted(grid.get_node_ids())
-        if len(nodes) >= n:
-            return nodes[:n] if len(nodes) == n else nodes
-        if time.monotonic() > end:
-            raise TimeoutError(f"Only {len(nodes)} of {n} providers connected within {timeout} s.")
-        time.sleep(0.2)
+        new = [node for node in sorted(grid.get_node_ids())
+               if node not in answered and node not in asked.values()]
+        if new:
+            messages = [Message(content=RecordDict({}), dst_node_id=node,
+                                message_type=HELLO_TYPE, group_id="handshake")
+                        for node in new]
+            asked.update(zip(grid.push_messages(messages), new, strict=True))
+        for msg in grid.pull_messages(list(asked)):
+            node = asked.pop(msg.metadata.reply_to_message_id, None)
+            if node is None or msg.has_error():
+                continue
+            try:
+                answered[node] = dict(msg.content.config_records["meta"])
+            except Exception:  # a malformed hello: not a provider of this run
+                continue
+        now = time.monotonic()
+        if len(answered) >= n and full_at is None:
+            full_at = now
+        if full_at is not None and (not asked or now - full_at > HANDSHAKE_GRACE):
+            break  # the silent ones are stale: they will never be queried
+        if now > end:
+            if len(answered) >= n:
+                break
+            raise TimeoutError(
+                f"Only {len(answered)} of {n} providers answered the handshake within "
+                f"{timeout} s (registered nodes that do not answer are never queried).")
+        time.sleep(poll)
+    ids = [str(meta.get("provider-id")) for meta in answered.values()]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"Two nodes answered as the same provider ({sorted(ids)}): refusing "
+                         "to query one provider's data twice. Stop the stale SuperNode.")
+    if len(answered) > n:
+        raise ValueError(f"{len(answered)} providers answered the handshake ({sorted(ids)}), "
+                         f"more than n-providers={n}: refusing to guess which to query.")
+    for meta in answered.values():
+        wrong = {key: (meta.get(key), value) for key, value in expected.items()
+                 if str(meta.get(key)) != str(value)}
+        if wrong:
+            raise ValueError(f"Provider {meta.get('provider-id')!r} agreed to other settings "
+                             f"than this run (theirs, ours): {wrong}. Nothing was released.")
+    return sorted(answered)
 
 
 def _one_round(grid: Grid, nodes: list[int], message: Any, timeout: float, label: str = ""

@@ -98,7 +98,15 @@ import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privpca._validation import check_data, check_in_range, clip_rows
+from privpca._validation import (
+    check_data,
+    check_delta,
+    check_epsilon,
+    check_in_range,
+    check_norm_bound,
+    row_norms,
+    warn_clipped,
+)
 from privpca.accounting.composition import gaussian_noise_multiplier_for_composition
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition.noisy_power import power_sensitivity
@@ -350,23 +358,65 @@ Message = MeanQuery | PrepareMessage | Query | VarianceQuery
 AnyReply = MeanReply | PrepareReply | Reply | VarianceReply
 
 
-def validate_query(query: Any, n_features: int, n_components: int) -> None:
-    """Raise :class:`QueryRefusedError` unless ``query`` is a well-formed DPS-PCA query.
+def _real_array(value: Any, what: str) -> NDArray[np.float64]:
+    """``value`` as a float64 array, refusing what is not a real number array.
 
-    Checked: the types, ``n_features == d``, a support of unique sorted indices in ``[0, d)``
-    with at least k of them, a finite ``block`` of shape ``(len(support), k)`` and
-    ``‖QᵀQ − I‖_max ≤ 1e-8`` (the sensitivity bound needs ``‖Q‖₂ ≤ 1``).
+    Complex values (``QᵀQ = I`` without the conjugate lets ``‖Q‖₂`` grow without bound),
+    object arrays, booleans, strings and floats that do not fit float64 are refused, not
+    converted (``np.asarray(z, float)`` would silently drop an imaginary part).
+    """
+    if isinstance(value, np.ndarray):
+        arr = value
+    else:
+        try:
+            arr = np.asarray(value)
+        except (TypeError, ValueError) as exc:
+            raise QueryRefusedError(f"The {what} is not a numeric array: {exc}") from exc
+    if arr.dtype.kind not in "fiu":
+        raise QueryRefusedError(
+            f"The {what} must be an array of real numbers; got dtype {arr.dtype} "
+            "(complex, object, boolean and text arrays are refused)."
+        )
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.asarray(arr, dtype=np.float64)
+    if not np.all(np.isfinite(out)):
+        raise QueryRefusedError(f"The {what} contains NaN or infinity (or overflows float64).")
+    return out
+
+
+def _int_scalar(value: Any, what: str) -> int:
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise QueryRefusedError(f"The {what} must be an int; got {value!r}.")
+    return int(value)
+
+
+def validate_query(query: Any, n_features: int, n_components: int) -> Query:
+    """Return ``query`` with real float64/intp arrays, or raise :class:`QueryRefusedError`.
+
+    Checked: the types (a real, finite ``block``, integer ``support``, int ``round`` and
+    ``n_features``), ``n_features == d``, a support of unique sorted indices in ``[0, d)``
+    with at least k of them, a ``block`` of shape ``(len(support), k)`` and
+    ``‖QᵀQ − I‖_max ≤ 1e-8`` (the sensitivity bound needs ``‖Q‖₂ ≤ 1``). The provider computes
+    with the returned arrays, never with the caller's.
     """
     if not isinstance(query, Query):
         raise QueryRefusedError(f"Expected a Query; got {type(query).__name__}.")
-    if query.n_features != n_features:
+    d = _int_scalar(query.n_features, "query's n_features")
+    if d != n_features:
         raise QueryRefusedError(
-            f"Query for n_features={query.n_features}; this provider holds {n_features} features."
+            f"Query for n_features={d}; this provider holds {n_features} features."
         )
-    support = np.asarray(query.support)
-    block = np.asarray(query.block)
-    if support.ndim != 1 or not np.issubdtype(support.dtype, np.integer):
+    round_ = _int_scalar(query.round, "query's round")
+    raw_support = np.asarray(query.support) if not isinstance(query.support, np.ndarray) \
+        else query.support
+    if raw_support.ndim != 1 or raw_support.dtype.kind not in "iu":
         raise QueryRefusedError("Query support must be a 1-D array of integer row indices.")
+    if raw_support.size and (raw_support.min() < 0 or raw_support.max() >= n_features):
+        raise QueryRefusedError(
+            f"Query support must be strictly increasing row indices in [0, {n_features})."
+        )
+    support = raw_support.astype(np.intp)  # in range, so exact
+    block = _real_array(query.block, "query block")
     if block.ndim != 2 or block.shape != (support.shape[0], n_components):
         raise QueryRefusedError(
             f"Query block has shape {block.shape}; expected ({support.shape[0]}, {n_components}) "
@@ -376,34 +426,27 @@ def validate_query(query: Any, n_features: int, n_components: int) -> None:
         raise QueryRefusedError(
             f"Query support has {support.shape[0]} rows, fewer than n_components={n_components}."
         )
-    if support.size and (support[0] < 0 or support[-1] >= n_features
-                         or np.any(np.diff(support) <= 0)):
+    if np.any(np.diff(support) <= 0):
         raise QueryRefusedError(
             f"Query support must be strictly increasing row indices in [0, {n_features})."
         )
-    if not np.all(np.isfinite(block)):
-        raise QueryRefusedError("Query contains NaN or infinity.")
     deviation = float(np.abs(block.T @ block - np.eye(n_components)).max())
     if not deviation <= ORTHONORMALITY_TOL:
         raise QueryRefusedError(
             f"Query Q is not orthonormal (max |QᵀQ − I| = {deviation:.3g} > "
             f"{ORTHONORMALITY_TOL:g}); the noise is calibrated for ‖Q‖₂ ≤ 1 only."
         )
+    return Query(round=round_, support=support, block=block, n_features=d)
 
 
 def validate_vector(value: Any, n_features: int, what: str) -> NDArray[np.float64]:
-    """A finite float vector of shape ``(n_features,)``, or :class:`QueryRefusedError`."""
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise QueryRefusedError(f"The {what} is not numeric: {exc}") from exc
+    """A finite real float vector of shape ``(n_features,)``, or :class:`QueryRefusedError`."""
+    arr = _real_array(value, what)
     if arr.shape != (n_features,):
         raise QueryRefusedError(
             f"The {what} has shape {arr.shape}; this provider holds {n_features} features, "
             f"so it expects shape ({n_features},)."
         )
-    if not np.all(np.isfinite(arr)):
-        raise QueryRefusedError(f"The {what} contains NaN or infinity.")
     return arr
 
 
@@ -637,7 +680,7 @@ class ProviderState:
     ----------
     n_samples, n_features : int
     n_clipped : int
-        Rows clipped (stays with the provider; never sent).
+        Rows clipped (stays with the provider: never sent, in no record or message).
     noise_multiplier : float
         m = σ/Δ per power answer.
     sensitivity : float
@@ -666,13 +709,30 @@ class ProviderState:
         provider_id: str = "0",
         counter: ReleaseCounter | None = None,
     ) -> None:
+        self.provider_id = str(provider_id)
+        who = f"provider {self.provider_id}"
         Xv = check_data(X)
         self.n_samples, self.n_features = (int(s) for s in Xv.shape)
-        self.n_components = int(n_components)
-        self.epsilon, self.delta = float(epsilon), float(delta)
-        self.n_rounds = int(n_rounds)
-        self.noise_seed = noise_seed
-        self.provider_id = str(provider_id)
+        # Every party validates its agreement as the estimators do: a provider refuses to
+        # open a budget it could not honour (ε = ∞ would release XᵢᵀXᵢQ/nᵢ exactly).
+        self.n_components = int(check_in_range(n_components, "n_components", low=1,
+                                               high=self.n_features, low_closed=True,
+                                               high_closed=True, integer=True, owner=who))
+        self.epsilon = check_epsilon(epsilon, owner=who)
+        self.delta = check_delta(delta, owner=who)  # every release is Gaussian: δ > 0
+        self.n_rounds = int(check_in_range(n_rounds, "n_rounds", low=1, low_closed=True,
+                                           integer=True, owner=who))
+        if not (isinstance(data_norm, str) and data_norm == "auto"):
+            if isinstance(data_norm, str):
+                raise ValueError(f"The 'data_norm' parameter of {who} must be 'auto' or a float "
+                                 f"in the range [1e-60, 1e+60]. Got {data_norm!r} instead.")
+            data_norm = check_norm_bound(data_norm, owner=who)
+        if noise_seed is not None and (isinstance(noise_seed, bool)
+                                       or not isinstance(noise_seed, int | np.integer)
+                                       or noise_seed < 0):
+            raise ValueError(f"The 'noise_seed' parameter of {who} must be None or an int >= 0. "
+                             f"Got {noise_seed!r} instead.")
+        self.noise_seed = None if noise_seed is None else int(noise_seed)
         if isinstance(scale, bool | np.bool_) and scale:
             raise ValueError(
                 "Private scaling (scale=True) is not offered in the distributed model: pass "
@@ -697,13 +757,11 @@ class ProviderState:
         self.mean_: NDArray[np.float64] | None = None
         self.clipped_estimate = math.nan
         if not self.table_mode:  # the papers' setting: exactly the code before the pipeline
-            data_norm = float(check_in_range(data_norm, "data_norm", low=0.0))
-            self.X, self.n_clipped = clip_rows(Xv, data_norm,
-                                               owner=f"provider {self.provider_id}")
-            self.rows = self.X
+            self.X = Xv
+            self._clip(Xv, float(data_norm))
             self.noise_multiplier = dpspca_noise_multiplier(self.epsilon, self.delta,
                                                             self.n_rounds)
-            self._set_bound(data_norm)
+            self._set_bound(float(data_norm))
             return
         self.X, self.n_clipped = Xv, 0
         self._run = ReleasePipeline(
@@ -735,19 +793,25 @@ class ProviderState:
             rows = rows / np.asarray(self.scale, dtype=np.float64)
         return rows
 
+    def _clip(self, rows: NDArray[np.float64], data_norm: float) -> NDArray[np.float64]:
+        """Clip ``rows`` to ``data_norm`` (a copy if any is clipped), silently.
+
+        The count stays here; the provider warns, with no count, only after it has booked
+        its first power answer (:meth:`answer_query`), so a refused message never warns.
+        """
+        norms = row_norms(rows)
+        over = norms > data_norm * (1.0 + 1e-12)
+        self.n_clipped = int(over.sum())
+        if self.n_clipped:
+            rows = rows.copy() if rows is self.X else rows
+            rows[over] *= (data_norm / norms[over])[:, None]
+        self.rows = rows
+        return rows
+
     def _prepare_rows(self, mean: NDArray[np.float64] | None, data_norm: float, *,
-                      warn: bool) -> None:
-        rows = self._centred(mean)
-        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-        if warn:
-            rows, self.n_clipped = clip_rows(rows, data_norm, owner=f"provider {self.provider_id}",
-                                             norms=norms, copy=rows is self.X)
-        else:
-            over = norms > data_norm
-            self.n_clipped = int(over.sum())
-            if self.n_clipped:
-                rows = rows.copy() if rows is self.X else rows
-                rows[over] *= (data_norm / norms[over])[:, None]
+                      warn: bool = False) -> None:
+        rows = self._clip(self._centred(mean), data_norm)
+        self._warn_public_clip = warn
         self.rows, self.mean_ = rows, mean
         self._total = float(np.einsum("ij,ij->", rows, rows))
         self._set_bound(data_norm)
@@ -797,7 +861,9 @@ class ProviderState:
             )
         centre = validate_vector(query.centre, self.n_features, "centre of the mean query")
         done = self.counter.used_by("mean")
-        if not isinstance(query.round, int | np.integer) or int(query.round) != done + 1:
+        if (isinstance(query.round, bool | np.bool_)
+                or not isinstance(query.round, int | np.integer)
+                or int(query.round) != done + 1):
             if done >= MEAN_ROUNDS:
                 raise _refusal(MEAN_ROUNDS, done, "mean")
             raise QueryRefusedError(
@@ -904,9 +970,11 @@ class ProviderState:
         BudgetExceededError
             The provider's T releases are spent (nothing is released).
         """
-        validate_query(query, self.n_features, self.n_components)
+        query = validate_query(query, self.n_features, self.n_components)
         rows = self._prepared_rows("power queries")
         release = self.counter.reserve("query")
+        if release == 0 and self.n_clipped and getattr(self, "_warn_public_clip", True):
+            warn_clipped(f"provider {self.provider_id}", self.data_norm_, stacklevel=3)
         Y = rows[:, query.support] @ query.block
         P = rows.T @ Y  # XᵢᵀXᵢQ, exact
         rng = provider_noise_rng(self.noise_seed, release)
@@ -927,11 +995,10 @@ class ProviderState:
         self._refuse_unless_table("a variance query")
         if not isinstance(query, VarianceQuery):
             raise QueryRefusedError(f"Expected a VarianceQuery; got {type(query).__name__}.")
-        validate_query(query.components, self.n_features, self.n_components)
+        q = validate_query(query.components, self.n_features, self.n_components)
         rows = self._prepared_rows("the variance query")
         index = self.counter.reserve("variance")
         rng = provider_noise_rng(self.noise_seed, index, "variance")
-        q = query.components
         proj = rows[:, q.support] @ q.block
         matrix = proj.T @ proj
         k = self.n_components
@@ -998,17 +1065,16 @@ class ProviderState:
 
         ``releases`` (papers' setting) is the number of power answers made; outside it the
         record lists the parts released so far and totals the agreed (ε, δ).
-        ``disclose_clipped=False`` writes ``n_clipped = 0`` (for a record sent to the server:
-        the exact count is not private).
+        No record carries the exact number of clipped rows (a count of the provider's data);
+        ``disclose_clipped`` is kept for compatibility and has no effect.
         """
-        n_clipped = self.n_clipped if disclose_clipped else 0
+        del disclose_clipped
         if self.plan is None:
             count = self.n_rounds if releases is None else int(releases)
             return provider_privacy_record(
                 epsilon=self.epsilon, delta=self.delta, n_rounds=self.n_rounds,
                 n_components=self.n_components, data_norm=self.data_norm_,
-                n_samples=self.n_samples, n_clipped=n_clipped, releases=count,
-                notes="" if disclose_clipped else _UNDISCLOSED,
+                n_samples=self.n_samples, n_clipped=0, releases=count,
             )
         pre, statistic = self.spends()
         made = self.counter.used_by("query")
@@ -1022,11 +1088,9 @@ class ProviderState:
             notes += f" Only {made} of the {self.n_rounds} agreed power answers were made."
         if not math.isnan(self.clipped_estimate):
             notes += (f" Private estimate of its clipped rows: {self.clipped_estimate:.0f}.")
-        if not disclose_clipped:
-            notes += " " + _UNDISCLOSED
         prepared = PreparedRows(np.empty((0, self.n_features)), self.data_norm_, self.mean_,
                                 None if isinstance(self.scale, bool | np.bool_)
-                                else np.asarray(self.scale), n_clipped, list(pre))
+                                else np.asarray(self.scale), 0, list(pre))
         return self._run.record(
             prepared, statistic,
             calibration="analytic (exact Gaussian composition of every part, dp-accounting)",
@@ -1034,8 +1098,6 @@ class ProviderState:
         )
 
 
-_UNDISCLOSED = ("The provider does not disclose its exact number of clipped rows (a count of "
-                "its data, not private); n_clipped reads 0.")
 _POST_PROCESSING = (
     "Q⁽⁰⁾ is data-independent (free); the server's aggregation, thresholding, QR and "
     "rotation and the output are post-processing. The untrusted server sees only noised "
@@ -1052,13 +1114,14 @@ def provider_privacy_record(
     n_components: int,
     data_norm: float,
     n_samples: int,
-    n_clipped: int,
+    n_clipped: int = 0,
     releases: int | None = None,
     n_providers: int = 1,
     notes: str = "",
 ) -> PrivacyRecord:
     """The :class:`PrivacyRecord` of a provider in the papers' setting that made ``releases``
-    (≤ T) answers."""
+    (≤ T) answers. ``n_clipped`` is accepted and ignored: no record carries that count."""
+    del n_clipped
     count = n_rounds if releases is None else int(releases)
     m = dpspca_noise_multiplier(epsilon, delta, n_rounds)
     raw = power_sensitivity(data_norm, n_components)
@@ -1098,7 +1161,6 @@ def provider_privacy_record(
         calibration="analytic (T-fold Gaussian composition, dp-accounting)",
         data_norm=data_norm,
         n_samples=int(n_samples),
-        n_clipped=int(n_clipped),
         target_epsilon=epsilon,
         notes=text,
     )

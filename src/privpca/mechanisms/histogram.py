@@ -42,7 +42,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
 from privpca._validation import check_delta, check_epsilon, check_in_range
-from privpca.accounting.composition import _make_accountant
+from privpca.accounting.composition import compose_epsilon
 
 __all__ = [
     "HistogramRelease",
@@ -147,7 +147,14 @@ class StabilityHistogram:
         check_in_range(n_histograms, "n_histograms", low=1, low_closed=True, integer=True)
         check_in_range(tail_fraction, "tail_fraction", low=0, high=1)
         delta_noise = (1.0 - tail_fraction) * delta
-        tail = tail_fraction * delta / (1.0 + math.exp(epsilon))
+        # δ·f/(1 + e^ε), written so that a large ε cannot overflow
+        tail = tail_fraction * delta * math.exp(-epsilon) / (1.0 + math.exp(-epsilon))
+        if not tail > 0:
+            raise ValueError(
+                f"epsilon={epsilon:g} is too large for a stability histogram: its tail "
+                "delta/(1 + e^epsilon) underflows float64 (epsilon > ~700 leaves nothing "
+                "private to protect; use a smaller epsilon)."
+            )
         per_hist = tail / n_histograms
         if noise == "laplace":
             scale = _laplace_scale(epsilon, delta_noise, 2 * n_histograms)
@@ -249,17 +256,27 @@ def _column_counts(
 
 
 def _laplace_scale(epsilon: float, delta: float, count: int) -> float:
-    """Smallest Laplace scale ``b`` with ``count`` sensitivity-1 releases (ε, δ)-DP (PLD)."""
+    """Smallest Laplace scale ``b`` with ``count`` sensitivity-1 releases (ε, δ)-DP (PLD).
+
+    Bisection on privpca's bounded-grid PLD composition (:func:`compose_epsilon`): the grid
+    of dp-accounting's own calibration is fixed at 1e-4, so its memory grew with ε (a huge ε
+    asked for petabytes). The answer is certified (the PLD is pessimistic) and never above
+    basic composition's ``count/ε``.
+    """
     pure = count / epsilon  # basic composition: always enough
-    if count == 1 or delta <= 0:
-        return pure
-    return float(
-        dp_accounting.calibrate_dp_mechanism(
-            lambda: _make_accountant("pld"),
-            lambda b: dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(b), count),
-            epsilon,
-            delta,
-            dp_accounting.ExplicitBracketInterval(pure / (4.0 * math.sqrt(count)), pure),
-            tol=1e-4,
-        )
-    )
+    if count == 1 or delta <= 0 or epsilon > 5.0 * count:
+        return pure  # (beyond ε = 5 per release composition gains nothing that matters)
+
+    def enough(b: float) -> bool:
+        event = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(b), count)
+        return compose_epsilon([event], delta) <= epsilon
+
+    low, high = pure / (4.0 * math.sqrt(count)), pure
+    if not enough(pure / 1.001):
+        return pure  # composition saves nothing here (few releases, small δ)
+    if enough(low):
+        return low
+    while high / low > 1.0 + 1e-3:  # geometric bisection, ~11 steps; ends on a valid b
+        mid = math.sqrt(low * high)
+        low, high = (low, mid) if enough(mid) else (mid, high)
+    return high

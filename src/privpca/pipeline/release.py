@@ -42,7 +42,7 @@ from privpca._validation import (
     RowClippingWarning,
     check_delta,
     check_epsilon,
-    check_in_range,
+    check_norm_bound,
     clip_rows,
 )
 from privpca.accounting.ledger import PrivacyLedger, resolve_ledger
@@ -103,15 +103,15 @@ def check_centering(value: Any, n_features: int, owner: object) -> Any:
 
 
 def check_data_norm(value: Any, owner: object) -> Any:
-    """``"auto"`` or a public bound ``0 < D < ∞``."""
+    """``"auto"`` or a public bound ``D`` in ``[1e-60, 1e60]`` (``check_norm_bound``)."""
     if isinstance(value, str) and value == "auto":
         return value
     if isinstance(value, str):
         raise ValueError(
             f"The 'data_norm' parameter of {type(owner).__name__} must be 'auto' or a float "
-            f"in the range (0, inf). Got {value!r} instead."
+            f"in the range [1e-60, 1e+60]. Got {value!r} instead."
         )
-    return check_in_range(value, "data_norm", low=0.0, owner=owner)
+    return check_norm_bound(value, "data_norm", owner=owner)  # D² must stay a finite float
 
 
 def check_scale(value: Any, n_features: int, owner: object) -> Any:
@@ -726,8 +726,8 @@ class ReleasePipeline:
             noise_scale=statistic_spend.noise_scale,
             calibration=calibration,
             data_norm=float(data_norm),
-            n_samples=self.n_samples,
-            n_clipped=int(n_clipped),
+            # n is public under replace-one; under add/remove-one it is a private count.
+            n_samples=None if self.neighbouring.startswith("add or remove") else self.n_samples,
             spends=tuple(spends),
             target_epsilon=self.epsilon,
             notes=(notes + split).strip(),
