@@ -191,9 +191,9 @@ _AGREED = {"n-features": 4, "n-components": 2, "n-rounds": 3, "centering": "none
 
 def test_server_queries_only_the_nodes_that_answered_the_handshake(monkeypatch):
     pytest.importorskip("flwr")
-    from privpca.federated import flower_app
-
     from types import SimpleNamespace
+
+    from privpca.federated import flower_app
 
     monkeypatch.setattr(flower_app, "HANDSHAKE_GRACE", 0.05)
     # Outside a running ServerApp, Flower's Message needs a run id: stand in for it.
