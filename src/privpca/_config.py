@@ -81,7 +81,7 @@ def config_context(*, secure_mode: bool | None = None) -> Iterator[None]:
     Examples
     --------
     >>> import numpy as np, privpca
-    >>> X = np.random.default_rng().standard_normal((500, 4))
+    >>> X = np.random.default_rng().standard_normal((20_000, 4))
     >>> with privpca.config_context(secure_mode=True):
     ...     est = privpca.AnalyzeGaussPCA(n_components=1, epsilon=1.0).fit(X)
     """
