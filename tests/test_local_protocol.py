@@ -59,8 +59,12 @@ def test_report_is_upper_triangle_plus_noise(rng):
 
 def test_randomiser_clips_on_the_client(rng):
     rand = LocalCovarianceRandomiser(2, epsilon=1.0, delta=1e-5)
-    with pytest.warns(RowClippingWarning, match="1 of 1 rows"):
-        rand.report([3.0, 4.0], rng)
+    with pytest.warns(RowClippingWarning, match="were clipped") as caught:
+        reports = np.stack([rand.report([3.0, 4.0], rng) for _ in range(2000)])
+    # The record sent is the clipped one, (0.6, 0.8); the warning names no count nor norm (5).
+    np.testing.assert_allclose(reports.mean(axis=0), [0.36, 0.48, 0.64],
+                               atol=5 * rand.noise_scale / np.sqrt(2000))
+    assert all("5" not in str(w.message) and " of " not in str(w.message) for w in caught)
 
 
 def test_aggregator_checks_reports():
