@@ -30,7 +30,9 @@ from typing import Any
 import numpy as np
 
 from privpca import ModSuLQPCA, PrivacyLedger
+from privpca.datasets import make_dpspca_data
 from privpca.decomposition.bingham import BinghamPCA
+from privpca.experiments.seeding import RunStreams
 from privpca.mechanisms import symmetric_gaussian_noise
 from privpca.solvers.bingham import sample_bingham_gibbs
 from privpca.solvers.eigen import top_eigenvectors
@@ -44,17 +46,9 @@ SWEEPS = 100
 
 
 def table1_data(d: int, n: int = N_SAMPLES, k: int = K, s: int = 10, seed: int = 0) -> Any:
-    """Gaussian data of Ge et al. §5.1, rows scaled to norm ≤ 1."""
-    rng = np.random.default_rng(seed)
-    L = np.linalg.qr(rng.standard_normal((s, k)))[0]
-    Q = np.zeros((d, k))
-    Q[:s] = L
-    R = rng.standard_normal((d, d - k))
-    R -= Q @ (Q.T @ R)
-    U = np.hstack((Q, np.linalg.qr(R)[0]))
-    lam = np.concatenate((np.full(k, 100.0), rng.uniform(0.0, 10.0, d - k)))
-    X = (rng.standard_normal((n, d)) * np.sqrt(lam)) @ U.T
-    X /= np.sqrt(np.einsum("ij,ij->i", X, X)).max()
+    """Gaussian data of Ge et al. §5.1, rows scaled to norm ≤ 1 (the experiments' builder)."""
+    rng = RunStreams(seed).data()  # the data stream of the run seed (issue 12)
+    X, _ = make_dpspca_data(n, d, k, s, normalize="max", random_state=rng)
     return X
 
 

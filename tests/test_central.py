@@ -211,7 +211,8 @@ def test_dppca_learning_rate_search_is_private_and_recorded(rng):
     est = DPPCA(epsilon=2.0, delta=1e-8, learning_rate="search", random_state=0,
                 ledger=ledger, **PAPER).fit(X)
     assert "Learning-rate search" in est.privacy_.notes
-    assert est.search_scores_ is not None and len(est.search_scores_) == 4
+    # Only the choice is released: floating-point Laplace scores could reveal the counts.
+    assert not any("score" in name for name in vars(est))
     assert (est.learning_rate_.c1, est.learning_rate_.c2) in {
         (4.0, 0.0), (16.0, 0.0), (64.0, 0.0), (16.0, 8.0)}
     assert ledger.epsilon(1e-8) == 2.0
@@ -498,5 +499,7 @@ def test_example_4_1_dppca_error_vanishes_with_sigma_private_oja_does_not():
             oja_runs.append(sin_theta(po.components_.T, v))
         dp[sigma], oja[sigma] = np.mean(dp_runs), np.mean(oja_runs)
     assert dp[0.003] < dp[0.03] / 3  # vanishes with σ
-    assert oja[0.003] > oja[0.03] / 3  # does not
+    # Private Oja's noise is set by the gradients' norm (≈ 1), not their range: it levels off
+    # (0.05 at σ = 0.003 in docs/DP_PCA.md's table, 27 times DP-PCA's 0.0019).
+    assert oja[0.003] > 0.02 and oja[0.003] > 5 * dp[0.003]
     assert dp[0.003] < oja[0.003] / 5

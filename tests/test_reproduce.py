@@ -13,15 +13,10 @@ from click.testing import CliRunner
 
 from privpca.cli import main
 from privpca.experiments import registry
-from privpca.experiments.registry import (
-    Experiment,
-    ExperimentResult,
-    Panel,
-    get_experiment,
-    list_experiments,
-    register,
-)
-from privpca.experiments.runner import RunContext, run_experiment
+from privpca.experiments.context import RunContext
+from privpca.experiments.registry import get_experiment, list_experiments, register
+from privpca.experiments.runner import run_experiment
+from privpca.experiments.spec import Experiment, ExperimentResult, Panel
 
 NAMES = [e.name for e in list_experiments()]
 # Quick runs that take over ~20 s (a single ADMM iteration at Leukemia's p = 7129 costs 25-45 s).
@@ -144,7 +139,7 @@ def test_overrides_and_unknown_parameters(tmp_path: Path) -> None:
         run_experiment("ge-table1", quick=True, output_dir=tmp_path, no_such=1)
     with pytest.raises(ValueError, match="Unknown methods"):
         run_experiment("ge-table1", quick=True, output_dir=tmp_path, methods=["no-such-method"])
-    # DPS-PCA is registered by privpca.experiments.ge_dpspca_distributed
+    # DPS-PCA is one of privpca.experiments.ge_dpspca's COMPARISON_METHODS
     out = run_experiment(
         "ge-table1", quick=True, output_dir=tmp_path, progress=False, dims=(30,),
         methods=["dps-pca"],
@@ -215,7 +210,7 @@ def test_cli_usage_errors(tmp_path: Path) -> None:
 def test_sparse_truth_is_sparsepca_with_random_starts() -> None:
     from privpca import PrivacyLedger, SparsePCA
     from privpca.datasets import load_isolet5
-    from privpca.experiments.wang_xu import sparse_truth
+    from privpca.experiments.wang_xu_tables import sparse_truth
     from privpca.metrics import subspace_distance
 
     X = load_isolet5().data

@@ -38,3 +38,22 @@ def test_seeded_and_validated():
         make_spiked(10, 5, 6)
     with pytest.raises(ValueError, match="n_nonzero"):
         make_sparse_spiked(10, 5, 3, 2)
+
+
+def test_dpspca_data_normalisations_share_the_sample():
+    from privpca.datasets import make_dpspca_data
+
+    raw, Q = make_dpspca_data(3000, 40, 2, 6, normalize=None, random_state=5)
+    by_max, Q2 = make_dpspca_data(3000, 40, 2, 6, normalize="max", random_state=5)
+    by_row, _ = make_dpspca_data(3000, 40, 2, 6, normalize="rows", random_state=5)
+    np.testing.assert_array_equal(Q, Q2)
+    norms = np.linalg.norm(raw, axis=1)
+    # "max": one common scale, the largest row at norm 1; "rows": every row at norm 1
+    np.testing.assert_allclose(by_max, raw / norms.max(), rtol=1e-12)
+    assert np.linalg.norm(by_max, axis=1).max() == pytest.approx(1.0)
+    np.testing.assert_allclose(np.linalg.norm(by_row, axis=1), 1.0)
+    # the leading eigenspace of the scaled sample is still Q
+    top = np.linalg.eigh(by_max.T @ by_max)[1][:, -2:]
+    assert np.linalg.norm(Q.T @ top @ top.T @ Q - np.eye(2)) < 0.05
+    with pytest.raises(ValueError, match="'rows', 'max' or None"):
+        make_dpspca_data(10, 40, 2, 6, normalize="l2")

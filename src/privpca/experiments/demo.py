@@ -36,6 +36,7 @@ from privpca.decomposition import (
 from privpca.exceptions import RowClippingWarning
 from privpca.experiments.paper_setting import PAPER_NORM
 from privpca.experiments.plotting import plot_error_curves
+from privpca.experiments.seeding import RunStreams, spawned_int
 from privpca.metrics import subspace_distance
 from privpca.solvers.eigen import top_eigenvectors
 from privpca.solvers.gram import gram_matrix
@@ -123,7 +124,7 @@ def run_demo(
     k, p = cfg.n_components, cfg.n_features
     ledger = PrivacyLedger()  # the demo's own, so its spends stay out of the default ledger
     eps, delta = cfg.epsilon, cfg.delta
-    methods: dict[str, Callable[[int], Any]] = {
+    methods: dict[str, Callable[[Any], Any]] = {
         "LocalGaussianPCA (local)": lambda seed: LocalGaussianPCA(
             k, epsilon=eps, delta=delta, random_state=seed, ledger=ledger, **PAPER_NORM
         ),
@@ -147,23 +148,23 @@ def run_demo(
         ),
     }
     result = DemoResult(cfg)
-    seeds = np.random.SeedSequence(cfg.seed)
+    # Independent streams (issue 12): the population from the data stream of the base seed,
+    # each (n, repetition) run's subsample and estimators from that run's own spawned streams.
     X_all, V = make_low_rank_gaussian(
         max(cfg.n_grid),
         p,
         k,
         n_nonzero=cfg.n_nonzero,
         signal=cfg.signal,
-        random_state=np.random.default_rng(seeds.spawn(1)[0]),
+        random_state=RunStreams(cfg.seed).data(),
     )
-    run_seeds = seeds.spawn(len(cfg.n_grid) * cfg.repetitions)
     total = len(cfg.n_grid) * cfg.repetitions * (len(methods) + 1)
     records: dict[str, Any] = {}
     with tqdm(total=total, desc="privpca demo", disable=not progress, unit="fit") as bar:
         for i, n in enumerate(cfg.n_grid):
             for rep in range(cfg.repetitions):
-                seq = run_seeds[i * cfg.repetitions + rep]
-                rng = np.random.default_rng(seq)
+                streams = RunStreams(spawned_int(cfg.seed, 1, i, rep))
+                rng = streams.extra()
                 X = X_all[rng.choice(X_all.shape[0], size=n, replace=False)]
                 start = time.perf_counter()
                 error = subspace_distance(_non_private(X, k), V)
@@ -179,8 +180,8 @@ def run_demo(
                     )
                 )
                 bar.update()
-                for name, make in methods.items():
-                    est = make(int(seq.generate_state(1)[0]))
+                for j, (name, make) in enumerate(methods.items()):
+                    est = make(streams.estimator(j))
                     start = time.perf_counter()
                     with warnings.catch_warnings():
                         # Clipping is counted in privacy_; non-convergence in the runs table.

@@ -4,12 +4,17 @@ PCA" (NeurIPS 2022).
 Registered experiments (metric: Liu et al.'s ``sin∠(ŵ, v₁)``, at most 1):
 
 * ``liu-rate``: DP-PCA's error on Gaussian data against n, d and ε, with the shape of
-  Corollary 5.2's rate ``κ(√(d/n) + d·√log(1/δ)/(εn))`` (scaled to our largest-n mean) and
-  non-private Oja for reference;
+  Corollary 5.2's rate ``κ(√(d/n) + d·√log(1/δ)/(εn))`` (scaled to our best mean), non-private
+  Oja for reference, and Analyze Gauss beside it;
 * ``liu-example41``: Example 4.1 (``x = ±v + σz``): DP-PCA against Private Oja (with and
-  without shuffling amplification) as σ shrinks — the paper's central claim;
+  without shuffling amplification) as σ shrinks — the paper's central claim — and against
+  Analyze Gauss;
 * ``liu-fig1``: Figure 1 in numbers: the range of a minibatch of gradients ``x xᵀw`` against
   the norm of their mean, on Gaussian data and on Example 4.1.
+
+Analyze Gauss runs twice wherever DP-PCA does, at the same (ε, δ): with a stated public bound
+D on ‖x‖ from the data model, uncentred like DP-PCA here (``"Analyze Gauss (bound D)"``), and on
+its defaults, private centring and a private norm bound (``"Analyze Gauss (private bound)"``).
 
 The paper has no table of numbers for these; its figures are lost in our copy (see
 docs/EXPERIMENTS.md for the shapes we compare against).
@@ -25,17 +30,41 @@ from numpy.typing import NDArray
 
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.datasets import make_signal_noise
-from privpca.decomposition import DPPCA, OjaPCA, PrivateOjaPCA
+from privpca.decomposition import DPPCA, AnalyzeGaussPCA, OjaPCA, PrivateOjaPCA
+from privpca.experiments.context import RunContext
 from privpca.experiments.paper_setting import PAPER_UNCENTRED
-from privpca.experiments.registry import Experiment, ExperimentResult, Panel, register
-from privpca.experiments.runner import RunContext, quiet_fit
+from privpca.experiments.seeding import RunStreams
+from privpca.experiments.spec import Experiment, ExperimentResult, MethodFactory, Panel
+from privpca.experiments.sweep import Cell, Truths, fit_methods, sweep
 from privpca.metrics import sin_theta
 
-__all__ = ["corollary_5_2_rate", "gaussian_data"]
+__all__ = ["EXPERIMENTS", "LIU_METHODS", "corollary_5_2_rate", "gaussian_data",
+           "gaussian_norm_bound"]
 
 PAPER = "Liu et al. (2022), DP-PCA"
 SIN = "sin∠(ŵ, v₁)"
 METRIC = "sin∠(ŵ, v₁) (Liu et al.; at most 1)"
+DPPCA_NAME = "DP-PCA"
+AG_BOUND, AG_PRIVATE = "Analyze Gauss (bound D)", "Analyze Gauss (private bound)"
+
+#: The methods of this module, by name; ``options`` carries ``data_norm`` (Analyze Gauss's
+#: stated bound D) and ``clip_norm`` (Private Oja's β).
+LIU_METHODS: dict[str, MethodFactory] = {
+    DPPCA_NAME: lambda f: DPPCA(epsilon=f.epsilon, delta=f.delta, random_state=f.random_state,
+                                ledger=f.ledger, **PAPER_UNCENTRED),
+    AG_BOUND: lambda f: AnalyzeGaussPCA(1, epsilon=f.epsilon, delta=f.delta, centering=None,
+                                        data_norm=float(f.options["data_norm"]),
+                                        random_state=f.random_state, ledger=f.ledger),
+    AG_PRIVATE: lambda f: AnalyzeGaussPCA(1, epsilon=f.epsilon, delta=f.delta,
+                                          random_state=f.random_state, ledger=f.ledger),
+    "Private Oja (shuffled)": lambda f: PrivateOjaPCA(
+        epsilon=f.epsilon, delta=f.delta, clip_norm=float(f.options["clip_norm"]),
+        random_state=f.random_state, ledger=f.ledger, **PAPER_UNCENTRED),
+    "Private Oja (no amplification)": lambda f: PrivateOjaPCA(
+        epsilon=f.epsilon, delta=f.delta, clip_norm=float(f.options["clip_norm"]),
+        amplification="none", random_state=f.random_state, ledger=f.ledger, **PAPER_UNCENTRED),
+    "Oja (non-private)": lambda f: OjaPCA(random_state=f.random_state, **PAPER_UNCENTRED),
+}
 
 
 def gaussian_data(
@@ -47,56 +76,69 @@ def gaussian_data(
     return X, np.eye(d)[:, :1]
 
 
+def gaussian_norm_bound(d: int, *, top: float = 1.0, rest: float = 0.5) -> float:
+    """A public bound D on ‖x‖ for :func:`gaussian_data`: ``D² = E‖x‖² + 4·sd(‖x‖²)``.
+
+    From the model alone (``E‖x‖² = tr Σ``, ``Var ‖x‖² = 2 tr Σ²``), not from the sample; it
+    clips about one row in 10⁴ at d = 50.
+    """
+    lam = np.r_[top, np.full(d - 1, rest)]
+    return float(math.sqrt(lam.sum() + 4.0 * math.sqrt(2.0 * np.sum(lam**2))))
+
+
 def corollary_5_2_rate(n: float, d: float, epsilon: float, delta: float, kappa: float) -> float:
     """``κ(√(d/n) + d·√log(1/δ)/(εn))``, Corollary 5.2 without its constant and log factors."""
     return kappa * (math.sqrt(d / n) + d * math.sqrt(math.log(1.0 / delta)) / (epsilon * n))
 
 
-def _dppca(epsilon: float, delta: float, seed: int, ledger: PrivacyLedger) -> DPPCA:
-    return DPPCA(epsilon=epsilon, delta=delta, random_state=seed, ledger=ledger,
-                 **PAPER_UNCENTRED)
+def _sin_score(U: NDArray[np.float64], v: NDArray[np.float64]) -> dict[str, float]:
+    return {"error": sin_theta(U, v)}
+
+
+def _fitter(ctx: RunContext) -> Any:
+    ledger = PrivacyLedger()
+
+    def fit(X: Any, truths: Truths, cell: Cell, streams: RunStreams, index: int,
+            base: dict[str, Any]) -> list[dict[str, Any]]:
+        v = cell.values
+        return fit_methods(X, truths, cell.extra["methods"], LIU_METHODS, streams=streams,
+                           setting=index, base=base, ctx=ctx, score=_sin_score,
+                           n_components=1, epsilon=float(v["epsilon"]),
+                           delta=float(v["delta"]), ledger=ledger, options=cell.extra)
+
+    return fit
 
 
 def run_rate(params: dict[str, Any], ctx: RunContext) -> ExperimentResult:
     """Error against n (with Oja and the rate's shape), against d and against ε."""
-    reps = int(params["repetitions"])
     a, b, c = params["vs_n"], params["vs_d"], params["vs_epsilon"]
-    oja = bool(params["oja"])
-    total = reps * (len(a["n_grid"]) * (2 if oja else 1) + len(b["d_grid"]) + len(c["eps_grid"]))
-    ctx.start(total)
-    ledger = PrivacyLedger()
-    rows: list[dict[str, Any]] = []
+    private = [DPPCA_NAME, AG_BOUND, AG_PRIVATE]
+    with_oja = [*private, "Oja (non-private)"] if params["oja"] else private
+    cells = []
+    for sample, (panel, grid, setting) in enumerate((
+            ("vs-n", a["n_grid"], lambda x: (x, a["d"], a["epsilon"])),
+            ("vs-d", b["d_grid"], lambda x: (b["n"], x, b["epsilon"])),
+            ("vs-epsilon", c["eps_grid"], lambda x: (c["n"], c["d"], x)))):
+        for i, x in enumerate(grid):
+            n, d, eps = setting(x)
+            n, d = int(n), int(d)
+            extra = {"methods": with_oja if panel == "vs-n" else private,
+                     "data_norm": gaussian_norm_bound(d)}
+            cells.append(Cell(panel, dict(n=n, d=d, k=1, epsilon=float(eps), delta=1.0 / n**2),
+                              (sample, i), extra))
 
-    def one(panel: str, n: int, d: int, eps: float, i: int, rep: int, key: int) -> None:
-        seed = ctx.run_seed(key, i, rep)
-        X, v = gaussian_data(n, d, np.random.default_rng(seed))
-        delta = 1.0 / n**2
-        base = dict(panel=panel, n=n, d=d, k=1, epsilon=eps, delta=delta, repetition=rep,
-                    seed=seed)
-        est, seconds, _ = quiet_fit(_dppca(eps, delta, seed, ledger), X)
-        rows.append(dict(base, method="DP-PCA", error=sin_theta(est.components_.T, v),
-                         seconds=seconds, steps=est.n_iter_,
-                         eigen_failures=est.n_eigen_failures_))
-        ctx.advance()
-        if panel == "vs-n" and oja:
-            est, seconds, _ = quiet_fit(OjaPCA(random_state=seed, **PAPER_UNCENTRED), X)
-            rows.append(dict(base, method="Oja (non-private)",
-                             error=sin_theta(est.components_.T, v), seconds=seconds))
-            ctx.advance()
+    def make_data(cell: Cell, rng: np.random.Generator) -> tuple[Any, Truths]:
+        X, v = gaussian_data(int(cell.values["n"]), int(cell.values["d"]), rng)
+        return X, {0: v}
 
-    for rep in range(reps):
-        for i, n in enumerate(a["n_grid"]):
-            one("vs-n", int(n), int(a["d"]), float(a["epsilon"]), i, rep, 0)
-        for i, d in enumerate(b["d_grid"]):
-            one("vs-d", int(b["n"]), int(d), float(b["epsilon"]), i, rep, 1)
-        for i, eps in enumerate(c["eps_grid"]):
-            one("vs-epsilon", int(c["n"]), int(c["d"]), float(eps), i, rep, 2)
-
+    reps = int(params["repetitions"])
+    ctx.start(reps * sum(len(cell.extra["methods"]) for cell in cells))
+    rows = sweep(ctx, cells, reps, make_data, _fitter(ctx), start=False)
     # The rate's shape, scaled to meet DP-PCA's mean at one point of each panel.
     kappa = 1.0 / (1.0 - 0.5)  # λ₁/(λ₁ − λ₂) for the default spectrum
     for panel, xs, key in (("vs-n", a["n_grid"], "n"), ("vs-d", b["d_grid"], "d"),
                            ("vs-epsilon", c["eps_grid"], "epsilon")):
-        mine = [r for r in rows if r["panel"] == panel and r["method"] == "DP-PCA"]
+        mine = [r for r in rows if r["panel"] == panel and r["method"] == DPPCA_NAME]
         if not mine:
             continue
         # Anchor where DP-PCA does best (furthest from its saturation at 1).
@@ -126,99 +168,49 @@ def run_rate(params: dict[str, Any], ctx: RunContext) -> ExperimentResult:
         "(docs/DP_PCA.md). 'Cor. 5.2 rate (scaled)' is κ(√(d/n) + d√log(1/δ)/(εn)) with "
         "κ = λ₁/(λ₁−λ₂) = 2, multiplied by one constant so that it meets DP-PCA's mean where "
         "that mean is smallest in its panel: only its shape is a prediction. Errors near 1 mean a "
-        "random direction (below DP-PCA's sample complexity)."
+        "random direction (below DP-PCA's sample complexity). Analyze Gauss at the same (ε, δ): "
+        "'bound D' with the public bound D² = tr Σ + 4·√(2 tr Σ²) from the model (uncentred, "
+        "like DP-PCA here), 'private bound' on its defaults (private centring, private norm "
+        "bound). Column `eigenvalue_failed_steps`: DP-PCA's steps whose private top-eigenvalue "
+        "estimate (Algorithm 4) failed and reused the previous Λ, out of `steps`."
     )
     return ExperimentResult(rows, panels, notes)
-
-
-register(
-    Experiment(
-        name="liu-rate",
-        paper=PAPER,
-        figure="Corollary 5.2 (error vs n, d, ε on Gaussian data)",
-        description=(
-            "DPPCA on Gaussian data (λ₁ = 1, λ₂.. = 0.5, δ = 1/n²): error vs n (with non-private "
-            "Oja), vs d and vs ε, beside the scaled shape of Corollary 5.2's rate."
-        ),
-        run_fn=run_rate,
-        quick_params=dict(
-            repetitions=1,
-            oja=False,
-            vs_n=dict(d=10, epsilon=2.0, n_grid=(20_000, 60_000)),
-            vs_d=dict(n=60_000, epsilon=2.0, d_grid=(5, 10)),
-            vs_epsilon=dict(n=60_000, d=10, eps_grid=(1.0, 4.0)),
-        ),
-        full_params=dict(
-            repetitions=5,
-            oja=True,
-            vs_n=dict(d=50, epsilon=1.0, n_grid=(100_000, 300_000, 1_000_000, 3_000_000)),
-            vs_d=dict(n=1_000_000, epsilon=1.0, d_grid=(10, 20, 50, 100)),
-            vs_epsilon=dict(n=1_000_000, d=50, eps_grid=(0.5, 1.0, 2.0, 4.0)),
-        ),
-        requires=("privpca:DPPCA",),
-        metric=METRIC,
-    )
-)
 
 
 def run_example41(params: dict[str, Any], ctx: RunContext) -> ExperimentResult:
-    """DP-PCA against Private Oja on ``x = ±v + σz`` as σ shrinks."""
-    reps, n, d = int(params["repetitions"]), int(params["n"]), int(params["d"])
-    eps = float(params["epsilon"])
+    """DP-PCA against Private Oja and Analyze Gauss on ``x = ±v + σz`` as σ shrinks."""
+    n, d, eps = int(params["n"]), int(params["d"]), float(params["epsilon"])
     delta = 1.0 / n**2
-    sigmas = tuple(params["sigma_grid"])
-    ctx.start(reps * len(sigmas) * 3)
-    ledger = PrivacyLedger()
-    rows: list[dict[str, Any]] = []
-    for rep in range(reps):
-        for i, sigma in enumerate(sigmas):
-            seed = ctx.run_seed(i, rep)
-            X, v = make_signal_noise(n, d, sigma, random_state=seed)
-            base = dict(panel="example-4.1", sigma=sigma, n=n, d=d, k=1, epsilon=eps, delta=delta,
-                        repetition=rep, seed=seed)
-            clip = (1.0 + 4.0 * sigma * math.sqrt(d)) ** 2  # never clips ‖x‖² w.h.p.
-            estimators: list[tuple[str, Any]] = [
-                ("DP-PCA", _dppca(eps, delta, seed, ledger)),
-                ("Private Oja (shuffled)", PrivateOjaPCA(
-                    epsilon=eps, delta=delta, clip_norm=clip, random_state=seed,
-                    ledger=ledger, **PAPER_UNCENTRED)),
-                ("Private Oja (no amplification)", PrivateOjaPCA(
-                    epsilon=eps, delta=delta, clip_norm=clip, amplification="none",
-                    random_state=seed, ledger=ledger, **PAPER_UNCENTRED)),
-            ]
-            for name, est in estimators:
-                est, seconds, _ = quiet_fit(est, X)
-                rows.append(dict(base, method=name, error=sin_theta(est.components_.T, v),
-                                 seconds=seconds))
-                ctx.advance()
+    methods = list(params["methods"])
+    cells = []
+    for i, sigma in enumerate(params["sigma_grid"]):
+        bound = 1.0 + 4.0 * sigma * math.sqrt(d)  # ≥ ‖x‖ w.h.p., from the model
+        extra = {"methods": methods, "data_norm": bound, "clip_norm": bound**2, "sigma": sigma}
+        cells.append(Cell("example-4.1", dict(sigma=sigma, n=n, d=d, k=1, epsilon=eps,
+                                              delta=delta), (i,), extra))
+
+    def make_data(cell: Cell, rng: np.random.Generator) -> tuple[Any, Truths]:
+        X, v = make_signal_noise(n, d, float(cell.extra["sigma"]), random_state=rng)
+        return X, {0: v}
+
+    rows = sweep(ctx, cells, int(params["repetitions"]), make_data, _fitter(ctx),
+                 steps_per_cell=len(methods))
     panels = [Panel("example-4.1", f"Example 4.1 (n={n:,}, d={d}, ε={eps:g}, δ=1/n²)", "sigma",
                     "data noise σ", ylabel=SIN, logx=True, logy=True)]
+    failed = [r for r in rows if r["method"] == DPPCA_NAME]
     notes = (
         "x = s·v + σ·z, s = ±1, z ~ N(0, I): E[xxᵀ] = vvᵀ + σ²I. Private Oja clips at "
-        "β = (1 + 4σ√d)², above every gradient norm w.h.p.; its noise scales with β ≈ 1, "
+        "β = D² with D = 1 + 4σ√d, above every row norm w.h.p.; its noise scales with β ≈ 1, "
         "DP-PCA's with the gradients' range ≈ σ. The paper's claim: DP-PCA's error vanishes "
-        "with σ, Private Oja's does not."
+        "with σ, Private Oja's does not. Analyze Gauss at the same (ε, δ): 'bound D' with the "
+        "same public D, uncentred; 'private bound' on its defaults (private centring, private "
+        "norm bound). DP-PCA's private top-eigenvalue estimate (Algorithm 4) failed in "
+        f"{sum(r.get('eigenvalue_failed_steps', 0) for r in failed)} of "
+        f"{sum(r.get('steps', 0) for r in failed)} steps over its {len(failed)} fits "
+        "(per run: columns `eigenvalue_failed_steps` of `steps`; a failed step reuses the "
+        "previous Λ)."
     )
     return ExperimentResult(rows, panels, notes)
-
-
-register(
-    Experiment(
-        name="liu-example41",
-        paper=PAPER,
-        figure="Example 4.1 (§4-5: DP-PCA vs Private Oja as the noise shrinks)",
-        description=(
-            "DPPCA against PrivateOjaPCA (shuffled and not) on x = ±v + σz, σ from 0.3 to "
-            "0.003, n = 10⁵, d = 20, ε = 1, δ = 1/n²."
-        ),
-        run_fn=run_example41,
-        quick_params=dict(repetitions=1, n=20_000, d=5, epsilon=0.5, sigma_grid=(0.1, 0.01)),
-        full_params=dict(repetitions=5, n=100_000, d=20, epsilon=1.0,
-                         sigma_grid=(0.3, 0.1, 0.03, 0.01, 0.003)),
-        requires=("privpca:DPPCA", "privpca:PrivateOjaPCA"),
-        metric=METRIC,
-    )
-)
 
 
 def run_fig1(params: dict[str, Any], ctx: RunContext) -> ExperimentResult:
@@ -229,12 +221,12 @@ def run_fig1(params: dict[str, Any], ctx: RunContext) -> ExperimentResult:
     rows: list[dict[str, Any]] = []
     for rep in range(reps):
         for i, sigma in enumerate(sigmas):
-            seed = ctx.run_seed(i, rep)
-            rng = np.random.default_rng(seed)
+            streams = ctx.streams(i, rep)
+            seed, rng = streams.seed, streams.extra()
             w = rng.standard_normal(d)
             w /= np.linalg.norm(w)
-            gauss, _ = gaussian_data(b, d, rng, top=1.0, rest=sigma**2)
-            signal, _ = make_signal_noise(b, d, sigma, random_state=rng)
+            gauss, _ = gaussian_data(b, d, streams.data(0), top=1.0, rest=sigma**2)
+            signal, _ = make_signal_noise(b, d, sigma, random_state=streams.data(1))
             for name, X in (("Gaussian N(0, diag(1, σ², …))", gauss),
                             ("Example 4.1 (±v + σz)", signal)):
                 G = X * (X @ w)[:, None]
@@ -258,7 +250,54 @@ def run_fig1(params: dict[str, Any], ctx: RunContext) -> ExperimentResult:
     return ExperimentResult(rows, panels, notes)
 
 
-register(
+_EXAMPLE41_METHODS = (DPPCA_NAME, AG_BOUND, AG_PRIVATE, "Private Oja (shuffled)",
+                      "Private Oja (no amplification)")
+
+EXPERIMENTS = (
+    Experiment(
+        name="liu-rate",
+        paper=PAPER,
+        figure="Corollary 5.2 (error vs n, d, ε on Gaussian data)",
+        description=(
+            "DPPCA on Gaussian data (λ₁ = 1, λ₂.. = 0.5, δ = 1/n²): error vs n (with non-private "
+            "Oja), vs d and vs ε, beside Analyze Gauss and the scaled shape of Corollary 5.2's "
+            "rate."
+        ),
+        run_fn=run_rate,
+        quick_params=dict(
+            repetitions=1,
+            oja=False,
+            vs_n=dict(d=10, epsilon=2.0, n_grid=(20_000, 60_000)),
+            vs_d=dict(n=60_000, epsilon=2.0, d_grid=(5, 10)),
+            vs_epsilon=dict(n=60_000, d=10, eps_grid=(1.0, 4.0)),
+        ),
+        full_params=dict(
+            repetitions=5,
+            oja=True,
+            vs_n=dict(d=50, epsilon=1.0, n_grid=(100_000, 300_000, 1_000_000, 3_000_000)),
+            vs_d=dict(n=1_000_000, epsilon=1.0, d_grid=(10, 20, 50, 100)),
+            vs_epsilon=dict(n=1_000_000, d=50, eps_grid=(0.5, 1.0, 2.0, 4.0)),
+        ),
+        requires=("privpca:DPPCA",),
+        metric=METRIC,
+    ),
+    Experiment(
+        name="liu-example41",
+        paper=PAPER,
+        figure="Example 4.1 (§4-5: DP-PCA vs Private Oja as the noise shrinks)",
+        description=(
+            "DPPCA against PrivateOjaPCA (shuffled and not) and AnalyzeGaussPCA (stated bound "
+            "and private bound) on x = ±v + σz, σ from 0.3 to 0.003, n = 10⁵, d = 20, ε = 1, "
+            "δ = 1/n²."
+        ),
+        run_fn=run_example41,
+        quick_params=dict(repetitions=1, n=20_000, d=5, epsilon=0.5, sigma_grid=(0.1, 0.01),
+                          methods=_EXAMPLE41_METHODS),
+        full_params=dict(repetitions=5, n=100_000, d=20, epsilon=1.0,
+                         sigma_grid=(0.3, 0.1, 0.03, 0.01, 0.003), methods=_EXAMPLE41_METHODS),
+        requires=("privpca:DPPCA", "privpca:PrivateOjaPCA"),
+        metric=METRIC,
+    ),
     Experiment(
         name="liu-fig1",
         paper=PAPER,
@@ -272,5 +311,5 @@ register(
         full_params=dict(repetitions=20, batch=400, d=2,
                          sigma_grid=(1.0, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001)),
         metric="max‖gᵢ − ḡ‖/‖ḡ‖ over a minibatch (dimensionless)",
-    )
+    ),
 )

@@ -29,11 +29,11 @@ from sklearn.decomposition import PCA
 from privpca._registry import PRIVATE_ESTIMATORS
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.datasets import load_covtype, load_isolet5
-from privpca.experiments.registry import Experiment, ExperimentResult, Panel, register
-from privpca.experiments.runner import quiet_fit
+from privpca.experiments.context import quiet_fit
+from privpca.experiments.spec import Experiment, ExperimentResult, Panel
 from privpca.metrics import subspace_distance
 
-__all__ = ["load_table", "run_real_data"]
+__all__ = ["EXPERIMENTS", "load_table", "run_real_data"]
 
 #: Peers compared when ``peer_python`` is given, and their time limit per fit (seconds).
 PEERS: tuple[str, ...] = ("diffprivlib", "opendp")
@@ -166,7 +166,7 @@ def run_real_data(params: dict[str, Any], ctx: Any) -> ExperimentResult:
     return ExperimentResult(rows, panels, notes)
 
 
-register(
+EXPERIMENTS = (
     Experiment(
         name="real-data",
         paper="privpca (issue 13: PCA that works on people's data)",
@@ -183,7 +183,7 @@ register(
         full_params=dict(tables=("covtype", "isolet5"), eps_grid=(0.5, 1.0, 2.0),
                          repetitions=3, n_components=2, methods=None, peer_python=None,
                          peer_timeout=300.0, peer_repetitions=1),
-    )
+    ),
 )
 
 if __name__ == "__main__":  # pragma: no cover

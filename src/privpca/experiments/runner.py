@@ -8,9 +8,10 @@ Files, for experiment ``NAME`` in ``output_dir``:
 * ``NAME.md``: tables of mean ± standard error (and the paper's number where it prints one),
   the parameters, the base seed, the command and the elapsed time.
 
-Seeds: run ``(setting i, repetition r)`` of an experiment with base seed ``b`` uses
-``seed = SeedSequence([b, *key]).generate_state(1)[0]`` (:meth:`RunContext.run_seed`); the
-CSV records it, so any single run can be repeated.
+Seeds: run ``key`` (e.g. ``(sample, repetition)``) of an experiment with base seed ``b`` has
+the seed ``SeedSequence(b)`` spawned along ``key`` (:meth:`RunContext.run_seed`), and its data,
+estimators and other draws get independent streams spawned from that seed
+(:mod:`privpca.experiments.seeding`); the CSV records it, so any single run can be repeated.
 """
 
 from __future__ import annotations
@@ -21,81 +22,20 @@ import os
 import platform
 import sys
 import time
-import warnings
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_info
-from tqdm.auto import tqdm
 
-from privpca.exceptions import PrivacyLeakWarning, PrivacyWarning, RowClippingWarning
+from privpca.experiments.context import RunContext, quiet_fit
 from privpca.experiments.plotting import plot_panels
-from privpca.experiments.registry import Experiment, ExperimentResult, Panel, get_experiment
+from privpca.experiments.registry import get_experiment
+from privpca.experiments.spec import Experiment, ExperimentResult, Panel
 
 __all__ = ["RunContext", "RunOutput", "quiet_fit", "run_experiment", "summarise"]
-
-
-class RunContext:
-    """Handed to an experiment function: seeds, progress bar, quick flag.
-
-    Parameters
-    ----------
-    seed : int
-        Base seed of the whole experiment.
-    quick : bool
-        Whether this is a ``--quick`` run (experiments may use it to skip expensive extras).
-    progress : bool
-        Show a tqdm progress bar.
-    desc : str
-        Progress bar label.
-    """
-
-    def __init__(self, seed: int, *, quick: bool = False, progress: bool = True, desc: str = ""):
-        self.seed = int(seed)
-        self.quick = quick
-        self._bar = tqdm(total=0, desc=desc, disable=not progress, unit="run", leave=True)
-
-    def run_seed(self, *key: int) -> int:
-        """A seed for the run identified by ``key`` (non-negative ints), reproducible."""
-        ss = np.random.SeedSequence([self.seed, *(int(k) for k in key)])
-        return int(ss.generate_state(1)[0])
-
-    def start(self, total: int) -> None:
-        """Set the number of steps the progress bar counts."""
-        self._bar.total = int(total)
-        self._bar.refresh()
-
-    def advance(self, steps: int = 1) -> None:
-        """Advance the progress bar."""
-        self._bar.update(steps)
-
-    def close(self) -> None:
-        self._bar.close()
-
-
-@contextmanager
-def _quiet() -> Iterator[None]:
-    with warnings.catch_warnings():
-        # Clipping and the paper-calibration leak warning are expected in experiments and
-        # recorded in privacy_; non-convergence goes to the 'converged' column.
-        for category in (RowClippingWarning, ConvergenceWarning, PrivacyLeakWarning):
-            warnings.simplefilter("ignore", category)
-        warnings.simplefilter("ignore", PrivacyWarning)
-        yield
-
-
-def quiet_fit(estimator: Any, X: Any) -> tuple[Any, float, bool]:
-    """Fit with the expected warnings silenced; return ``(estimator, seconds, converged)``."""
-    with _quiet():
-        start = time.perf_counter()
-        estimator.fit(X)
-        seconds = time.perf_counter() - start
-    return estimator, seconds, bool(getattr(estimator, "converged_", True))
 
 
 @dataclass
