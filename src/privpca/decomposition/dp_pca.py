@@ -82,7 +82,7 @@ from privpca.decomposition._stochastic import (
     DEFAULT_HOLDOUT_FRACTION,
     StochasticPCA,
     held_out_notes,
-    stream_rows,
+    pair_differences,
 )
 from privpca.decomposition.oja import REPLACE_ONE
 from privpca.mechanisms.gradient_statistics import PrivateMean, PrivateTopEigenvalue
@@ -242,15 +242,16 @@ class DPPCA(StochasticPCA):
         The schedule used (the selected one after a search).
     history_ : dict of ndarray
         Per step (all released or derived from releases, so free to inspect):
-        ``"eigenvalue"`` (the Λ used, NaN for a skipped step), ``"eigen_released"`` (whether
-        Algorithm 4 released it this step), ``"noise_scale"`` (σ_t),
+        ``"eigenvalue"`` (the Λ used, NaN for a step before any release, which makes no
+        update), ``"eigen_released"`` (whether Algorithm 4 released it this step),
+        ``"eigenvalue_failed"`` (its negation: the step reused the last released Λ),
+        ``"noise_scale"`` (σ_t),
         ``"radius"`` (box half-width), ``"centre_failures"`` (coordinates with no released
-        centre bin), and ``"components"`` when ``keep_history``.
+        centre bin), and ``"components"`` when ``keep_history``. The noisy scores of
+        ``learning_rate="search"`` are not kept (only the choice is released; see
+        ``_search``).
     n_eigen_failures_ : int
         Steps in which Algorithm 4 released no bin.
-    search_scores_ : ndarray or None
-        Noisy vote counts (released: free to inspect) of the search candidates
-        (``learning_rate="search"``).
     privacy_ : PrivacyRecord
         One record: the stream's spend (``"statistic: …"``) and, outside the papers' setting,
         every held-out part's; (ε, δ) the request (``(ε/2, δ/2)`` with
@@ -405,26 +406,27 @@ class DPPCA(StochasticPCA):
 
     def _stream(
         self, source: GradientSource, setup: _Setup, rng: np.random.Generator | None = None
-    ) -> tuple[NDArray[np.float64], dict[str, Any], LearningRate, NDArray[np.float64] | None]:
-        """Algorithm 3 (or the search) over ``source``: ``(W, history, schedule, scores)``."""
+    ) -> tuple[NDArray[np.float64], dict[str, Any], LearningRate]:
+        """Algorithm 3 (or the search) over ``source``: ``(W, history, schedule)``."""
         _k, rng, W0 = self._start(source, rng)
         n = source.n_samples
         order = rng.permutation(n)  # the order is public randomness; it does not leak
         keep = bool(self.keep_history)
         if setup.lr is not None:
             W, history = _run(source, order, W0, setup.lr, setup.plan, rng, keep=keep)
-            return W, history, setup.lr, None
+            return W, history, setup.lr
         return self._search(source, rng, W0, order, setup)
 
     def _fit_source(self, source: GradientSource) -> DPPCA:
         """The paper's algorithm on ``source`` as given (uncentred)."""
         n, p = source.n_samples, source.n_features
         setup = self._setup(n, p)
-        W, history, lr, scores = self._stream(source, setup)
+        if isinstance(source, VectorGradients):
+            source = _RowStream(source.X)
+        W, history, lr = self._stream(source, setup)
         self.privacy_ = self._record(setup.plan, n, search=setup.search)
         self._charge(self.privacy_, self.ledger)
         self._finish(W, history, setup.plan, lr)
-        self.search_scores_ = scores
         return self
 
     def _paper_noise_level(self) -> float:
@@ -453,14 +455,17 @@ class DPPCA(StochasticPCA):
         pre_rng = self._preprocessing_rng(rng)
         perm = pre_rng.permutation(n)
         held = self._prepare_held_out(run, X[perm[:n_held]], pre_rng)
-        rows = stream_rows(X, perm[n_held:], pairs,
-                           held.prepared.mean if isinstance(centering, str) else centering)
-        W, history, lr, scores = self._stream(VectorGradients(rows), setup, rng)
-        del rows
+        # The stream reads X in place (rows perm[n_held:], minus the public or held-out mean);
+        # only pair differences are formed as a table of their own.
+        source = (_RowStream(pair_differences(X, perm[n_held:])) if pairs else
+                  _RowStream(X, perm[n_held:],
+                             held.prepared.mean if isinstance(centering, str) else centering))
+        W, history, lr = self._stream(source, setup, rng)
+        del source
         self._set_table_attributes(fix_signs(W).T.copy(), held, pre_rng)
         notes = (stream.notes + " " + held_out_notes(n, n_held, m, pairs, centering, run)
-                 + f" {held.prepared.n_clipped} held-out rows were clipped to D for the "
-                 "variances (the stream needs no norm bound).")
+                 + " Held-out rows above D are clipped to it for the variances (the stream "
+                 "needs no norm bound); how many is not reported, being a non-private count.")
         record = self._table_record(
             held.prepared.spends, stream.spends[0], epsilon=epsilon, delta=delta, n=n,
             neighbouring=REPLACE_ONE, calibration=calibration,
@@ -470,7 +475,6 @@ class DPPCA(StochasticPCA):
         components = self.components_
         self._finish(W, history, setup.plan, lr)
         self.components_ = components  # rotated to the private spectrum, not W's basis
-        self.search_scores_ = scores
         self.noise_level_ = _noise_level(history)
         self.expected_error_ = math.nan
         return self
@@ -550,7 +554,7 @@ class DPPCA(StochasticPCA):
         W0: NDArray[np.float64],
         order: NDArray[np.intp],
         setup: _Setup,
-    ) -> tuple[NDArray[np.float64], dict[str, Any], LearningRate, NDArray[np.float64]]:
+    ) -> tuple[NDArray[np.float64], dict[str, Any], LearningRate]:
         """Liu et al. §5: private choice of (c1, c2) among ``search_grid``.
 
         The records (in random order) are split into a held-out part (``search_fraction``)
@@ -562,6 +566,13 @@ class DPPCA(StochasticPCA):
         (``SelfComposedDpEvent(LaplaceDpEvent(2/ε), 2)``) and the argmax is post-processing.
         Records are in exactly one part, so the whole search is (ε, δ)-DP. Its price is in
         data: each candidate sees ``(1 − search_fraction)/len(grid)`` of the records.
+
+        Only the choice is released, never the noisy counts: a Laplace draw in floating point
+        is not the real Laplace law, and its low-order bits can reveal the count it was added
+        to (Mironov 2012; measured on this mechanism in issue 14: a neighbouring count was
+        excluded with certainty in most fits). The index of the largest noisy count is a
+        function of the counts' order only, whose probabilities floating point moves by
+        rounding-level amounts.
         """
         plan, candidates = setup.plan, setup.candidates
         n_val, per = setup.n_validation, setup.per_candidate
@@ -577,14 +588,17 @@ class DPPCA(StochasticPCA):
         # Report-noisy-max: Laplace(2/ε) on every vote count, then argmax (post-processing).
         noisy = votes + rng.laplace(0.0, 2.0 / epsilon, size=len(candidates))
         best = int(np.argmax(noisy))
+        del noisy  # released: the choice alone (docstring)
         W, history = fits[best]
-        return W, history, candidates[best], noisy
+        return W, history, candidates[best]
 
 
 def _captured(
     source: GradientSource, index: NDArray[np.intp], W: NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """``tr(Wᵀ A_i W)`` for each record in ``index`` (``‖Wᵀx_i‖²`` for vectors)."""
+    if isinstance(source, _RowStream):
+        return np.asarray(((source.records(index) @ W) ** 2).sum(axis=1))
     if isinstance(source, VectorGradients):
         return np.asarray(((source.X[index] @ W) ** 2).sum(axis=1))
     assert isinstance(source, MatrixGradients)
@@ -602,7 +616,14 @@ def _run(
     *,
     keep: bool,
 ) -> tuple[NDArray[np.float64], dict[str, Any]]:
-    """Algorithm 3 over the records ``order`` (in that order)."""
+    """Algorithm 3 over the records ``order`` (in that order).
+
+    Each step's first half-batch feeds Algorithm 4 only, its second half Algorithm 5 only:
+    every record's gradient is formed once, by one mechanism (the parallel composition of the
+    module docstring needs the halves disjoint, so they are never shared). On a
+    :class:`_RowStream` the gradients are formed by compiled passes straight from the table,
+    into two buffers reused by every step.
+    """
     B, T = plan.batch_size, min(plan.n_steps, len(order) // plan.batch_size)
     half = B // 2
     W = W0.copy()
@@ -613,21 +634,41 @@ def _run(
         "radius": np.full(T, np.nan),
         "centre_failures": np.zeros(T, dtype=np.int64),
         "eigen_released": np.zeros(T, dtype=bool),
+        "eigenvalue_failed": np.zeros(T, dtype=bool),
     }
     if keep:
         hist["components"] = np.empty((T, k, p))
+    rows = source.rows(order[: T * B]) if isinstance(source, _RowStream) else None
+    if rows is not None:
+        pair_buffer = np.empty((half // 2, p * k))
+        gradient_buffer = np.empty((B - half, p * k))
     last: float | None = None
     for t in range(1, T + 1):
-        batch = order[(t - 1) * B : t * B]
-        eigenvalue = plan.eigen.estimate(source.gradients(batch[:half], W), rng)
+        if rows is not None:
+            assert isinstance(source, _RowStream)
+            batch = rows[(t - 1) * B : t * B]
+            eigenvalue = plan.eigen.estimate_pairs(
+                source.pair_gradients(batch[:half], W, pair_buffer), rng)
+        else:
+            batch = order[(t - 1) * B : t * B]
+            eigenvalue = plan.eigen.estimate(source.gradients(batch[:half], W), rng)
         hist["eigen_released"][t - 1] = eigenvalue is not None
+        hist["eigenvalue_failed"][t - 1] = eigenvalue is None
         if eigenvalue is None:
             # No bin cleared the threshold: reuse the last released estimate (public, so
-            # free); before any release the step is skipped.
+            # free); only before the first release is there none, and the step makes no
+            # update.
             eigenvalue = last
         last = eigenvalue
         if eigenvalue is not None:
-            release = plan.mean.estimate(source.gradients(batch[half:], W), eigenvalue, rng)
+            if rows is not None:
+                assert isinstance(source, _RowStream)
+                release = plan.mean.estimate_rows(
+                    source.X, batch[half:], source.centre, W, eigenvalue, rng,
+                    out=gradient_buffer)
+            else:
+                release = plan.mean.estimate(source.gradients(batch[half:], W), eigenvalue,
+                                             rng)
             W = block_oja_update(W, lr(t) * release.mean.reshape(p, k))
             hist["eigenvalue"][t - 1] = eigenvalue
             hist["noise_scale"][t - 1] = release.noise_scale
@@ -638,6 +679,59 @@ def _run(
     return W, hist
 
 
+class _RowStream:
+    """The stream of vector records ``y_j = X[index[j]] − centre`` (``j < m``), read in place.
+
+    DP-PCA's fast path: gradients ``y(yᵀW)`` are formed by compiled passes
+    (:mod:`privpca.mechanisms._kernels`) from the rows of ``X`` — no gathered or centred copy
+    of the stream. ``X`` is made C-ordered once (a copy only for Fortran-ordered or strided
+    input, which then gives the same output as C-ordered input). Also a
+    :class:`~privpca.solvers.oja.GradientSource`, for the generic callers.
+    """
+
+    def __init__(
+        self,
+        X: NDArray[np.float64],
+        index: NDArray[np.intp] | None = None,
+        centre: Any = None,
+    ) -> None:
+        self.X = np.ascontiguousarray(X, dtype=np.float64)
+        self.index = None if index is None else np.asarray(index, dtype=np.intp)
+        self.n_samples = self.X.shape[0] if index is None else len(index)
+        self.n_features = self.X.shape[1]
+        # x − 0.0 is x bit for bit: "no centring" is a zero centre.
+        self.centre = (np.zeros(self.n_features) if centre is None
+                       else np.ascontiguousarray(centre, dtype=np.float64))
+
+    def rows(self, positions: NDArray[np.intp]) -> NDArray[np.intp]:
+        """Rows of ``X`` holding the stream's records at ``positions``."""
+        out = positions if self.index is None else self.index[positions]
+        return np.ascontiguousarray(out, dtype=np.intp)
+
+    def records(self, positions: NDArray[np.intp]) -> NDArray[np.float64]:
+        """The records ``y_j`` at ``positions`` (a new array)."""
+        Y = self.X[self.rows(positions)]
+        Y -= self.centre
+        return Y
+
+    def pair_gradients(
+        self, rows: NDArray[np.intp], W: NDArray[np.float64], out: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Algorithm 4's ``(g_{2i+1} − g_{2i})/√2`` for the records in rows ``rows`` of X."""
+        from privpca.mechanisms._kernels import pair_gradients
+
+        n_pairs = len(rows) // 2
+        pair_gradients(self.X, rows, self.centre, np.ascontiguousarray(W), out)
+        return out[:n_pairs]
+
+    def gradients(self, index: NDArray[np.intp], W: NDArray[np.float64]) -> NDArray[np.float64]:
+        return VectorGradients(self.records(index)).gradients(np.arange(len(index)), W)
+
+    def mean_gradient(
+        self, index: NDArray[np.intp], W: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        Y = self.records(index)
+        return np.asarray(Y.T @ (Y @ W)) / max(len(index), 1)
 
 
 def _selection_event(epsilon: float) -> dp_accounting.DpEvent:

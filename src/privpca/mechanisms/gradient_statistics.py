@@ -50,9 +50,9 @@ from numpy.typing import NDArray
 from privpca._validation import check_delta, check_epsilon, check_in_range
 from privpca.mechanisms.histogram import (
     StabilityHistogram,
+    column_bin_counts,
     geometric_bin,
     geometric_bin_edges,
-    linear_bins,
 )
 
 __all__ = ["MeanRelease", "PrivateMean", "PrivateTopEigenvalue"]
@@ -128,12 +128,34 @@ class PrivateTopEigenvalue:
         """The released upper bin edge ``Λ``, or ``None`` when no bin is released."""
         G = gradients
         n_pairs = G.shape[0] // 2
+        self._check_pairs(n_pairs)
+        pairs = (G[1 : 2 * n_pairs : 2] - G[0 : 2 * n_pairs : 2]) / math.sqrt(2.0)
+        return self.estimate_pairs(pairs, rng)
+
+    def _check_pairs(self, n_pairs: int) -> None:
         if n_pairs < self.n_subsets:
             raise ValueError(
                 f"Algorithm 4 needs at least {self.min_gradients()} gradients for "
-                f"{self.n_subsets} subsets; got {G.shape[0]}."
+                f"{self.n_subsets} subsets; got {2 * n_pairs}."
             )
-        pairs = (G[1 : 2 * n_pairs : 2] - G[0 : 2 * n_pairs : 2]) / math.sqrt(2.0)
+
+    def estimate_pairs(
+        self, pairs: NDArray[np.float64], rng: np.random.Generator
+    ) -> float | None:
+        """:meth:`estimate` from the pair differences ``g̃ᵢ`` already formed (step 1 done).
+
+        Parameters
+        ----------
+        pairs : ndarray of shape (n_pairs, q)
+            ``(g_{2i+1} − g_{2i})/√2`` of consecutive gradients of the half-batch (each
+            gradient in one pair), e.g. from :func:`privpca.mechanisms._kernels.pair_gradients`.
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        float or None
+        """
+        self._check_pairs(pairs.shape[0])
         lambdas = subset_top_eigenvalues(pairs, self.n_subsets)
         release = self.histogram.release_modes(geometric_bin(lambdas)[:, None], rng)
         if not release.released[0]:
@@ -220,25 +242,94 @@ class PrivateMean:
             [self.centre_histogram.dp_event(), dp_accounting.GaussianDpEvent(self.noise_multiplier)]
         )
 
+    def _bin_width(self, eigenvalue: float) -> tuple[float, float]:
+        """``(√Λ, h = bin_width·√Λ)`` for a released eigenvalue ``Λ``."""
+        check_in_range(eigenvalue, "eigenvalue", low=0, owner="PrivateMean")
+        scale = math.sqrt(eigenvalue)
+        return scale, self.bin_width * scale
+
     def estimate(
         self, gradients: NDArray[np.float64], eigenvalue: float, rng: np.random.Generator
     ) -> MeanRelease:
         """Private mean of the rows of ``gradients`` given the released eigenvalue ``Λ``."""
-        G = gradients
+        from privpca.mechanisms._kernels import bin_range
+
+        G = np.ascontiguousarray(gradients, dtype=np.float64)
         b, q = G.shape
         if q != self.n_coordinates:
             raise ValueError(f"expected {self.n_coordinates} coordinates, got {q}")
-        check_in_range(eigenvalue, "eigenvalue", low=0, owner="PrivateMean")
-        scale = math.sqrt(eigenvalue)
-        h = self.bin_width * scale
-        release = self.centre_histogram.release_modes(linear_bins(G, h), rng)
+        scale, h = self._bin_width(eigenvalue)
+        low, high = np.empty(q, dtype=np.int64), np.empty(q, dtype=np.int64)
+        bin_range(G, 1.0 / h, low, high)
+        return self._release(G, b, scale, h, low, high, rng)
+
+    def estimate_rows(
+        self,
+        X: NDArray[np.float64],
+        rows: NDArray[np.intp],
+        centre: NDArray[np.float64],
+        W: NDArray[np.float64],
+        eigenvalue: float,
+        rng: np.random.Generator,
+        *,
+        out: NDArray[np.float64] | None = None,
+    ) -> MeanRelease:
+        """:meth:`estimate` on the gradients ``yᵢ(yᵢᵀW)``, ``yᵢ = X[rows[i]] − centre``.
+
+        The gradients are formed in the same compiled pass that finds each coordinate's bin
+        range, into ``out`` when given (a reusable ``(≥ len(rows), p·k)`` C-ordered buffer),
+        then read twice more (counts, truncated sums): three passes in all.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, p), C-ordered float64
+        rows : ndarray of intp
+        centre : ndarray of shape (p,)
+            Subtracted from every row (zeros: no centring).
+        W : ndarray of shape (p, k)
+        eigenvalue : float
+            The released ``Λ``.
+        rng : numpy.random.Generator
+        out : ndarray, optional
+
+        Returns
+        -------
+        MeanRelease
+        """
+        from privpca.mechanisms._kernels import row_gradients
+
+        b, q = rows.shape[0], W.size
+        if q != self.n_coordinates:
+            raise ValueError(f"expected {self.n_coordinates} coordinates, got {q}")
+        scale, h = self._bin_width(eigenvalue)
+        G = np.empty((b, q)) if out is None else out
+        low, high = np.empty(q, dtype=np.int64), np.empty(q, dtype=np.int64)
+        row_gradients(X, rows, centre, np.ascontiguousarray(W), 1.0 / h, G, low, high)
+        return self._release(G, b, scale, h, low, high, rng)
+
+    def _release(
+        self,
+        G: NDArray[np.float64],
+        b: int,
+        scale: float,
+        h: float,
+        low: NDArray[np.int64],
+        high: NDArray[np.int64],
+        rng: np.random.Generator,
+    ) -> MeanRelease:
+        """Steps 1–3 of the module docstring on the gradients ``G[:b]`` (bin range known)."""
+        from privpca.mechanisms._kernels import truncated_sums
+
+        q = G.shape[1]
+        release = self.centre_histogram.release_counts(
+            *column_bin_counts(G, b, h, low, high), rng)
         centre = np.where(release.released, (release.mode + 0.5) * h, 0.0)
         r = self.radius * scale * math.log(b * q / self.zeta) + h
-        truncated = np.maximum(G, centre - r)
-        np.minimum(truncated, centre + r, out=truncated)
+        sums = np.empty(q)
+        truncated_sums(G, b, centre - r, centre + r, sums)
         sensitivity = 2.0 * r * math.sqrt(q) / b
         sigma = self.noise_multiplier * sensitivity
-        mean = truncated.mean(axis=0) + rng.normal(0.0, sigma, size=q)
+        mean = sums / b + rng.normal(0.0, sigma, size=q)
         return MeanRelease(
             mean, r, sensitivity, sigma, int((~release.released).sum()), centre
         )

@@ -32,6 +32,7 @@ the noise of one, against ``H`` for Laplace.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -47,6 +48,7 @@ from privpca.accounting.composition import compose_epsilon
 __all__ = [
     "HistogramRelease",
     "StabilityHistogram",
+    "column_bin_counts",
     "geometric_bin",
     "geometric_bin_edges",
     "linear_bins",
@@ -81,7 +83,39 @@ def linear_bins(values: ArrayLike, width: float) -> NDArray[np.int64]:
     v = np.asarray(values, dtype=np.float64) * (1.0 / width)
     if not np.abs(v).max(initial=0.0) < _MAX_BIN:  # also catches NaN
         v = np.clip(v, -_MAX_BIN, _MAX_BIN)
+        v[np.isnan(v)] = _MAX_BIN  # every value needs a bin: NaN joins the top one
     return np.floor(v, out=v if v is not values else None).astype(np.int64)
+
+
+def column_bin_counts(
+    G: NDArray[np.float64],
+    n_rows: int,
+    width: float,
+    bin_low: NDArray[np.int64],
+    bin_high: NDArray[np.int64],
+) -> tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.float64]]:
+    """Non-empty ``(column, bin, count)`` of :func:`linear_bins` of ``G[:n_rows]``, in one pass.
+
+    ``bin_low``/``bin_high`` are each column's lowest and highest bin (found in the pass that
+    wrote ``G``). The triples come ordered by column, then bin — as :func:`_column_counts`
+    orders them, so a release draws its noise in the same order either way. When the bins
+    span a modest range, one compiled pass counts into a ``(columns, span)`` table; otherwise
+    (a few values ~10⁶ bin widths away) the columns are sorted.
+    """
+    from privpca.mechanisms._kernels import bin_counts
+
+    q = G.shape[1]
+    span = int((bin_high - bin_low).max(initial=0)) + 1
+    if n_rows == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty.astype(np.intp), empty, empty.astype(np.float64)
+    if span * q > max(4 * n_rows * q, 1 << 20):
+        return _column_counts(linear_bins(G[:n_rows], width))
+    table = np.zeros((q, span), dtype=np.int64)
+    bin_counts(G, n_rows, 1.0 / width, bin_low, table)
+    nz = np.flatnonzero(table)
+    col = nz // span
+    return col, (nz - col * span) + bin_low[col], table.ravel()[nz].astype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -207,11 +241,35 @@ class StabilityHistogram:
                 f"bins has {h} histogram column(s); this histogram was calibrated for "
                 f"{self.n_histograms}."
             )
+        if n == 0:
+            return HistogramRelease(np.zeros(h, dtype=np.int64), np.zeros(h, dtype=bool))
+        return self.release_counts(*_column_counts(B), rng)
+
+    def release_counts(
+        self,
+        col: NDArray[np.intp],
+        value: NDArray[np.int64],
+        counts: NDArray[np.float64],
+        rng: np.random.Generator,
+    ) -> HistogramRelease:
+        """:meth:`release_modes` from the non-empty bins already counted.
+
+        Parameters
+        ----------
+        col, value, counts : ndarray
+            Every non-empty ``(histogram, bin)`` pair and its count, ordered by histogram,
+            then bin (the order the noise is drawn in), e.g. from :func:`column_bin_counts`.
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        HistogramRelease
+        """
+        h = self.n_histograms
         mode = np.zeros(h, dtype=np.int64)
         released = np.zeros(h, dtype=bool)
-        if n == 0:
+        if counts.size == 0:
             return HistogramRelease(mode, released)
-        col, value, counts = _column_counts(B)
         if self.noise == "laplace":
             noisy = counts + rng.laplace(0.0, self.scale, size=counts.shape)
         else:
@@ -255,6 +313,7 @@ def _column_counts(
     return col, S[col, pos], (run_end - flat_start).astype(np.float64)
 
 
+@functools.lru_cache(maxsize=256)  # a pure function of public parameters: solve it once
 def _laplace_scale(epsilon: float, delta: float, count: int) -> float:
     """Smallest Laplace scale ``b`` with ``count`` sensitivity-1 releases (ε, δ)-DP (PLD).
 
