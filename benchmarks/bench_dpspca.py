@@ -39,6 +39,7 @@ from threadpoolctl import threadpool_limits
 
 from privpca import DPSPCA, PrivacyLedger
 from privpca.datasets import make_dpspca_data
+from privpca.decomposition.distributed import dpspca_provider_seeds
 from privpca.federated.protocol import ProviderState, ServerState, dpspca_noise_multiplier
 from privpca.solvers.power import thin_qr, top_row_support
 
@@ -114,6 +115,7 @@ def bench_flower(n_providers: int = 3, d: int = 200, n: int = 30_000, rounds: in
     est = DPSPCA(n_components=K, epsilon=EPS, delta=DELTA, n_iter=rounds, n_nonzero=S_HAT,
                  random_state=1, ledger=PrivacyLedger(), **PAPER)
     t_in = _best(lambda: est.fit_providers(parts), 3) / rounds
+    seeds = dpspca_provider_seeds(1, d, K, n_providers, n_nonzero=S_HAT)  # replay seed 1's run
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -132,7 +134,7 @@ def bench_flower(n_providers: int = 3, d: int = 200, n: int = 30_000, rounds: in
                     [str(binp / "privpca"), "provider", f"{tmp}/p{i}.npy", "--superlink",
                      f"127.0.0.1:{port}", "--insecure", "--provider-id", str(i), "-k", str(K),
                      "--epsilon", str(EPS), "--delta", str(DELTA), "-T", str(rounds),
-                     "--noise-seed", str(est.provider_seeds_[i]), "--port", str(port + 1 + i),
+                     "--noise-seed", str(seeds[i]), "--port", str(port + 1 + i),
                      *_paper_cli_args("provider")],
                     env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL))

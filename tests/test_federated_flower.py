@@ -263,7 +263,10 @@ def test_killed_provider_stops_the_run_by_default(federation, split, tmp_path):
     result = json.loads(out.read_text())
     assert result["status"] == "error"
     assert proc.returncode != 0
-    assert ("did not answer" in result["error"]) or ("providers connected" in result["error"])
+    # Killed before the run: the handshake (no release) finds one of two providers; killed
+    # later, a round times out.
+    assert any(text in result["error"] for text in
+               ("did not answer", "providers connected", "answered the handshake"))
     assert "components" not in result
 
 

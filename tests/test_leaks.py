@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 
-from privpca import DPSPCA, AnalyzeGaussPCA, PrivacyLedger
+from privpca import DPPCA, DPSPCA, AnalyzeGaussPCA, PrivacyLedger
 from privpca._registry import PRIVATE_ESTIMATORS
 from privpca.decomposition.distributed import dpspca_provider_seeds
 from privpca.exceptions import BudgetExceededError, RowClippingWarning
@@ -87,8 +87,6 @@ def test_add_remove_record_hides_n():
 
 @pytest.mark.parametrize("name", sorted(PRIVATE_ESTIMATORS))
 def test_no_clipping_warning_when_the_budget_refuses(name):
-    if name in _LOCAL:
-        pytest.xfail("local.py clips before its charge in the papers' setting (lead's file)")
     cls = PRIVATE_ESTIMATORS[name]
     ledger = PrivacyLedger(epsilon_budget=1e-3, delta_budget=1e-4)
     with warnings.catch_warnings(record=True) as caught:
@@ -216,3 +214,15 @@ def test_server_queries_only_the_nodes_that_answered_the_handshake(monkeypatch):
                              _AGREED, poll=0.01)
     with pytest.raises(TimeoutError, match="Only 0 of 1"):
         flower_app.handshake(_FakeGrid([3], {}), 1, 0.1, _AGREED, poll=0.01)
+
+
+def test_dppca_table_record_carries_no_held_out_count():
+    # On a table DP-PCA clips its held-out rows for the variances: the notes used to print
+    # how many were clipped.
+    X = np.random.default_rng(0).standard_normal((60_000, 4)) * [3.0, 1.0, 1.0, 1.0] + 5.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = DPPCA(epsilon=1.0, delta=1e-8, random_state=0, ledger=PrivacyLedger()).fit(X)
+    notes = est.privacy_.to_dict()["notes"]
+    assert "Held-out rows above D" in notes
+    assert not _COUNT.search(notes)

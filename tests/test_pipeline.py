@@ -300,6 +300,15 @@ def test_paper_setting_reproduces_the_outputs_from_before_the_pipeline(cls, extr
             assert est.explained_variance_.sum() == pytest.approx(
                 golden[f"{key}|explained_variance"].sum(), rel=1e-12)
         return
+    if cls is BinghamPCA:
+        # Since issue 15 the chain runs in sign-fixed eigenvectors of B (so that a streamed
+        # Gram, equal to the last bits, gives the same chain): another draw of the same law.
+        # At this ε the law is wide (the golden draw is 0.339 from the truth, four other
+        # seeds 0.24–0.34), so compare with the truth, not with the old draw.
+        truth = make_spiked(20000, 12, 2, lam=9.0, random_state=np.random.default_rng(1))[1]
+        assert subspace_distance(est.components_.T, truth) < 0.5
+        assert subspace_distance(old.T, truth) < 0.5
+        return
     np.testing.assert_allclose(est.components_, old, rtol=0, atol=1e-12)
     if f"{key}|explained_variance" in golden.files:
         np.testing.assert_allclose(est.explained_variance_, golden[f"{key}|explained_variance"],

@@ -153,3 +153,14 @@ def test_secure_mode_is_as_accurate_as_default(name, secure):
         est = getattr(privpca, name)(1, epsilon=eps, centering=None, data_norm=1.0,
                                      ledger=privpca.PrivacyLedger()).fit(X)
     assert abs(est.components_[0, 0]) > 0.8
+
+
+def test_federated_provider_noise_is_secure_in_secure_mode():
+    from privpca.federated.protocol import provider_noise_rng
+
+    assert not isinstance(provider_noise_rng(None, 0), SecureGenerator)
+    with privpca.config_context(secure_mode=True):
+        assert isinstance(provider_noise_rng(None, 0), SecureGenerator)
+        assert isinstance(provider_noise_rng(None, 3, "mean"), SecureGenerator)
+        with pytest.raises(ValueError, match="noise seed"):
+            provider_noise_rng(7, 0)

@@ -222,6 +222,53 @@ def _load_table(path: Path) -> tuple[np.ndarray, list[str], bool]:
     return X, names, has_header
 
 
+def _streamed_table(path: Path) -> tuple[Any, list[str]]:
+    """A :class:`~privpca.streaming.RowSource` over DATA (with a progress bar) and its names."""
+    from privpca.streaming import ParquetSource, as_row_source
+
+    try:
+        source = as_row_source(path)
+    except (ValueError, ImportError, OSError) as exc:
+        raise click.ClickException(f"{path}: cannot be streamed ({exc}). Stream a .npy "
+                                   "file, a .parquet file or a folder of them.") from exc
+    source.progress = True
+    names = (list(source.columns) if isinstance(source, ParquetSource)
+             else [f"x{j}" for j in range(source.n_features)])
+    return source, names
+
+
+def _cluster_table(path: Path, address: str, chunk_rows: int) -> tuple[Any, list[str], Any]:
+    """``(RowSource over a lazy dask array, names, client)`` for a fit on a Dask cluster."""
+    try:
+        from distributed import Client
+
+        from privpca.streaming import DaskSource
+        from privpca.streaming.dask_io import dask_table
+    except ImportError as exc:
+        raise click.ClickException("--scheduler needs Dask: pip install 'privpca[dask]'.") \
+            from exc
+    try:
+        X = dask_table(path, chunk_rows=chunk_rows)
+    except (ValueError, OSError) as exc:
+        raise click.ClickException(f"{path}: {exc}") from exc
+    try:
+        client = Client(address, timeout="20s")
+    except OSError as exc:
+        raise click.ClickException(f"Cannot reach the Dask scheduler at {address} ({exc}). "
+                                   "Nothing was fitted.") from exc
+    source = DaskSource(X)
+    source.progress = True
+    names = _parquet_names(path) if path.suffix == ".parquet" or path.is_dir() else [
+        f"x{j}" for j in range(source.n_features)]
+    return source, names, client
+
+
+def _parquet_names(path: Path) -> list[str]:
+    from privpca.streaming import ParquetSource
+
+    return list(ParquetSource(path).columns)
+
+
 def _check_writable(path: Path) -> None:
     """Fail now, with a clear message, if ``path`` cannot be written (nothing is fitted)."""
     import os
@@ -307,7 +354,7 @@ def _strict_json(value: Any) -> Any:
     return value
 
 
-def _fit_payload(method: str, est: Any, X: np.ndarray, names: list[str]) -> dict[str, Any]:
+def _fit_payload(method: str, est: Any, n_features: int, names: list[str]) -> dict[str, Any]:
     """What ``privpca fit`` writes: released attributes only (NaN or absent: ``null``)."""
     params = {key: value for key, value in est.get_params().items() if key != "ledger"}
     components = np.asarray(est.components_, dtype=np.float64)
@@ -322,7 +369,7 @@ def _fit_payload(method: str, est: Any, X: np.ndarray, names: list[str]) -> dict
         # n as the privacy record has it: public under replace-one neighbours, null where
         # the relation makes it a private count.
         "n_samples": est.privacy_.n_samples,
-        "n_features": int(X.shape[1]),
+        "n_features": int(n_features),
         "feature_names": names,
         "n_components": int(getattr(est, "n_components_", None) or components.shape[0]),
         "components": _finite_or_none(components),
@@ -364,7 +411,7 @@ def _summary(payload: dict[str, Any], est: Any) -> str:
 
 
 @main.command()
-@click.argument("data", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("data", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--method",
     "-m",
@@ -433,6 +480,28 @@ def _summary(payload: dict[str, Any], est: Any) -> str:
     help="JSON file for the result and privacy record (default: stdout).",
 )
 @click.option(
+    "--stream",
+    is_flag=True,
+    help="Read DATA block by block instead of loading it (a .npy file is memory-mapped; "
+    "Parquet is always streamed): for tables larger than memory, with a progress bar per "
+    "pass. Methods whose statistic is a sum over rows only.",
+)
+@click.option(
+    "--scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="A Dask scheduler (e.g. tcp://10.0.0.5:8786): the sums over rows run on its "
+    "workers, which read DATA (.npy or Parquet) at the same path; the noise is added here. "
+    "Needs pip install 'privpca[dask]'.",
+)
+@click.option(
+    "--chunk-rows",
+    type=click.IntRange(min=1),
+    default=1_000_000,
+    show_default=True,
+    help="Rows per block of a .npy file read by --scheduler.",
+)
+@click.option(
     "--plot",
     "plot_dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -453,10 +522,13 @@ def fit(
     calibration: str,
     seed: int | None,
     output: Path | None,
+    stream: bool,
+    scheduler: str | None,
+    chunk_rows: int,
     plot_dir: Path | None,
 ) -> None:
-    """Fit a private PCA on DATA: a CSV (header optional: it names the features) or a .npy
-    array, one record per row, numbers only.
+    """Fit a private PCA on DATA: a CSV (header optional: it names the features), a .npy
+    array, or a Parquet file or folder (streamed), one record per row, numbers only.
 
     On defaults it is the PCA you expect, with (ε, δ)-differential privacy for every record
     (one record replaced by another; the number of rows is public): the rows are centred on a
@@ -474,7 +546,13 @@ def fit(
         _check_writable(output)  # before anything is read or fitted (nothing spent)
     if plot_dir is not None:
         _check_writable(plot_dir / "scree.png")
-    X, names, _ = _load_table(data)
+    client = None
+    if scheduler is not None:
+        X, names, client = _cluster_table(data, scheduler, chunk_rows)
+    elif stream or data.suffix == ".parquet" or data.is_dir():
+        X, names = _streamed_table(data)
+    else:
+        X, names, _ = _load_table(data)
     cls = PRIVATE_ESTIMATORS[method]
     accepted = cls().get_params()
     # estimator parameter -> (click parameter, value); a method gets only what it takes, and
@@ -512,9 +590,12 @@ def fit(
             est.fit(X)
         except (ValueError, BudgetExceededError) as exc:
             raise click.ClickException(str(exc)) from exc
+        finally:
+            if client is not None:
+                client.close()
     for w in caught:
         click.echo(f"warning: {w.category.__name__}: {w.message}", err=True)
-    payload = _fit_payload(method, est, X, names)
+    payload = _fit_payload(method, est, len(names), names)
     text = json.dumps(payload, indent=2, default=str, allow_nan=False)
     if output is None:
         click.echo(text)

@@ -35,7 +35,7 @@ from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.exceptions import PrivacyLeakWarning
-from privpca.pipeline.release import ReleasePipeline, Statistic, validated_rows
+from privpca.pipeline.release import ReleasePipeline, Statistic, validated_table
 from privpca.solvers.bingham import (
     UPDATES,
     ProposalBudgetExceededError,
@@ -328,8 +328,8 @@ class BinghamPCA(BasePrivatePCA):
         -------
         self
         """
-        Xv, sq = validated_rows(self, X)
-        n, p = Xv.shape
+        table = validated_table(self, X)
+        n, p = table.n_samples, table.n_features
         k = self._check_params(p)
         run = ReleasePipeline(
             self, n, p,
@@ -342,8 +342,8 @@ class BinghamPCA(BasePrivatePCA):
         pre_rng = self._preprocessing_rng(rng)
         sampler = self._resolve_sampler(k, p)
         run.charge(self.ledger)  # before anything data-dependent is computed
-        prepared = run.prepare(Xv, pre_rng, sq=sq)
-        Xc, data_norm = prepared.rows, prepared.data_norm
+        prepared = run.prepare_table(table, pre_rng)
+        data_norm = prepared.data_norm
 
         for attr in ("trace_", "mixing_"):
             if hasattr(self, attr):
@@ -358,9 +358,14 @@ class BinghamPCA(BasePrivatePCA):
             return self
 
         inv_temp = eps / (2.0 * data_norm**2)
-        B = gram_matrix(Xc)
+        # A streamed table: one Gram pass on the workers; the sampler runs here.
+        B = prepared.gram() if prepared.streamed else gram_matrix(prepared.rows)
         B *= inv_temp
         lam, U = scipy.linalg.eigh(B, check_finite=False, overwrite_a=True)
+        # LAPACK's eigenvector signs are arbitrary and flip under last-bit changes of B (a
+        # Gram summed in another order, e.g. streamed): fix them so that the chain, which
+        # runs in U's coordinates, is a function of B itself.
+        U = fix_signs(U)
         if sampler == "exact":
             try:
                 res = sample_bingham_exact(

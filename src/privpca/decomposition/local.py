@@ -169,6 +169,10 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         randomiser = self._randomiser(p)
         randomiser.warn_if_weaker(stacklevel=4)
         rng = check_random_state(self.random_state)
+        # Charge first: a refused budget must release nothing, not even a clipping warning.
+        # (The record carries no clipped count, so it does not wait for the clipping.)
+        self.privacy_ = self._record(randomiser, n, 0)
+        self._charge(self.privacy_, self.ledger)
         if table.streamed:  # the users' exact sum by one pass; the same noise as below
             total, n_clipped = clipped_gram(table.source, None, None, float(self.data_norm))
             if n_clipped:
@@ -180,8 +184,6 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
             assert table.X is not None and table.sq is not None
             Xc, n_clipped = clip_rows(table.X, self.data_norm, owner=self,
                                       norms=np.sqrt(table.sq))
-        self.privacy_ = self._record(randomiser, n, n_clipped)
-        self._charge(self.privacy_, self.ledger)
         self.noise_scale_ = randomiser.noise_scale
         self.mean_ = np.zeros(p)
         self.scale_ = None

@@ -43,7 +43,7 @@ from typing import Any
 
 import dp_accounting
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from privpca._validation import (
     check_in_range,
@@ -57,7 +57,7 @@ from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.decomposition.analyze_gauss import REPLACE_ONE
 from privpca.mechanisms.gaussian import certified_epsilon
-from privpca.pipeline.release import ReleasePipeline, Statistic, validated_rows
+from privpca.pipeline.release import ReleasePipeline, Statistic, validated_table
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.gram import gram_matrix
 from privpca.solvers.power import power_step, random_orthonormal_basis
@@ -136,7 +136,10 @@ class NoisyPowerPCA(BasePrivatePCA):
         How ``XᵀX Q`` is computed: ``"gram"`` forms ``XᵀX`` once (``O(np²)``, then ``O(p²k)``
         per iteration); ``"data"`` computes ``Xᵀ(XQ)`` (``O(npk)`` per iteration, no p×p
         matrix); ``"auto"`` picks the cheaper by a flop model. The result is the same up to
-        rounding (same random draws).
+        rounding (same random draws). On a streamed table (a ``dask.array.Array``, a
+        memory-mapped ``.npy``, Parquet, :class:`~privpca.streaming.ChunkSource`) ``"gram"``
+        is one pass and ``"data"`` one pass per iteration, each a reduction over the blocks;
+        the noise is added here, once per release.
     keep_history : bool, default=False
         Store every iterate ``Q_t`` in ``history_`` (post-processing of the releases: free).
     random_state : None, int or numpy.random.Generator, default=None
@@ -232,16 +235,18 @@ class NoisyPowerPCA(BasePrivatePCA):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            One record per row. Not modified.
+        X : array-like of shape (n_samples, n_features), or a streamed table
+            One record per row. Not modified. A ``dask.array.Array``, a memory-mapped array,
+            a Parquet path or a :class:`~privpca.streaming.RowSource` is read block by block
+            (:mod:`privpca.streaming`).
         y : ignored
 
         Returns
         -------
         self
         """
-        Xv, sq = validated_rows(self, X)
-        n, p = Xv.shape
+        table = validated_table(self, X)
+        n, p = table.n_samples, table.n_features
         k = check_n_components(self.n_components, p, owner=self)
         T = int(
             check_in_range(self.n_iter, "n_iter", low=1, low_closed=True, integer=True, owner=self)
@@ -264,8 +269,8 @@ class NoisyPowerPCA(BasePrivatePCA):
         multiplier = (_composition_multiplier(epsilon, delta, T) if run.paper_mode
                       else run.statistic_multiplier())
         run.charge(self.ledger)
-        prepared = run.prepare(Xv, pre_rng, sq=sq)
-        Xc, data_norm = prepared.rows, prepared.data_norm
+        prepared = run.prepare_table(table, pre_rng)
+        data_norm = prepared.data_norm
 
         sensitivity = power_sensitivity(data_norm, k)
         sigma = multiplier * sensitivity
@@ -274,12 +279,10 @@ class NoisyPowerPCA(BasePrivatePCA):
         if solver == "auto":
             solver = "gram" if _use_gram(n, p, k, T) else "data"
         operator: Any
-        if solver == "gram":
-            operator = gram_matrix(Xc)
-        else:
-
-            def operator(Q: NDArray[np.float64]) -> NDArray[np.float64]:
-                return np.asarray(Xc.T @ (Xc @ Q))
+        if solver == "gram":  # a streamed table: one pass on the workers, noise added here
+            operator = prepared.gram() if prepared.streamed else gram_matrix(prepared.rows)
+        else:  # XᵀXQ without the Gram: one pass over the rows (or the stream) per step
+            operator = prepared.product
 
         Q = random_orthonormal_basis(p, k, rng)
         history = np.empty((T, k, p)) if self.keep_history else None

@@ -206,8 +206,20 @@ def provider_noise_rng(noise_seed: int | None, release: int,
     streams of the papers' setting, unchanged); the other kinds are spawned children
     ``SeedSequence(seed, spawn_key=(code, release))``, independent of those. A seed is for
     experiments only: whoever knows it can subtract the noise. ``None`` draws fresh
-    operating-system entropy for every release.
+    operating-system entropy for every release: in secure mode (``PRIVPCA_SECURE_MODE=1`` in
+    the provider's environment, or :func:`privpca.config_context`) a ChaCha20
+    :class:`~privpca.mechanisms.secure_noise.SecureGenerator` with floating-point-safe noise,
+    and a seed is refused.
     """
+    from privpca._config import secure_mode
+
+    if secure_mode():
+        if noise_seed is not None:
+            raise ValueError("Secure mode refuses a provider noise seed: it would make the "
+                             "provider's noise reproducible. Leave --noise-seed unset.")
+        from privpca.mechanisms.secure_noise import SecureGenerator
+
+        return SecureGenerator()
     if noise_seed is None:
         return np.random.default_rng()
     if kind == "query":

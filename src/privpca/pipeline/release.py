@@ -172,6 +172,7 @@ class PreparedRows:
     spends: list[PrivacySpend] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     source: Any = None  # the table X (ndarray) or a privpca.streaming.RowSource
+    warned_clipping: bool = field(default=False, repr=False)
 
     @property
     def rows(self) -> NDArray[np.float64]:
@@ -203,12 +204,49 @@ class PreparedRows:
             return clipped_gram(ArraySource(self.source, validated=True), self.mean,
                                 self.scale, self.data_norm)[0]
         gram, self.n_clipped = clipped_gram(self.source, self.mean, self.scale, self.data_norm)
-        if self.n_clipped and "clipped_estimate" not in self.details:
+        self._warn_if_clipped(stacklevel=4)
+        return gram
+
+    @property
+    def streamed(self) -> bool:
+        """Whether the rows live in a :class:`~privpca.streaming.RowSource` (read by passes)."""
+        return self.stored_rows is None and self.source is not None and not isinstance(
+            self.source, np.ndarray)
+
+    def product(self, Q: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``Σᵢ rowᵢ(rowᵢᵀQ)``: on a streamed source one pass, without the p×p Gram."""
+        if not self.streamed:
+            rows = self.rows
+            return np.asarray(rows.T @ (rows @ Q))
+        from privpca.streaming.reductions import clipped_product
+
+        out, self.n_clipped = clipped_product(self.source, self.mean, self.scale,
+                                              self.data_norm, Q)
+        self._warn_if_clipped(stacklevel=4)
+        return out
+
+    def projected_moments(
+        self, components: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], float]:
+        """``(Σᵢ (Vrowᵢ)(Vrowᵢ)ᵀ, Σᵢ ‖rowᵢ‖²)`` for ``V = components`` (k×p)."""
+        if not self.streamed:
+            rows = self.rows
+            proj = rows @ components.T
+            return proj.T @ proj, float(np.einsum("ij,ij->", rows, rows))
+        from privpca.streaming.reductions import projected_moments
+
+        return projected_moments(self.source, self.mean, self.scale, self.data_norm,
+                                 components)
+
+    def _warn_if_clipped(self, stacklevel: int) -> None:
+        """With a public bound, one warning (after the charge) when any row was clipped."""
+        if self.n_clipped and "clipped_estimate" not in self.details \
+                and not self.warned_clipping:
+            self.warned_clipping = True
             warnings.warn(
                 f"Some rows had an L2 norm above data_norm={self.data_norm:g} and were clipped "
                 "to it. The privacy guarantee holds; the estimate is biased.",
-                RowClippingWarning, stacklevel=3)
-        return gram
+                RowClippingWarning, stacklevel=stacklevel)
 
     @property
     def n_samples(self) -> int:
@@ -603,12 +641,9 @@ class ReleasePipeline:
         """
         if "variance" not in self.plan:
             return None
-        rows = prepared.rows
         k = components.shape[0]
         b = self.plan["variance"]
-        proj = rows @ components.T
-        matrix = proj.T @ proj
-        total = float(np.einsum("ij,ij->", rows, rows))
+        matrix, total = prepared.projected_moments(components)
         sensitivity = math.sqrt(2.0) * prepared.data_norm**2
         sigma = b.multiplier * sensitivity
         iu = np.triu_indices(k)

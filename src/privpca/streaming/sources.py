@@ -24,6 +24,7 @@ Every block is validated on the fly (float64, finite): a non-finite entry raises
 from __future__ import annotations
 
 import os
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -269,6 +270,7 @@ class DaskSource(RowSource):
         parts = [dask.delayed(part)(c, *(() if aux is None else aux(int(bounds[i]),
                                                                      int(bounds[i + 1]))))
                  for i, c in enumerate(self.X.to_delayed().ravel())]
+        leaves = list(parts)
         while len(parts) > 1:  # a balanced tree: log₂(blocks) rounds of pairwise combines
             parts = [dask.delayed(combine)(parts[i], parts[i + 1]) if i + 1 < len(parts)
                      else parts[i] for i in range(0, len(parts), 2)]
@@ -277,12 +279,39 @@ class DaskSource(RowSource):
         # Dask runs blocks in parallel already: one BLAS thread per block (as its distributed
         # workers do by default), else the local threads oversubscribe the cores.
         with threadpool_limits(1, user_api="blas"):
-            if self.progress:
+            client = _distributed_client()
+            if client is not None and self.progress:
+                return _compute_with_progress(client, leaves, parts[0], desc)
+            if self.progress:  # local schedulers; on stderr (stdout may carry the output)
                 from dask.diagnostics import ProgressBar
 
-                with ProgressBar():
+                with ProgressBar(out=sys.stderr):
                     return dask.compute(parts[0])[0]
             return dask.compute(parts[0])[0]
+
+
+def _distributed_client() -> Any:
+    """The active ``distributed.Client``, or None (no cluster, or distributed absent)."""
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover - dask without distributed
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def _compute_with_progress(client: Any, leaves: list[Any], root: Any, desc: str) -> Any:
+    """Compute ``root`` on the cluster with a tqdm bar (stderr) over its block tasks."""
+    from distributed import as_completed
+
+    futures = client.compute(leaves)  # the per-block tasks: what takes the time
+    root_future = client.compute(root)  # shares their keys: nothing is computed twice
+    with tqdm(total=len(futures), desc=desc, unit="block", leave=False) as bar:
+        for _ in as_completed(futures):
+            bar.update(1)
+    return root_future.result()
 
 
 def _is_dask_array(X: Any) -> bool:

@@ -1,0 +1,86 @@
+"""Tables on disk as lazy Dask arrays whose blocks are read by the workers themselves.
+
+``dask.array.from_array(np.load(path, mmap_mode="r"))`` would read every block on the client
+and ship it to the workers; here each block is a task that opens the file where it runs, so
+only the partial sums travel. The workers must see the file at the same path (a shared or
+replicated file system), as with any Dask cluster reading from disk. Only the shape is read on
+the client: the ``.npy`` header or the Parquet footers (metadata, not data).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["dask_table"]
+
+#: Rows per Dask block by default: ~800 MB of float64 at p = 100, one task per block.
+DEFAULT_CHUNK_ROWS = 1_000_000
+
+
+def _npy_rows(path: str, start: int, stop: int) -> NDArray[np.float64]:
+    return np.asarray(np.load(path, mmap_mode="r", allow_pickle=False)[start:stop],
+                      dtype=np.float64)
+
+
+def _parquet_rows(path: str, columns: list[str]) -> NDArray[np.float64]:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=columns)
+    return np.column_stack([c.to_numpy(zero_copy_only=False) for c in table.columns]).astype(
+        np.float64, copy=False)
+
+
+def dask_table(path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Any:
+    """A lazy ``dask.array.Array`` over a ``.npy`` file or a Parquet file or folder.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A ``.npy`` file (read memory-mapped, ``chunk_rows`` rows per block), a ``.parquet``
+        file or a folder of them (one block per file; every column must be numeric).
+    chunk_rows : int, default=1_000_000
+        Rows per block of a ``.npy`` file.
+
+    Returns
+    -------
+    dask.array.Array
+        Of shape ``(n, p)``, float64, chunked by rows; nothing is read until it is computed.
+    """
+    import dask
+    import dask.array as da
+
+    from privpca.streaming.sources import ParquetSource
+
+    chunk_rows = int(chunk_rows)
+    if chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be a positive int; got {chunk_rows}.")
+    root = Path(path)
+    if root.suffix == ".npy":
+        header = np.load(root, mmap_mode="r", allow_pickle=False)
+        if header.ndim != 2 or header.dtype.kind not in "biuf":
+            raise ValueError(f"{root}: expected a 2-D numeric array; got shape "
+                             f"{header.shape} and dtype {header.dtype}.")
+        n, p = header.shape
+        bounds = [(a, min(a + chunk_rows, n)) for a in range(0, n, chunk_rows)]
+        parts = [da.from_delayed(dask.delayed(_npy_rows)(str(root.resolve()), a, b),
+                                 shape=(b - a, p), dtype=np.float64) for a, b in bounds]
+    elif root.suffix == ".parquet" or root.is_dir():
+        meta = ParquetSource(root)  # checks the columns, counts the rows from the footers
+        import pyarrow.parquet as pq
+
+        p = meta.n_features
+        parts = [da.from_delayed(dask.delayed(_parquet_rows)(str(f.resolve()), meta.columns),
+                                 shape=(pq.ParquetFile(f).metadata.num_rows, p),
+                                 dtype=np.float64)
+                 for f in meta.files]
+    else:
+        raise ValueError(f"Cannot read {root} as a Dask table: expected a .npy file, a "
+                         ".parquet file or a folder of .parquet files.")
+    if not parts:
+        raise ValueError(f"{root}: the table has no rows.")
+    return da.concatenate(parts, axis=0)
