@@ -207,7 +207,7 @@ def test_cli_streams_npy_and_parquet_and_runs_on_a_dask_scheduler(table, tmp_pat
     for name, args in [("stream", [path, "--stream"]), ("parquet", [folder]),
                        ("cluster", [path, "--scheduler", address, "--chunk-rows", 7_000]),
                        ("cluster-parquet", [folder, "--scheduler", address])]:
-        got, err = _cli_fit(args, tmp_path, name)
+        got, _ = _cli_fit(args, tmp_path, name)
         np.testing.assert_allclose(got["components"], ref["components"], rtol=0, atol=1e-8)
         assert got["privacy"]["epsilon"] == ref["privacy"]["epsilon"]
         if name == "parquet":
