@@ -64,10 +64,12 @@ def write_table(path: Path, n: int, p: int, fmt: str, block: int) -> Path:
 
 
 def dask_array(target: Path, fmt: str, block: int) -> Any:
-    import dask.array as da
-
     if fmt == "npy":
-        return da.from_array(np.load(target, mmap_mode="r"), chunks=(block, -1))
+        # Each block read by the task that uses it: dask.array.from_array copies a memory
+        # map into memory first (all 37 GiB at 10^8 rows).
+        from privpca.streaming.dask_io import dask_table
+
+        return dask_table(target, chunk_rows=block)
     import dask.dataframe as dd
 
     return dd.read_parquet(target).to_dask_array(lengths=True)

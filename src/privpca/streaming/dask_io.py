@@ -22,9 +22,9 @@ __all__ = ["dask_table"]
 DEFAULT_CHUNK_ROWS = 1_000_000
 
 
-def _npy_rows(path: str, start: int, stop: int) -> NDArray[np.float64]:
-    return np.asarray(np.load(path, mmap_mode="r", allow_pickle=False)[start:stop],
-                      dtype=np.float64)
+def _npy_rows(path: str, start: int, stop: int, dtype: Any) -> NDArray[Any]:
+    """Rows ``start:stop`` of a ``.npy`` file, read where the task runs (a copy, not a view)."""
+    return np.array(np.load(path, mmap_mode="r", allow_pickle=False)[start:stop], dtype=dtype)
 
 
 def _parquet_rows(path: str, columns: list[str]) -> NDArray[np.float64]:
@@ -49,7 +49,8 @@ def dask_table(path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_
     Returns
     -------
     dask.array.Array
-        Of shape ``(n, p)``, float64, chunked by rows; nothing is read until it is computed.
+        Of shape ``(n, p)`` (a float file keeps its dtype, anything else is float64; Parquet
+        is read as float64), chunked by rows; nothing is read until it is computed.
     """
     import dask
     import dask.array as da
@@ -66,9 +67,12 @@ def dask_table(path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_
             raise ValueError(f"{root}: expected a 2-D numeric array; got shape "
                              f"{header.shape} and dtype {header.dtype}.")
         n, p = header.shape
+        # Floats keep their width (the reductions convert block by block, so a float32 table
+        # moves half the bytes); integers become float64.
+        dtype = header.dtype if header.dtype.kind == "f" else np.dtype(np.float64)
         bounds = [(a, min(a + chunk_rows, n)) for a in range(0, n, chunk_rows)]
-        parts = [da.from_delayed(dask.delayed(_npy_rows)(str(root.resolve()), a, b),
-                                 shape=(b - a, p), dtype=np.float64) for a, b in bounds]
+        parts = [da.from_delayed(dask.delayed(_npy_rows)(str(root.resolve()), a, b, dtype),
+                                 shape=(b - a, p), dtype=dtype) for a, b in bounds]
     elif root.suffix == ".parquet" or root.is_dir():
         meta = ParquetSource(root)  # checks the columns, counts the rows from the footers
         import pyarrow.parquet as pq
