@@ -221,3 +221,18 @@ def test_cli_streams_npy_and_parquet_and_runs_on_a_dask_scheduler(table, tmp_pat
                            "tcp://127.0.0.1:1", "-k", "2", "--epsilon", "1"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "Cannot reach the Dask scheduler" in done.stderr
+
+
+def test_noisy_power_data_solver_streams_one_pass_per_iteration(table):
+    # solver="data": XᵀXQ by a reduction per iteration, never the p × p Gram.
+    calls = []
+
+    class Counting(ArraySource):
+        def reduce(self, fn, combine, **kw):
+            calls.append(kw.get("desc"))
+            return super().reduce(fn, combine, **kw)
+
+    ref = _fit(NoisyPowerPCA, table, solver="data", n_iter=4)
+    fit = _fit(NoisyPowerPCA, Counting(table, block_rows=4_000), solver="data", n_iter=4)
+    _assert_same_fit(ref, fit)
+    assert calls.count("XᵀXQ") == 4 and "Gram" not in calls
