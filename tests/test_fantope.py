@@ -71,7 +71,7 @@ def _assert_in_fantope(P: np.ndarray, k: int, atol: float = 1e-10) -> None:
     w = np.linalg.eigvalsh(0.5 * (P + P.T))
     assert w.min() >= -atol
     assert w.max() <= 1.0 + atol
-    assert np.trace(P) == pytest.approx(k, abs=1e-9)
+    assert np.trace(P) == pytest.approx(k, abs=max(1e-9, atol))
 
 
 # ----------------------------------------------------------------------------------------
@@ -485,6 +485,9 @@ def test_admm_zero_matrix() -> None:
         ({"max_iter": 0}, "max_iter"),
         ({"rho": -1.0}, "rho"),
         ({"eig_method": "dense"}, "eig_method"),
+        ({"max_eig": 1}, "max_eig"),
+        ({"max_eig": "many"}, "max_eig"),
+        ({"max_eig": 2.5}, "max_eig"),
     ],
 )
 def test_admm_invalid_inputs(kwargs: dict[str, object], match: str) -> None:
@@ -495,3 +498,82 @@ def test_admm_invalid_inputs(kwargs: dict[str, object], match: str) -> None:
     lam = args.pop("lam")
     with pytest.raises(ValueError, match=match):
         fantope_admm(S, k, lam, **args)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------------------
+# Capped (inexact, error-bounded) projection
+# ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("float32", [False, True])
+@pytest.mark.parametrize("scale", [1.0, 5.0, 30.0])
+def test_capped_projection_error_within_bound(scale: float, float32: bool) -> None:
+    # Flat (Wigner) spectra: the exact projection needs more pairs than the cap at small
+    # scales (the local-DP regime); the bound must hold from a cold start on.
+    rng = np.random.default_rng(int(scale))
+    p, k, cap = 320, 5, 40
+    A = _sym(rng, p, scale)
+    exact = _reference_projection(A, k)
+    state = FantopeState(max_eig=cap, capped_float32=float32)
+    atol = 1e-5 if float32 else 1e-10
+    for _ in range(4):
+        P = fantope_projection(A, k, eig_state=state, method="capped")
+        assert state.last_method == "capped"
+        assert state.last_n_eig == cap
+        _assert_in_fantope(P, k, atol=atol)
+        err = np.linalg.norm(P - exact)
+        assert err <= state.last_error_bound + atol
+        assert state.last_error_bound <= np.sqrt(2 * k)
+
+
+def test_capped_projection_converges_to_exact_when_few_pairs_contribute() -> None:
+    rng = np.random.default_rng(7)
+    p, k = 400, 3
+    A, _ = _spiked(rng, p, k, np.array([10.0, 8.0, 6.0]), noise=1.0)
+    exact = _reference_projection(A, k)
+    state = FantopeState(max_eig=30, capped_float32=False)
+    bounds = []
+    for _ in range(14):  # warm starts refine the subspace (about 4x per call here)
+        P = fantope_projection(A, k, eig_state=state, method="capped")
+        bounds.append(state.last_error_bound)
+        assert np.linalg.norm(P - exact) <= state.last_error_bound + 1e-10
+    assert bounds[-1] < 1e-6
+    np.testing.assert_allclose(P, exact, atol=1e-7)
+    assert state.last_tail_estimate < state.last_theta
+
+
+def test_exact_paths_report_zero_or_tiny_bounds() -> None:
+    rng = np.random.default_rng(8)
+    A, _ = _spiked(rng, 400, 3, np.array([10.0, 8.0, 6.0]), noise=1.0)
+    state = FantopeState()
+    fantope_projection(A, 3, eig_state=state, method="full")
+    assert state.last_error_bound == 0.0
+    fantope_projection(A, 3, eig_state=state, method="partial")
+    assert state.last_method == "partial"
+    assert state.last_error_bound < 1e-7
+
+
+def test_admm_capped_matches_exact_on_small_problem() -> None:
+    rng = np.random.default_rng(2)
+    p, s, k, n = 400, 10, 2, 4000
+    S, support = _row_sparse_covariance(rng, p, s, k, n)
+    lam = 0.2
+    exact = fantope_admm(S, k, lam, max_iter=200, tol=1e-5, max_eig=None)
+    capped = fantope_admm(
+        S, k, lam, max_iter=200, tol=1e-5, eig_method="capped", max_eig=20,
+        capped_float32=False,
+    )
+    assert exact.max_eig is None and capped.max_eig == 20
+    assert set(capped.eig_method_history) == {"capped"}
+    assert exact.converged and capped.converged
+    assert len(capped.error_bound_history) == capped.n_iter
+    assert capped.error_bound_history[-1] < 1e-4
+    assert np.linalg.norm(capped.solution - exact.solution) < 1e-3
+    off = np.setdiff1d(np.arange(p), support)
+    assert np.all(capped.solution[off] == 0.0)
+
+
+def test_admm_max_eig_auto_is_exact_for_small_p() -> None:
+    rng = np.random.default_rng(3)
+    S, _ = _row_sparse_covariance(rng, 60, 6, 2, 2000)
+    res = fantope_admm(S, 2, 0.25, max_iter=5)
+    assert res.max_eig is None
+    assert set(res.error_bound_history) == {0.0}

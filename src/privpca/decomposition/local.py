@@ -586,6 +586,16 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
         Maximum ADMM iterations.
     tol : float, default=1e-3
         Stop when the primal ‖X − Y‖_F and dual ρ‖Y − Y_old‖_F residuals are below √k·tol.
+    max_eig : None, int or "auto", default=None
+        Cap on the eigenpairs each Fantope projection computes
+        (:func:`~privpca.solvers.fantope.fantope_admm`): ``None`` always projects exactly
+        (an O(p³) decomposition per iteration when the noise makes many eigenvalues
+        fractional); an integer uses the inexact projection, whose error bound is recorded
+        per iteration; ``"auto"`` is exact up to p = 4000 and capped at 256 above.
+        Experimental: at ε = 1 and p ≥ 800 the noise leaves hundreds of eigenvalues
+        fractional even at the solution, which a cap cannot represent, and the capped ADMM
+        was measured not to converge to the exact solution (issue 16); hence the exact
+        default.
 
     Attributes
     ----------
@@ -637,6 +647,7 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
         lam_scale: float = 0.25,
         max_iter: int = 100,
         tol: float = 1e-3,
+        max_eig: int | str | None = None,
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -652,11 +663,16 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
         self.lam_scale = lam_scale
         self.max_iter = max_iter
         self.tol = tol
+        self.max_eig = max_eig
         self.random_state = random_state
         self.ledger = ledger
 
     def _check_params(self, n_features: int) -> None:
         check_n_components(self.n_components, n_features, owner=self)
+        if not (self.max_eig is None
+                or (isinstance(self.max_eig, str) and self.max_eig == "auto")):
+            check_in_range(self.max_eig, "max_eig", low=int(self.n_components),
+                           integer=True, owner=self)
         if not (isinstance(self.lam, str) and self.lam == "auto"):
             check_in_range(self.lam, "lam", low=0.0, low_closed=True, owner=self)
         check_in_range(self.lam_scale, "lam_scale", low=0.0, owner=self)
@@ -707,7 +723,8 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
             solution = np.eye(p)
             self.n_iter_, self.converged_ = 0, True
         else:
-            result = fantope_admm(S, k, self.lam_, tol=float(self.tol), max_iter=int(self.max_iter))
+            result = fantope_admm(S, k, self.lam_, tol=float(self.tol), max_iter=int(self.max_iter),
+                                  max_eig=self.max_eig)  # type: ignore[arg-type]
             solution = result.solution
             self.n_iter_, self.converged_ = result.n_iter, bool(result.converged)
             if not result.converged:

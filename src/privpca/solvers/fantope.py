@@ -51,8 +51,8 @@ __all__ = [
     "fantope_threshold",
 ]
 
-EigMethod = Literal["auto", "full", "subset", "partial"]
-_METHODS = ("auto", "full", "subset", "partial")
+EigMethod = Literal["auto", "full", "subset", "partial", "capped"]
+_METHODS = ("auto", "full", "subset", "partial", "capped")
 
 #: Below this dimension a full eigendecomposition is always used by ``method="auto"``.
 SMALL_P = 300
@@ -61,6 +61,14 @@ MAX_PARTIAL_FRACTION = 1.0 / 3.0
 #: The LAPACK subset path (``syevr`` for the top ``m`` pairs) is used while ``m`` is at most
 #: this fraction of ``p``; beyond it the full divide-and-conquer ``syevd`` is faster.
 SUBSET_MAX_FRACTION = 0.3
+#: ``max_eig="auto"`` in :func:`fantope_admm`: exact projections up to this dimension, the
+#: capped (inexact, error-bounded) projection above it.
+AUTO_CAP_P = 4000
+#: Eigenpairs computed by the capped projection under ``max_eig="auto"``.  At p = 7128 two
+#: float32 block products of this width cost about 1.5 s on two (shared) cores.
+DEFAULT_MAX_EIG = 256
+#: Lanczos steps that estimate the largest eigenvalue left out by the capped projection.
+_TAIL_LANCZOS_STEPS = 8
 #: Rows per chunk in the element-wise ADMM updates (bounds the size of temporaries).
 _CHUNK_BYTES = 4 * 2**20
 
@@ -170,6 +178,20 @@ class FantopeState:
         Work allowed to one partial attempt, in block matrix-vector product columns, as a
         fraction of ``p`` (at least two Krylov cycles are always allowed).  A full
         eigendecomposition costs roughly ``0.4 p`` to ``1 p`` such columns on two cores.
+    max_eig : int or None
+        Cap on the number of eigenpairs a projection may compute.  ``None`` (default): exact
+        projections only (the paths below may need a full ``O(p^3)`` decomposition).  An
+        integer ``m``: the ``O(p^3)`` LAPACK paths are never used; when the certified Krylov
+        path cannot serve the projection, the *capped* path computes ``m`` approximate top
+        eigenpairs and returns an inexact projection whose error it bounds (see
+        :func:`fantope_projection` and ``last_error_bound``).
+    capped_float32 : bool
+        Run the block products of the capped path in float32 (twice the throughput; the
+        conversion error ``2^-24 ||A||_F`` is included in the reported bound).  Meant for
+        the local-DP regime, where the privacy noise in ``A`` dwarfs that rounding.
+    capped_steps : int
+        Block Krylov steps of the capped path per projection (each costs one block product
+        of ``m`` columns, plus the one applied to the warm start).
 
     Attributes
     ----------
@@ -193,8 +215,16 @@ class FantopeState:
         Estimate of the smallest eigenvalue of the previous matrix (exact after a full
         decomposition, an upper bound after a Krylov attempt), used by the prediction.
     last_method : str
-        ``"partial"``, ``"subset"`` or ``"full"``: the path of the last projection.
-    n_partial, n_subset, n_full : int
+        ``"partial"``, ``"subset"``, ``"full"`` or ``"capped"``: the path of the last
+        projection.
+    last_error_bound : float
+        Bound on the Frobenius distance between the last returned matrix and the exact
+        projection: 0 for the LAPACK paths (up to rounding), ``sqrt(2)`` times the
+        Frobenius norm of the contributing Ritz residuals for the Krylov path, and the
+        bound described in :func:`fantope_projection` for the capped path.
+    last_tail_estimate : float
+        Capped path: estimate of the largest eigenvalue left out (NaN on other paths).
+    n_partial, n_subset, n_full, n_capped : int
         Projections served by each path.
     n_failed, n_subset_failed : int
         Krylov attempts and LAPACK subset attempts abandoned for a later path.
@@ -203,6 +233,9 @@ class FantopeState:
     rng: np.random.Generator | None = None
     eig_tol: float = 1e-10
     partial_budget: float = 0.25
+    max_eig: int | None = None
+    capped_float32: bool = True
+    capped_steps: int = 1
     vectors: np.ndarray | None = field(default=None, repr=False)
     n_contrib: int | None = None
     predicted_ok: bool = True
@@ -215,6 +248,9 @@ class FantopeState:
     n_partial: int = 0
     n_subset: int = 0
     n_full: int = 0
+    n_capped: int = 0
+    last_error_bound: float = 0.0
+    last_tail_estimate: float = float("nan")
     n_failed: int = 0
     n_subset_failed: int = 0
 
@@ -281,6 +317,12 @@ def fantope_projection(
         full decomposition for ``p <= 300``; otherwise the Krylov path when the spectrum
         recorded in ``eig_state`` predicts that it converges within the budget (always on
         a fresh state), else the subset path when ``m <= 0.3 p``, else the full path.
+        ``"capped"``: always the capped path.  With ``eig_state.max_eig`` set, ``"auto"``
+        and ``"partial"`` use the capped path instead of the LAPACK paths: ``m`` warm-started
+        Ritz pairs (one block Krylov step), an inexact projection whose Frobenius distance to
+        the exact one is bounded in ``eig_state.last_error_bound`` (residuals of the
+        contributing pairs, float32 rounding, and the weight the uncomputed spectrum could
+        take, with its top estimated by a few Lanczos steps; at most ``sqrt(2k)``).
 
     Returns
     -------
@@ -323,10 +365,21 @@ def _project_into(
     """
     p = A.shape[0]
     state.last_matvec_cols = 0
+    state.last_error_bound = 0.0
+    state.last_tail_estimate = float("nan")
     if state.vectors is not None and state.vectors.shape[0] != p:
         state.vectors, state.n_contrib = None, None
         state.predicted_ok, state.lambda_min = True, None
     max_m = int(p * MAX_PARTIAL_FRACTION)
+    cap = state.max_eig
+    if method == "capped" and cap is None:
+        cap = DEFAULT_MAX_EIG
+    if cap is not None:
+        cap = min(int(cap), (p - 1) // 2)  # room for one Krylov block beyond the cap
+        if cap <= k:
+            cap = None  # too small a matrix to cap: exact paths
+    if cap is not None:
+        max_m = min(max_m, cap)
     # 1. Warm-started block Krylov.
     if method == "partial":
         try_krylov = True
@@ -338,13 +391,19 @@ def _project_into(
     if try_krylov and k < max_m and b0 <= max_m:
         res = _partial_eig(A, k, state, b0, max_m)
         if res is not None:
-            w, V, theta, V_warm = res
+            w, V, theta, V_warm, bound = res
             _finish(state, "partial", w, V_warm, theta, k, p)
             state.predicted_ok = True
+            state.last_error_bound = bound
             _assemble(w, V, theta, out)
             return
         state.n_failed += 1
     cols = state.last_matvec_cols
+    # 1b. Capped, inexact projection: never an O(p^3) decomposition.
+    if cap is not None and (method == "capped" or (method in ("auto", "partial") and p > SMALL_P)):
+        _capped_projection(A, k, state, cap, out)
+        state.last_matvec_cols += cols
+        return
     # 2. LAPACK syevr for the top m pairs (keeps A: a failure falls through to 3).
     m = _subset_size(k, state.n_contrib, p)
     if method == "subset" or (
@@ -395,6 +454,8 @@ def _finish(
         state.n_partial += 1
     elif path == "subset":
         state.n_subset += 1
+    elif path == "capped":
+        state.n_capped += 1
     else:
         state.n_full += 1
     state.n_contrib = n_contrib
@@ -437,7 +498,11 @@ def _krylov_depth(b: int, p: int) -> int:
 
 def _budget(state: FantopeState, b: int, p: int) -> int:
     """Matrix-vector columns allowed to one partial attempt."""
-    return max(int(state.partial_budget * p), 2 * (_krylov_depth(b, p) + 1) * b)
+    allowed = int(state.partial_budget * p)
+    if state.max_eig is not None:
+        # The capped path is the fallback: a failing attempt must not cost more than it.
+        allowed = min(allowed, 2 * int(state.max_eig))
+    return max(allowed, 2 * (_krylov_depth(b, p) + 1) * b)
 
 
 def _predict_partial(w: np.ndarray, theta: float, k: int, p: int, state: FantopeState) -> bool:
@@ -479,6 +544,164 @@ def _assemble(w: np.ndarray, V: np.ndarray, theta: float, out: np.ndarray) -> No
 
 
 # ----------------------------------------------------------------------------------------
+# Capped projection: m approximate top eigenpairs, inexact result with an error bound.
+# ----------------------------------------------------------------------------------------
+def _capped_projection(
+    A: np.ndarray, k: int, state: FantopeState, m: int, out: np.ndarray
+) -> None:
+    """Inexact Fantope projection from ``m`` warm-started Ritz pairs; see
+    :func:`fantope_projection` for the error bound written to ``state.last_error_bound``."""
+    p = A.shape[0]
+    rng = state._generator()
+    dt = np.float32 if state.capped_float32 else np.float64
+    # ||A||_F^2 and tr(A) in float64 (the tail bound needs them); then the working copy.
+    fro2 = float(np.vdot(A, A))
+    trace = float(np.trace(A))
+    Ad = A.astype(dt, copy=dt is not np.float64)
+    conv_err = float(np.finfo(np.float32).eps) / 2 * math.sqrt(fro2) if dt is np.float32 else 0.0
+    cols = 0
+
+    def matmul(X: np.ndarray) -> np.ndarray:
+        nonlocal cols
+        cols += X.shape[1]
+        return Ad @ X
+
+    start = np.empty((p, m), dtype=dt)
+    V0 = state.vectors
+    n_warm = 0 if V0 is None else min(m, V0.shape[1])
+    if V0 is not None:
+        start[:, :n_warm] = V0[:, :n_warm]
+    start[:, n_warm:] = rng.standard_normal((p, m - n_warm))
+    Q = _orthonormalize_against(start, None)
+    blocks, ablocks = [Q], [matmul(Q)]
+    steps = max(1, min(int(state.capped_steps), (p - m) // m))
+    for _ in range(steps):
+        K = np.concatenate(blocks, axis=1)
+        Qj = _orthonormalize_against(ablocks[-1].copy(), K)
+        blocks.append(Qj)
+        ablocks.append(matmul(Qj))
+    K = np.concatenate(blocks, axis=1)
+    AK = np.concatenate(ablocks, axis=1)
+    del blocks, ablocks
+    H = np.asarray(K.T @ AK, dtype=np.float64)
+    H = 0.5 * (H + H.T)
+    ritz, C = scipy.linalg.eigh(H, check_finite=False, driver="evd")
+    ritz, C = ritz[::-1], C[:, ::-1]
+    Cm = np.ascontiguousarray(C[:, :m], dtype=dt)
+    V = K @ Cm
+    R = AK @ Cm
+    R -= V * ritz[:m].astype(dt)
+    res = np.linalg.norm(R, axis=0).astype(np.float64)
+    del R, AK
+    w = ritz[:m].copy()
+    theta = fantope_threshold(w, k)
+    n_c = int(np.count_nonzero(w > theta))
+    # The bound treats the r = n_c contributing Ritz vectors as the computed subspace
+    # (A' = A - R_r V_r^T - V_r R_r^T has them as exact eigenvectors, ||A - A'||_F =
+    # sqrt(2) ||R_r||_F); every other direction is "tail", whose largest eigenvalue is
+    # estimated by Lanczos on A deflated by V_r, started from the next Ritz vector.
+    r = n_c if n_c < m else m
+    y = K @ np.asarray(C[:, r], dtype=dt)
+    del K
+    mu, lanczos_cols = _tail_top_estimate(Ad, V[:, :r], y, _TAIL_LANCZOS_STEPS)
+    cols += lanczos_cols
+    mu = max(mu, float(ritz[r]))
+    res_fro = float(np.linalg.norm(res[:r]))
+    wr = w[:r]
+    tail = _tail_error_bound(wr, theta, k, mu, p - r, trace - float(wr.sum()),
+                             fro2 - float(np.dot(wr, wr)) - 2.0 * res_fro**2)
+    state.last_matvec_cols = cols
+    _finish(state, "capped", w, V, theta, k, p)
+    state.vectors = np.asarray(V, order="F")  # the whole capped block warm-starts the next call
+    state.lambda_min = None
+    state.last_tail_estimate = mu
+    # float32 assembly: |fl(B B^T) - B B^T| <= n_c u |B| |B|^T entrywise, ||B||_F^2 = k.
+    round_err = n_c * float(np.finfo(np.float32).eps) / 2 * k if dt is np.float32 else 0.0
+    # Both matrices lie in F^k, whose diameter is sqrt(2k) (for k <= p/2).
+    state.last_error_bound = min(
+        conv_err + round_err + math.sqrt(2.0) * res_fro + tail, math.sqrt(2.0 * k)
+    )
+    # The certified Krylov path is worth trying again only when few pairs contribute.
+    state.predicted_ok = tail == 0.0 and 2 * _initial_block(k, state.n_contrib) <= m
+    d = np.minimum(w[:n_c] - theta, 1.0).astype(dt)
+    Vs = V[:, :n_c] * np.sqrt(d)
+    out[...] = Vs @ Vs.T
+
+
+def _tail_top_estimate(
+    Ad: np.ndarray, V: np.ndarray, y: np.ndarray, steps: int
+) -> tuple[float, int]:
+    """Estimate from above of the largest eigenvalue of ``A`` on ``V``'s complement.
+
+    ``steps`` Lanczos steps (full reorthogonalisation) on ``(I - VV^T) A (I - VV^T)`` from
+    ``y``; returns the largest Ritz value plus its residual norm (an eigenvalue lies within
+    the residual of the Ritz value, and the extreme Ritz value converges first), and the
+    number of matrix-vector products.
+    """
+    basis: list[np.ndarray] = []
+    alphas: list[float] = []
+    betas: list[float] = []
+    q = y - V @ (V.T @ y)
+    nq = float(np.linalg.norm(q))
+    if not nq > 0.0:
+        return -math.inf, 0
+    q /= nq
+    n_mv = 0
+    beta = 0.0
+    for _ in range(steps):
+        basis.append(q)
+        z = Ad @ q
+        n_mv += 1
+        z -= V @ (V.T @ z)
+        alphas.append(float(q @ z))
+        Qb = np.stack(basis, axis=1)
+        for _ in range(2):
+            z -= Qb @ (Qb.T @ z)
+        beta = float(np.linalg.norm(z))
+        if beta <= 1e-12 * max(1.0, abs(alphas[-1])):
+            beta = 0.0
+            break
+        betas.append(beta)
+        q = z / beta
+    j = len(alphas)
+    T = np.diag(alphas) + np.diag(betas[: j - 1], 1) + np.diag(betas[: j - 1], -1)
+    t, S = np.linalg.eigh(T)
+    return float(t[-1] + beta * abs(S[-1, -1])), n_mv
+
+
+def _tail_error_bound(
+    w: np.ndarray, theta: float, k: int, mu: float, n_tail: int, tail_trace: float,
+    tail_fro2: float,
+) -> float:
+    """Bound on ``||P_m - P(A')||_F`` when the ``n_tail`` uncomputed eigenvalues are ``<= mu``.
+
+    ``A'`` has the computed pairs ``(w, V)`` as exact eigenpairs and ``P_m`` keeps only them
+    (``theta`` from ``w``).  The smaller of two bounds:
+
+    * duality: for ``x`` in the Fantope, ``||x - P(a)||^2 <= 2 (s_k(a - x) - <a - x, x>)``
+      with ``s_k`` the sum of the ``k`` largest eigenvalues; the tail's are replaced by
+      ``mu``;
+    * ``P_m`` is the exact projection of ``A'`` with its tail clamped to ``theta``, which
+      moves ``A'`` by ``sqrt(sum (c_j - theta)_+^2)``; with ``c_j <= mu``, the tail's trace
+      and squared Frobenius norm this is at most ``(mu - theta) sqrt(min_u (N + 2 H1 u +
+      H2 u^2))`` over ``0 < u <= 1 / (mu - theta)`` (``H1``, ``H2``: first two moments of
+      ``c_j - mu``).
+    """
+    if mu <= theta:
+        return 0.0
+    d = np.clip(w - theta, 0.0, 1.0)
+    z = w - d
+    top = np.sort(np.concatenate((z, np.full(k, mu))))[::-1][:k]
+    gap2 = max(0.0, 2.0 * (float(top.sum()) - float(np.dot(z, d))))
+    dm = mu - theta
+    h1 = tail_trace - n_tail * mu
+    h2 = max(tail_fro2 - 2.0 * mu * tail_trace + n_tail * mu * mu, 0.0)
+    u = 1.0 / dm if h2 <= 0.0 or h1 >= 0.0 else min(-h1 / h2, 1.0 / dm)
+    frob2 = dm * dm * max(0.0, n_tail + 2.0 * h1 * u + h2 * u * u)
+    return math.sqrt(min(gap2, frob2))
+
+
+# ----------------------------------------------------------------------------------------
 # Partial eigensolver: warm-started, restarted block Krylov (block Lanczos with full
 # orthogonalisation and Rayleigh-Ritz), certified by residuals and by g_m <= theta.
 # ----------------------------------------------------------------------------------------
@@ -503,11 +726,12 @@ def _orthonormalize_against(Wb: np.ndarray, K: np.ndarray | None) -> np.ndarray:
 
 def _partial_eig(
     A: np.ndarray, k: int, state: FantopeState, b: int, max_m: int
-) -> tuple[np.ndarray, np.ndarray, float, np.ndarray] | None:
+) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, float] | None:
     """Top eigenpairs of ``A`` sufficient for the Fantope projection, or ``None``.
 
-    Returns ``(w, V, theta, V_warm)``: the contributing pairs (``w`` decreasing, all
-    ``w > theta``), ``theta``, and the top ``b`` Ritz vectors to warm-start the next call.
+    Returns ``(w, V, theta, V_warm, bound)``: the contributing pairs (``w`` decreasing, all
+    ``w > theta``), ``theta``, the top ``b`` Ritz vectors to warm-start the next call, and
+    ``sqrt(2)`` times the Frobenius norm of the contributing residuals (the error bound).
     The result is certified as described in :func:`fantope_projection`.  Gives up
     (returns ``None``) when the block would exceed ``max_m`` columns or when the work
     budget is spent.
@@ -564,7 +788,8 @@ def _partial_eig(
                 # non-contributing Ritz value plus its residual norm (an estimate from
                 # above of the largest remaining eigenvalue) does not exceed theta.
                 if np.all(res[:n_c] <= tol) and ritz[n_c] + res[n_c] <= theta:
-                    return ritz[:n_c].copy(), V[:, :n_c], theta, V
+                    bound = math.sqrt(2.0) * float(np.linalg.norm(res[:n_c]))
+                    return ritz[:n_c].copy(), V[:, :n_c], theta, V, bound
                 b_small = _initial_block(k, n_c)
                 if 2 * b_small <= b:
                     # Far fewer pairs are needed than the block holds: shrink it.
@@ -608,9 +833,12 @@ class ADMMIterationInfo:
     n_eig : int
         Number of eigenpairs the projection was computed from.
     eig_method : str
-        ``"partial"``, ``"subset"`` or ``"full"``.
+        ``"partial"``, ``"subset"``, ``"full"`` or ``"capped"``.
     seconds : float
         Wall-clock time of the iteration.
+    error_bound : float
+        Bound on the Frobenius distance of this iteration's projection from the exact one
+        (see :attr:`FantopeState.last_error_bound`).
     """
 
     iteration: int
@@ -621,6 +849,7 @@ class ADMMIterationInfo:
     n_eig: int
     eig_method: str
     seconds: float
+    error_bound: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -647,9 +876,14 @@ class ADMMResult:
     n_contrib_history : list of int
         Eigenpairs with a non-zero weight in each projection.
     eig_method_history : list of str
-        ``"partial"``, ``"subset"`` or ``"full"`` for each projection.
+        ``"partial"``, ``"subset"``, ``"full"`` or ``"capped"`` for each projection.
     seconds_history : list of float
         Wall-clock seconds of each iteration.
+    error_bound_history : list of float
+        Bound on the Frobenius distance of each projection from the exact projection (0
+        for the LAPACK paths; see :attr:`FantopeState.last_error_bound`).
+    max_eig : int or None
+        The cap on computed eigenpairs in force (``None``: exact projections).
     failed_partial_attempts, failed_subset_attempts : int
         Krylov and LAPACK-subset attempts abandoned for a later path.
     projection_seconds : float
@@ -673,6 +907,8 @@ class ADMMResult:
     n_contrib_history: list[int] = field(default_factory=list)
     eig_method_history: list[str] = field(default_factory=list)
     seconds_history: list[float] = field(default_factory=list)
+    error_bound_history: list[float] = field(default_factory=list)
+    max_eig: int | None = None
     failed_partial_attempts: int = 0
     failed_subset_attempts: int = 0
     projection_seconds: float = 0.0
@@ -691,6 +927,8 @@ def fantope_admm(
     callback: Callable[[ADMMIterationInfo], bool | None] | None = None,
     eig_method: EigMethod = "auto",
     rng: np.random.Generator | None = None,
+    max_eig: int | Literal["auto"] | None = None,
+    capped_float32: bool = True,
 ) -> ADMMResult:
     """Solve Fantope projection and selection by ADMM.
 
@@ -729,6 +967,17 @@ def fantope_admm(
         Eigensolver policy of the projections; see :func:`fantope_projection`.
     rng : numpy.random.Generator or None
         Random source of the partial eigensolver (see :class:`FantopeState`).
+    max_eig : int, "auto" or None, default=None
+        Cap on the eigenpairs computed per projection (:attr:`FantopeState.max_eig`).
+        ``None``: exact projections, which cost an ``O(p^3)`` decomposition whenever many
+        eigenvalues are fractional (the local-DP regime).  An integer ``m > k``: the
+        capped, inexact projection whenever the certified Krylov path fails; each
+        projection's error bound is recorded in ``error_bound_history``.  ``"auto"``:
+        ``None`` for ``p <= 4000`` and ``256`` above. The cap is opt-in: where the noise
+        leaves hundreds of eigenvalues fractional at the solution (ε = 1, p ≥ 800), the
+        capped iteration was measured not to reach the exact solution (issue 16).
+    capped_float32 : bool
+        Block products of the capped path in float32 (:attr:`FantopeState.capped_float32`).
 
     Returns
     -------
@@ -762,6 +1011,16 @@ def fantope_admm(
         raise ValueError(f"max_iter must be >= 1, got {max_iter}")
     if eig_method not in _METHODS:
         raise ValueError(f"eig_method must be one of {_METHODS}, got {eig_method!r}")
+    if isinstance(max_eig, str):
+        if max_eig != "auto":
+            raise ValueError(f"max_eig must be an integer, 'auto' or None, got {max_eig!r}")
+        cap: int | None = None if p <= AUTO_CAP_P else DEFAULT_MAX_EIG
+    elif max_eig is None:
+        cap = None
+    else:
+        cap = _check_int(max_eig, "max_eig")
+        if cap <= k:
+            raise ValueError(f"max_eig must be > k = {k}, got {cap}")
     if rho is None:
         rho = float(np.max(np.abs(S)))
         if not rho > 0:
@@ -771,7 +1030,7 @@ def fantope_admm(
         if not math.isfinite(rho) or rho <= 0:
             raise ValueError(f"rho must be a finite number > 0, got {rho}")
 
-    state = FantopeState(rng=rng)
+    state = FantopeState(rng=rng, max_eig=cap, capped_float32=bool(capped_float32))
     Y = np.zeros_like(S)
     U = np.zeros_like(S)
     W = np.empty_like(S)
@@ -785,6 +1044,7 @@ def fantope_admm(
     ncontrib_h: list[int] = []
     meth_h: list[str] = []
     sec_h: list[float] = []
+    err_h: list[float] = []
     proj_seconds = 0.0
     converged = False
     stopped = False
@@ -834,6 +1094,7 @@ def fantope_admm(
         neig_h.append(state.last_n_eig)
         ncontrib_h.append(state.last_n_contrib)
         meth_h.append(state.last_method)
+        err_h.append(state.last_error_bound)
         sec_h.append(time.perf_counter() - t_it)
         if callback is not None:
             info = ADMMIterationInfo(
@@ -845,6 +1106,7 @@ def fantope_admm(
                 n_eig=state.last_n_eig,
                 eig_method=state.last_method,
                 seconds=sec_h[-1],
+                error_bound=state.last_error_bound,
             )
             if callback(info) is True:
                 stopped = True
@@ -876,6 +1138,8 @@ def fantope_admm(
         n_contrib_history=ncontrib_h,
         eig_method_history=meth_h,
         seconds_history=sec_h,
+        error_bound_history=err_h,
+        max_eig=cap,
         failed_partial_attempts=state.n_failed,
         failed_subset_attempts=state.n_subset_failed,
         projection_seconds=proj_seconds,
