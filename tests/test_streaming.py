@@ -72,6 +72,21 @@ def _assert_same_fit(a, b):
     np.testing.assert_allclose(a.explained_variance_, b.explained_variance_, rtol=1e-8)
 
 
+def _write_npy_and_parquet(table, tmp_path, rows_per_file):
+    """``table`` as ``X.npy`` and as a folder of Parquet files (columns ``c0, c1, …``)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "X.npy"
+    np.save(path, table)
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i, start in enumerate(range(0, table.shape[0], rows_per_file)):
+        part = table[start:start + rows_per_file]
+        pq.write_table(pa.table({f"c{j}": part[:, j] for j in range(part.shape[1])}),
+                       folder / f"part-{i:03d}.parquet")
+    return path, folder
+
+
 @pytest.fixture(scope="module")
 def cluster_client():
     """A distributed.LocalCluster with two worker processes (the CI's scale-out check)."""
@@ -94,18 +109,9 @@ def test_dask_fit_on_a_local_cluster_equals_the_in_memory_fit(cls, paper, table,
 
 @pytest.mark.parametrize("cls", ESTIMATORS)
 def test_memmap_chunks_and_parquet_equal_the_in_memory_fit(cls, table, tmp_path):
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
     kw = _local_epsilon(cls, {})
     ref = _fit(cls, table, **kw)
-    path = tmp_path / "X.npy"
-    np.save(path, table)
-    folder = tmp_path / "parts"
-    folder.mkdir()
-    for i, start in enumerate(range(0, table.shape[0], 7_000)):
-        part = table[start:start + 7_000]
-        pq.write_table(pa.table({f"c{j}": part[:, j] for j in range(part.shape[1])}),
-                       folder / f"part-{i:03d}.parquet")
+    path, folder = _write_npy_and_parquet(table, tmp_path, 7_000)
     chunks = [table[i:i + 5_000] for i in range(0, table.shape[0], 5_000)]
     for X in (path, np.load(path, mmap_mode="r"), ArraySource(table, block_rows=3_000),
               ChunkSource(chunks), ChunkSource(lambda: iter(chunks)), folder):
@@ -197,16 +203,7 @@ def _cli_fit(args, tmp_path, name):
 
 def test_cli_streams_npy_and_parquet_and_runs_on_a_dask_scheduler(table, tmp_path,
                                                                    cluster_client):
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
-    path = tmp_path / "X.npy"
-    np.save(path, table)
-    folder = tmp_path / "parts"
-    folder.mkdir()
-    for i, start in enumerate(range(0, table.shape[0], 12_000)):
-        part = table[start:start + 12_000]
-        pq.write_table(pa.table({f"c{j}": part[:, j] for j in range(part.shape[1])}),
-                       folder / f"part-{i:03d}.parquet")
+    path, folder = _write_npy_and_parquet(table, tmp_path, 12_000)
     ref, _ = _cli_fit([path], tmp_path, "memory")
     address = cluster_client.scheduler.address
     for name, args in [("stream", [path, "--stream"]), ("parquet", [folder]),
