@@ -19,6 +19,7 @@ from scipy import stats
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import privpca.decomposition.bingham as bingham_module
+import privpca.solvers._bingham_kernels as kernels
 from conftest import PAPER, PAPER_CENTRING, expected_failed_checks
 from privpca import PrivacyLeakWarning, PrivacyLedger, RowClippingWarning, default_ledger
 from privpca.datasets import make_spiked
@@ -27,6 +28,8 @@ from privpca.metrics import sin_theta
 from privpca.solvers.bingham import (
     ProposalBudgetExceededError,
     _draw_theta,
+    _orthonormalise,
+    _run_chain,
     effective_sample_size,
     geweke_z,
     mixing_diagnostics,
@@ -38,10 +41,20 @@ from privpca.solvers.bingham import (
 # --- the one-dimensional conditional ----------------------------------------------------------
 
 
+def _theta_draws(impl, a, K, n, rng):
+    if impl == "compiled":
+        return kernels.draw_thetas(a, K, n, rng)
+    return np.array([_draw_theta(a, K, rng) for _ in range(n)])
+
+
+@pytest.mark.parametrize("impl", ["reference", "compiled"])
 @pytest.mark.parametrize(
     ("K", "a"),
     [
-        (0.5, 3.0),  # circle: von Mises, no rejection
+        (0.5, 3.0),  # circle: von Mises (reference); two-piece envelope (compiled)
+        (0.5, -1.5),  # circle: arcsine proposals (compiled)
+        (0.5, -40.0),  # circle, mass at θ ≈ 0
+        (0.5, 1e7),  # circle, mass at θ ≈ 1 (NumPy's von Mises: wrapped normal here)
         (1.0, -5.0),  # half-normal envelope
         (10.0, 9.0),  # near-flat: uniform envelope
         (10.0, 25.0),  # grid envelope
@@ -51,9 +64,9 @@ from privpca.solvers.bingham import (
         (400.0, -1e5),  # mass at θ ≈ 0
     ],
 )
-def test_theta_draw_matches_its_density(K, a):
+def test_theta_draw_matches_its_density(K, a, impl):
     rng = np.random.default_rng(11)
-    draws = np.array([_draw_theta(a, K, rng) for _ in range(3000)])
+    draws = _theta_draws(impl, a, K, 3000, rng)
     np.testing.assert_allclose(draws.sum(axis=1), 1.0, atol=1e-12)
     # Reference CDF of θ ∝ θ^{-1/2}(1 − θ)^{K−1}e^{aθ} by quadrature in y = √θ (in s = 1 − θ
     # near θ = 1, where the mass is too thin for a uniform grid in y).
@@ -70,6 +83,92 @@ def test_theta_draw_matches_its_density(K, a):
         sample = np.sqrt(draws[:, 0])
     cdf /= cdf[-1]
     assert stats.kstest(sample, lambda v: np.interp(v, s, cdf)).pvalue > 1e-3
+
+
+# --- the compiled sweeps against the Python reference --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("p", "k", "scale", "update", "start"),
+    [
+        (6, 1, 1.0, "row", "haar"),  # vector sweep
+        (40, 1, 1e4, "row", "haar"),  # vector sweep, a dominant coordinate
+        (6, 2, 1.0, "row", "haar"),
+        (7, 3, 1.0, "row", "haar"),
+        (30, 4, 1e4, "row", "haar"),  # concentrated: tiny r², large f
+        (8, 3, 10.0, "row", "axes"),  # rows with x = 0 and rows with ‖x‖ = 1
+        (6, 1, 10.0, "row", "axes"),  # all the mass on one coordinate
+        (9, 3, 5.0, "column", "haar"),  # column scheme with the compiled vector sweep
+    ],
+)
+def test_compiled_chain_reproduces_the_reference(p, k, scale, update, start):
+    # Same update rules, same draws in the same order, same eigenbasis convention: the
+    # compiled chain is the reference chain up to rounding (so it has the same law).
+    rng = np.random.default_rng(p + k)
+    lam = np.sort(rng.uniform(0.0, 10.0, p))[::-1] * scale
+    W0 = np.eye(p)[:, :k] if start == "axes" else _orthonormalise(rng.standard_normal((p, k)))
+    W_c, tr_c = _run_chain(W0.copy(), lam, 6, update, np.random.default_rng(1))
+    W_r, tr_r = _run_chain(W0.copy(), lam, 6, update, np.random.default_rng(1), reference=True)
+    np.testing.assert_allclose(W_c, W_r, atol=1e-9)
+    np.testing.assert_allclose(tr_c, tr_r, rtol=1e-12)
+    np.testing.assert_allclose(W_c.T @ W_c, np.eye(k), atol=1e-12)
+
+
+@pytest.mark.parametrize("lam1", [1.0, 3.0, 40.0])
+def test_compiled_circle_agrees_with_the_reference_in_law(lam1):
+    # p = 2 is the one case where the two differ in algorithm (K = 1/2: von Mises in the
+    # reference, an exact rejection sampler in the compiled sweep). Each sweep's first
+    # coordinate update is an exact draw there, so successive states are nearly independent.
+    lam = np.array([lam1, 0.0])
+    W0 = np.array([[0.6], [0.8]])
+    comp = _run_chain(W0.copy(), lam, 2000, "row", np.random.default_rng(21))[1]
+    ref = _run_chain(W0.copy(), lam, 2000, "row", np.random.default_rng(22), reference=True)[1]
+    assert stats.ks_2samp(comp, ref).pvalue > 1e-3
+
+
+def test_full_rank_gibbs_is_an_exact_haar_draw():
+    # k = p: the density is constant, the row update degenerate (r² = 0); the sampler draws
+    # from the Haar law directly. Haar: the first entry squared is Beta(1/2, (p − 1)/2).
+    lam = np.array([6.0, 3.0, 0.0])
+    rng = np.random.default_rng(8)
+    draws = [sample_bingham_gibbs(lam, 3, 2, rng=rng) for _ in range(1000)]
+    for res in draws[:5]:
+        np.testing.assert_allclose(res.basis.T @ res.basis, np.eye(3), atol=1e-12)
+        np.testing.assert_allclose(res.trace, [9.0, 9.0])
+    first = np.array([res.basis[0, 0] ** 2 for res in draws])
+    assert stats.kstest(first, stats.beta(0.5, 1.0).cdf).pvalue > 1e-3
+
+
+def test_compiled_chains_in_threads_match_sequential_runs():
+    # The kernels release the GIL: chains on separate Generators run side by side and give
+    # what they give alone.
+    from concurrent.futures import ThreadPoolExecutor
+
+    lam = np.linspace(30.0, 0.0, 25)
+
+    def run(seed):
+        return sample_bingham_gibbs(lam, 3, 50, rng=np.random.default_rng(seed)).basis
+
+    alone = [run(s) for s in range(4)]
+    with ThreadPoolExecutor(2) as pool:
+        together = list(pool.map(run, range(4)))
+    for a, b in zip(alone, together, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("update", "n_compiled"), [("row", 20_000), ("column", 8_000)])
+def test_compiled_and_reference_chains_agree_in_law(update, n_compiled):
+    # Stationary traces of long independent chains (the reference runs 4 000 sweeps).
+    rng = np.random.default_rng(13)
+    p, k = 8, 3
+    lam = np.sort(rng.uniform(0.0, 20.0, p))[::-1]
+    W0 = _orthonormalise(rng.standard_normal((p, k)))
+    comp = _run_chain(W0.copy(), lam, n_compiled, update, np.random.default_rng(31))[1][20:]
+    ref = _run_chain(W0.copy(), lam, 4_000, update, np.random.default_rng(32),
+                     reference=True)[1][20:]
+    assert stats.ks_2samp(comp[::2], ref[::2]).pvalue > 1e-3
+    assert abs(comp.mean() - ref.mean()) < 4 * ref.std() / math.sqrt(ref.size / 4)
 
 
 # --- samplers against exact answers -----------------------------------------------------------

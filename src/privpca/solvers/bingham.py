@@ -40,6 +40,15 @@ Samplers
     ``a = μⱼ − Σ_{l≠j} μ_l y_l² / (1 − yⱼ²)``; ``θ`` is drawn exactly by rejection
     (:func:`_draw_theta`), the sign of ``yⱼ`` uniformly, and the others are rescaled.
 
+    The sweeps run compiled (numba, :mod:`privpca.solvers._bingham_kernels`): line-for-line
+    ports of the pure-Python sweeps below (``_row_sweep``, ``_ball_sweep``, ``_vector_sweep``,
+    ``_draw_theta``), which stay as the readable reference. Both draw the same numbers in the
+    same order and use the same eigenbasis convention, so for a given Generator state the
+    compiled chain *is* the reference chain up to rounding (tested), except on the circle
+    (``K = 1/2``: a different exact sampler than NumPy's von Mises). Seeded outputs of the
+    ``"row"`` scheme with ``k ≥ 2`` changed once when that eigenbasis convention
+    (``_fix_columns``) was introduced; their law did not.
+
 :func:`sample_bingham_exact`
     Exact sampler for ``k = 1`` (Kent, Ganeiber & Mardia 2018): angular central Gaussian
     proposals with rejection, in vectorised batches, under a proposal budget.
@@ -65,6 +74,7 @@ posterior moments. Bayesian Statistics 4, 1992.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -313,6 +323,13 @@ def _ball_sweep(
     return np.array(out), r2
 
 
+def _fix_columns(P: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each column's largest-magnitude entry made positive (a convention, so that the
+    compiled sweep, whose eigen-solver differs, can reproduce this one)."""
+    big = np.abs(P).argmax(axis=0)
+    return np.asarray(P * np.where(P[big, np.arange(P.shape[1])] < 0.0, -1.0, 1.0))
+
+
 def _row_sweep(
     W: NDArray[np.float64], lam: NDArray[np.float64], rng: np.random.Generator
 ) -> NDArray[np.float64]:
@@ -349,6 +366,7 @@ def _row_sweep(
         alpha, P, info = _syev(A)
         if info != 0:  # pragma: no cover - LAPACK failure on a k×k symmetric matrix
             alpha, P = np.linalg.eigh(A)
+        P = _fix_columns(P)
         z_new, r2_new = _ball_sweep(x @ P, r2, alpha, K, rng)
         xn = P @ z_new
         nn2 = float(xn @ xn)
@@ -363,6 +381,67 @@ def _row_sweep(
     return W
 
 
+def _run_chain(
+    W: NDArray[np.float64],
+    lam: NDArray[np.float64],
+    n_sweeps: int,
+    update: str,
+    rng: np.random.Generator,
+    *,
+    reference: bool = False,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``n_sweeps`` sweeps from ``W`` (eigen-coordinates); returns the state and the trace.
+
+    ``reference=False`` runs the compiled sweeps of :mod:`privpca.solvers._bingham_kernels`,
+    ``True`` the pure-Python ones of this module (same update rules and stationary law; kept
+    as the readable reference, and to test the compiled ones against).
+    """
+    k = W.shape[1]
+    # The law is unchanged by λ → λ − c (tr(WᵀW) = k): shift so the largest is 0, which keeps
+    # the conditional tilts well scaled when B's eigenvalues are large and close together.
+    lam = np.ascontiguousarray(lam, dtype=np.float64)
+    shifted = lam - lam.max()
+    vector_sweep: Callable[..., NDArray[np.float64]] = _vector_sweep
+    if not reference:
+        from privpca.solvers import _bingham_kernels as kernels  # numba: imported on first use
+
+        # The kernels draw from the Generator's bit generator without the GIL and without the
+        # lock NumPy's own methods take: hold that lock, so that a Generator shared between
+        # threads is never advanced by two of them at once.
+        lock = rng.bit_generator.lock
+        if k == 1:
+            with lock:
+                y, trace = kernels.vector_chain(W[:, 0].copy(), lam, shifted, n_sweeps, rng)
+            return np.asarray(y)[:, None], np.asarray(trace)
+        if update == "row":
+            # The kernel works on Wᵀ (its O(p) passes then run along contiguous memory).
+            with lock:
+                Wt, trace = kernels.row_chain(
+                    np.ascontiguousarray(W.T), lam, shifted, n_sweeps, rng
+                )
+            return np.asarray(Wt.T), np.asarray(trace)
+
+        def vector_sweep(
+            y: NDArray[np.float64], mu: NDArray[np.float64], rng: np.random.Generator
+        ) -> NDArray[np.float64]:
+            with lock:
+                return np.asarray(kernels.vector_sweep(y, mu, rng))
+    trace = np.empty(n_sweeps)
+    # The reference and column sweeps are chains of small, latency-bound BLAS/LAPACK calls:
+    # threads only add synchronisation (measured: a (p−k+1)-square eigh ran 100× slower with
+    # 2 OpenBLAS threads on a loaded 2-core machine), so run them on one thread.
+    with threadpool_limits(limits=1, user_api="blas"):
+        for s in range(n_sweeps):
+            if k == 1:
+                W[:, 0] = vector_sweep(W[:, 0], shifted, rng)
+            elif update == "row":
+                W = _orthonormalise(_row_sweep(W, shifted, rng))
+            else:
+                W = _orthonormalise(_column_sweep(W, shifted, rng, vector_sweep))
+            trace[s] = float(np.einsum("i,ij,ij->", lam, W, W))
+    return W, trace
+
+
 def _null_basis(Q: NDArray[np.float64]) -> NDArray[np.float64]:
     """Orthonormal basis of the orthogonal complement of the columns of ``Q`` (Householder)."""
     full, _ = np.linalg.qr(Q, mode="complete")
@@ -370,7 +449,10 @@ def _null_basis(Q: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _column_sweep(
-    W: NDArray[np.float64], lam: NDArray[np.float64], rng: np.random.Generator
+    W: NDArray[np.float64],
+    lam: NDArray[np.float64],
+    rng: np.random.Generator,
+    vector_sweep: Callable[..., NDArray[np.float64]] = _vector_sweep,
 ) -> NDArray[np.float64]:
     """Hoff's ``rbing.matrix.gibbs`` scan: every column given the others, in random order."""
     k = W.shape[1]
@@ -379,7 +461,7 @@ def _column_sweep(
         N = _null_basis(others)
         M = (N.T * lam) @ N
         mu, E = np.linalg.eigh((M + M.T) / 2.0)
-        y = _vector_sweep(E.T @ (N.T @ W[:, j]), mu, rng)
+        y = vector_sweep(np.ascontiguousarray(E.T @ (N.T @ W[:, j])), mu, rng)
         W[:, j] = N @ (E @ y)
     return W
 
@@ -463,6 +545,13 @@ def sample_bingham_gibbs(
     Returns
     -------
     BinghamGibbsResult
+
+    Notes
+    -----
+    The sweeps are compiled with numba (module docstring): the first call in a fresh
+    environment compiles them (seconds) and caches the machine code on disk; later processes
+    load it in well under a second. Row sweeps cost ``O(p k)`` per row plus a ``k × k``
+    Jacobi eigendecomposition, ``O(p² k)`` per sweep.
     """
     lam, U = _check_spectrum(eigenvalues, eigenvectors)
     p = lam.size
@@ -481,22 +570,14 @@ def sample_bingham_gibbs(
         if V0.shape != (p, k):
             raise ValueError(f"init must have shape {(p, k)}; got {V0.shape} instead.")
         W = _orthonormalise(V0 if U is None else U.T @ V0)
-    # The law is unchanged by λ → λ − c (tr(WᵀW) = k): shift so the largest is 0, which keeps
-    # the conditional tilts well scaled when B's eigenvalues are large and close together.
-    shifted = lam - lam.max()
-    trace = np.empty(int(n_sweeps))
-    # Sweeps are chains of small, latency-bound BLAS/LAPACK calls: threads only add
-    # synchronisation (measured: a (p−k+1)-square eigh ran 100× slower with 2 OpenBLAS
-    # threads on a loaded 2-core machine), so run them on one thread.
-    with threadpool_limits(limits=1, user_api="blas"):
-        for s in range(int(n_sweeps)):
-            if k == 1:
-                W[:, 0] = _vector_sweep(W[:, 0], shifted, rng)
-            elif update == "row":
-                W = _orthonormalise(_row_sweep(W, shifted, rng))
-            else:
-                W = _orthonormalise(_column_sweep(W, shifted, rng))
-            trace[s] = float(np.einsum("i,ij,ij->", lam, W, W))
+    if k == p:
+        # tr(WᵀΛW) = tr Λ for every orthogonal W: the law is Haar, drawn exactly. (The row
+        # update is degenerate here, r² = 0 for every row, and only rounding would move it.)
+        if int(n_sweeps) > 0:
+            W = _orthonormalise(rng.standard_normal((p, p)))
+        trace = np.full(int(n_sweeps), float(np.einsum("i,ij,ij->", lam, W, W)))
+    else:
+        W, trace = _run_chain(W, lam, int(n_sweeps), update, rng)
     basis = W if U is None else U @ W
     return BinghamGibbsResult(
         basis=np.asarray(basis), trace=trace, n_sweeps=int(n_sweeps), update=update
