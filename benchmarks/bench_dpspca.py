@@ -11,15 +11,18 @@ covariance (one pass over the data alone is 10⁸ multiply-adds per d = 1000). P
 * ``DPSPCA.fit`` whole (T = 10 rounds, data path).
 
 ``--flower`` also runs the protocol over Flower with real processes on 127.0.0.1 (SuperLink,
-N SuperNodes, ServerApp) and prints its seconds per round next to the in-process round.
+N providers, ServerApp) and prints its seconds per round next to the in-process round, once
+per provider isolation: ``subprocess`` (Flower's stock SuperNode, a ClientApp process per
+message: the figures before) and ``process`` (privpca's long-running provider: after).
+``--flower-only`` skips the per-dimension figures.
 ``--covertype`` runs DPSPCA on defaults (private mean, private bounds, explained variance;
 no ``data_norm``, no preprocessing) on the shipped Covertype table (the 10 quantitative
 columns, n = 581 012) split over 3 providers, against scikit-learn's ``PCA(2)``: subspace
 distance and explained-variance ratios at ε ∈ {0.5, 1, 2}.
 BLAS is pinned to one thread (the machine is shared).
 
-Run: ``python benchmarks/bench_dpspca.py [--dims 200 400 800] [--repeat 5] [--flower]
-[--covertype [--seeds 3]]``
+Run: ``python benchmarks/bench_dpspca.py [--dims 200 400 800] [--repeat 5] [--flower |
+--flower-only [--isolation subprocess process] [--rounds 5]] [--covertype [--seeds 3]]``
 """
 
 from __future__ import annotations
@@ -96,29 +99,56 @@ def bench_dim(d: int, repeat: int) -> None:
           f"{t_fit:6.2f} s")
 
 
-def _paper_cli_args(command: str) -> list[str]:
-    """``--centering none --data-norm 1.0`` where the CLI offers the pipeline's settings."""
+def _cli_options(command: str) -> set[str]:
     from privpca.cli import main
 
-    opts = {o for param in main.commands[command].params for o in getattr(param, "opts", [])}
-    return ["--centering", "none", "--data-norm", "1.0"] if "--centering" in opts else []
+    return {o for param in main.commands[command].params for o in getattr(param, "opts", [])}
 
 
-def bench_flower(n_providers: int = 3, d: int = 200, n: int = 30_000, rounds: int = 5) -> None:
-    """Seconds per round over Flower (real processes on 127.0.0.1) vs in-process."""
-    import signal
-    import socket
+def _paper_cli_args(command: str) -> list[str]:
+    """``--centering none --data-norm 1.0`` where the CLI offers the pipeline's settings."""
+    return (["--centering", "none", "--data-norm", "1.0"]
+            if "--centering" in _cli_options(command) else [])
 
-    binp = Path(sys.executable).parent
+
+def bench_flower(n_providers: int = 3, d: int = 200, n: int = 30_000, rounds: int = 5,
+                 isolations: tuple[str, ...] = ("subprocess", "process")) -> None:
+    """Seconds per round over Flower (real processes on 127.0.0.1) vs in-process.
+
+    One federation per provider isolation (``privpca provider --isolation``): ``subprocess``
+    is Flower's stock SuperNode (a fresh ClientApp process per message, 3 s polls; the
+    figures before the long-running provider), ``process`` privpca's long-running provider.
+    """
     X, _ = make_dpspca_data(n, d, K, S, random_state=0)
     parts = np.array_split(X, n_providers)
     est = DPSPCA(n_components=K, epsilon=EPS, delta=DELTA, n_iter=rounds, n_nonzero=S_HAT,
                  random_state=1, ledger=PrivacyLedger(), **PAPER)
     t_in = _best(lambda: est.fit_providers(parts), 3) / rounds
+    print(f"Flower, {n_providers} providers on 127.0.0.1, d={d}, n={n}, {rounds} rounds; "
+          f"in-process {t_in * 1e3:.1f} ms per round")
+    print("  provider isolation   s/round (mean, min, max)   `privpca server` s   "
+          "bitwise = DPSPCA")
+    for isolation in isolations:
+        seconds, total, components = _flower_run(parts, d, rounds, isolation)
+        same = np.array_equal(components, est.components_)
+        print(f"  {isolation:<19}  {np.mean(seconds):6.2f}, {np.min(seconds):5.2f}, "
+              f"{np.max(seconds):5.2f}        {total:8.1f}            {same}", flush=True)
+
+
+def _flower_run(parts: list[np.ndarray], d: int, rounds: int, isolation: str
+                ) -> tuple[list[float], float, np.ndarray]:
+    """One ``privpca server`` run against ``len(parts)`` ``privpca provider`` processes."""
+    import signal
+    import socket
+
+    binp = Path(sys.executable).parent
+    n_providers = len(parts)
     seeds = dpspca_provider_seeds(1, d, K, n_providers, n_nonzero=S_HAT)  # replay seed 1's run
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    isolation_args = (["--isolation", isolation]
+                      if "--isolation" in _cli_options("provider") else [])
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "FLWR_HOME": f"{tmp}/home", "OPENBLAS_NUM_THREADS": "1",
                "PATH": f"{binp}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -135,7 +165,7 @@ def bench_flower(n_providers: int = 3, d: int = 200, n: int = 30_000, rounds: in
                      f"127.0.0.1:{port}", "--insecure", "--provider-id", str(i), "-k", str(K),
                      "--epsilon", str(EPS), "--delta", str(DELTA), "-T", str(rounds),
                      "--noise-seed", str(seeds[i]), "--port", str(port + 1 + i),
-                     *_paper_cli_args("provider")],
+                     *_paper_cli_args("provider"), *isolation_args],
                     env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL))
             out = Path(tmp) / "result.json"
@@ -154,12 +184,7 @@ def bench_flower(n_providers: int = 3, d: int = 200, n: int = 30_000, rounds: in
                     os.killpg(p.pid, signal.SIGTERM)
             for p in procs:
                 p.wait(timeout=20)
-    per_round = float(np.mean(result["round_seconds"]))
-    same = np.array_equal(np.array(result["components"]), est.components_)
-    print(f"Flower, {n_providers} providers, d={d}, n={n}, {rounds} rounds: "
-          f"{per_round:.2f} s per round (server loop), {total:.1f} s for `privpca server` in "
-          f"all; in-process {t_in * 1e3:.1f} ms per round; overhead {per_round - t_in:.2f} s "
-          f"per round; components bitwise equal to DPSPCA: {same}")
+    return list(result["round_seconds"]), total, np.array(result["components"])
 
 
 def bench_covertype(seeds: int = 3, n_providers: int = 3) -> None:
@@ -194,6 +219,13 @@ def main() -> None:
     parser.add_argument("--dims", type=int, nargs="+", default=[200, 400, 800])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--flower", action="store_true")
+    parser.add_argument("--flower-only", action="store_true",
+                        help="Only the Flower rounds (no per-dimension figures).")
+    parser.add_argument("--isolation", nargs="+", choices=["subprocess", "process"],
+                        default=["subprocess", "process"],
+                        help="Provider isolations to time over Flower (before: subprocess, "
+                        "after: process).")
+    parser.add_argument("--rounds", type=int, default=5, help="Rounds of the Flower runs.")
     parser.add_argument("--covertype", action="store_true",
                         help="Only the Covertype comparison with scikit-learn (defaults).")
     parser.add_argument("--seeds", type=int, default=3)
@@ -206,10 +238,11 @@ def main() -> None:
     print(f"DPS-PCA, n={N:,}, k={K}, s={S}, ŝ={S_HAT}, T={T}, ε={EPS}, δ={DELTA}; one BLAS thread")
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for d in args.dims:
-            bench_dim(d, args.repeat)
-        if args.flower:
-            bench_flower()
+        if not args.flower_only:
+            for d in args.dims:
+                bench_dim(d, args.repeat)
+        if args.flower or args.flower_only:
+            bench_flower(rounds=args.rounds, isolations=tuple(args.isolation))
 
 
 if __name__ == "__main__":

@@ -679,11 +679,22 @@ def _tls_args(insecure: bool, root_certificates: Path | None) -> list[str]:
               help="Local port of the SuperNode's runtime API (one per provider on a machine).")
 @click.option("--insecure", is_flag=True, help="No TLS (only on a trusted network).")
 @click.option("--root-certificates", type=click.Path(exists=True, path_type=Path), default=None)
+@click.option("--isolation", type=click.Choice(["process", "subprocess"]), default="process",
+              show_default=True,
+              help="'process': one long-running process answers every message (privpca's "
+              "ClientApp only), polling every --poll seconds while a run is active; "
+              "'subprocess': Flower's stock SuperNode (a fresh ClientApp process per message, "
+              "3 s polls).")
+@click.option("--poll", type=click.FloatRange(min=0.005, max=3.0), default=0.1,
+              show_default=True,
+              help="Seconds between polls of the SuperLink while a run is active "
+              "(--isolation process; idle, it backs off to Flower's 3 s).")
 def provider(
     data: Path, superlink: str, provider_id: str | None, n_components: int, epsilon: float,
     delta: float, n_rounds: int, centering: str, data_norm: float | str,
     budget_shares: str | None, state_path: Path | None,
     noise_seed: int | None, port: int, insecure: bool, root_certificates: Path | None,
+    isolation: str, poll: float,
 ) -> None:
     """Serve DATA as a DPS-PCA provider: a Flower SuperNode that answers at most T queries.
 
@@ -711,6 +722,13 @@ def provider(
 
     args = [_flower_tool("flower-supernode"), *_tls_args(insecure, root_certificates),
             "--superlink", superlink, "--port", str(port), "--node-config", node_config]
+    if isolation == "process":
+        from privpca.federated.flower_node import run_provider_node
+
+        click.echo(f"privpca provider (in process, poll {poll:g} s): {' '.join(args[1:])}",
+                   err=True)
+        run_provider_node(args[1:], f"127.0.0.1:{port}", poll=poll)
+        return
     click.echo(f"privpca provider: {' '.join(args[1:])}", err=True)
     os.execve(args[0], args, _flower_env())
 
@@ -740,11 +758,13 @@ def provider(
               help="Result JSON, written by the ServerApp on the SuperLink's machine.")
 @click.option("--insecure", is_flag=True, help="No TLS (only on a trusted network).")
 @click.option("--root-certificates", type=click.Path(exists=True, path_type=Path), default=None)
+@click.option("--poll", type=click.FloatRange(min=0.005, max=3.0), default=0.05,
+              show_default=True, help="Seconds between the server's polls for replies.")
 def server(
     superlink: str, n_features: int, n_components: int, n_nonzero: int | None, n_rounds: int,
     n_providers: int, seed: int | None, init: str, on_dropout: str, round_timeout: float,
     wait_timeout: float, centering: str, data_norm: float | str, output: Path, insecure: bool,
-    root_certificates: Path | None,
+    root_certificates: Path | None, poll: float,
 ) -> None:
     """Run DPS-PCA's server: submit privpca's Flower app to the SuperLink and wait for it."""
     import subprocess
@@ -758,7 +778,7 @@ def server(
         "n-nonzero": n_nonzero or n_features, "n-rounds": n_rounds, "n-providers": n_providers,
         "seed": -1 if seed is None else seed, "init": init, "on-dropout": on_dropout,
         "round-timeout": round_timeout, "wait-timeout": wait_timeout,
-        "centering": centering, "data-norm": data_norm,
+        "centering": centering, "data-norm": data_norm, "poll-interval": poll,
         "output-path": str(output.resolve()),
     }
     with tempfile.TemporaryDirectory(prefix="privpca-flwr-") as tmp:

@@ -15,8 +15,9 @@
 Every privacy decision is taken by the provider's own configuration, never by the server's
 messages: a provider answers at most what it agreed to for its data, ever (the counts, and the
 values it released and needs again — its bounds, the mean it centred on — live in its
-``state-path`` file, because Flower starts a fresh ClientApp process for every message and a
-fresh context for every run). A provider never sends its exact number of clipped rows.
+``state-path`` file, read again for every message: Flower's stock SuperNode starts a fresh
+ClientApp process for every message, :mod:`.flower_node` keeps one process, and a run gets a
+fresh context either way). A provider never sends its exact number of clipped rows.
 
 Provider node config (``flower-supernode --node-config "..."``; ``privpca provider`` builds it):
 ``data-path`` (.npy or .csv), ``provider-id``, ``epsilon``, ``delta``, ``n-rounds``,
@@ -28,7 +29,8 @@ setting). Server run config (``[tool.flwr.app.config]``, ``privpca server`` writ
 ``n-features``, ``n-components``, ``n-nonzero``, ``n-rounds``, ``n-providers``, ``seed``,
 ``init``, ``centering`` and ``data-norm`` (the same settings as the providers': they decide
 which steps the server runs; default the papers' setting), ``on-dropout``, ``round-timeout``,
-``wait-timeout``, ``output-path``. See ``docs/DISTRIBUTED.md``.
+``wait-timeout``, ``poll-interval`` (seconds between polls for replies; default
+:data:`POLL_INTERVAL`), ``output-path``. See ``docs/DISTRIBUTED.md``.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Error, Message, RecordDict
+from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
@@ -88,6 +90,9 @@ HANDSHAKE_GRACE = 2.0
 REFUSED_MALFORMED = 101
 REFUSED_BUDGET = 102
 PROVIDER_FAILED = 103
+#: Seconds between the server's polls of the SuperLink for replies (run config
+#: ``poll-interval``). Flower's own ``Grid.send_and_receive`` sleeps 3 s between polls; the
+#: server loop pulls replies itself instead.
 POLL_INTERVAL = 0.05
 
 client_app = ClientApp()
@@ -95,17 +100,47 @@ server_app = ServerApp()
 
 
 # --- serialisation -------------------------------------------------------------------------------
+#
+# Every message is one ConfigRecord ("meta") in which arrays travel as their exact bytes
+# (little-endian, with dtype and shape beside them). Flower sends each record, array and
+# array chunk as an object of its own, one HTTP request per object per hop (server →
+# SuperLink → SuperNode → ClientApp and back): one record instead of up to seven objects
+# halves a round's requests.
+
+#: The dtypes an array in a message may have (anything else is a malformed message).
+_WIRE_DTYPES = {"<f8": np.float64, "<i8": np.int64}
+
+
+def _put_array(meta: dict[str, Any], name: str, values: Any, dtype: Any) -> None:
+    a = np.ascontiguousarray(values, dtype=np.dtype(dtype).newbyteorder("<"))
+    meta[name] = a.tobytes()
+    meta[f"{name}.dtype"] = a.dtype.str
+    meta[f"{name}.shape"] = ",".join(str(s) for s in a.shape)
+
+
+def _get_array(meta: dict[str, Any], name: str) -> np.ndarray:
+    data, code = meta[name], str(meta[f"{name}.dtype"])
+    if not isinstance(data, bytes) or code not in _WIRE_DTYPES:
+        raise ValueError(f"{name!r} is not an array of {sorted(_WIRE_DTYPES)}")
+    shape = tuple(int(s) for s in str(meta[f"{name}.shape"]).split(",") if s)
+    # frombuffer is exact and reshape checks the size; the copy is native and writable.
+    return np.frombuffer(data, dtype=code).reshape(shape).astype(_WIRE_DTYPES[code])
+
+
+def _record(meta: dict[str, Any]) -> RecordDict:
+    return RecordDict({"meta": ConfigRecord(meta)})
+
+
+def _meta(content: RecordDict) -> dict[str, Any]:
+    return dict(content.config_records["meta"])
 
 
 def query_to_message_content(query: Query) -> RecordDict:
-    """A :class:`Query` as Flower records (support and block as arrays)."""
-    return RecordDict({
-        "query": ArrayRecord({
-            "support": Array(np.asarray(query.support, dtype=np.int64)),
-            "block": Array(np.asarray(query.block, dtype=np.float64)),
-        }),
-        "meta": ConfigRecord({"round": int(query.round), "n-features": int(query.n_features)}),
-    })
+    """A :class:`Query` as Flower records (support and block as exact bytes)."""
+    meta: dict[str, Any] = {"round": int(query.round), "n-features": int(query.n_features)}
+    _put_array(meta, "support", query.support, np.int64)
+    _put_array(meta, "block", query.block, np.float64)
+    return _record(meta)
 
 
 def message_content(message: Any) -> RecordDict:
@@ -114,29 +149,24 @@ def message_content(message: Any) -> RecordDict:
         return query_to_message_content(message)
     if isinstance(message, VarianceQuery):
         return query_to_message_content(message.components)
+    meta: dict[str, Any]
     if isinstance(message, MeanQuery):
-        return RecordDict({
-            "mean-query": ArrayRecord({"centre": Array(np.asarray(message.centre, np.float64))}),
-            "meta": ConfigRecord({"round": int(message.round)}),
-        })
+        meta = {"round": int(message.round)}
+        _put_array(meta, "centre", message.centre, np.float64)
+        return _record(meta)
     if isinstance(message, PrepareMessage):
-        content: dict[str, ArrayRecord | ConfigRecord] = {
-            "meta": ConfigRecord({"centred": message.mean is not None})}
+        meta = {"centred": message.mean is not None}
         if message.mean is not None:
-            content["prepare"] = ArrayRecord({"mean": Array(np.asarray(message.mean,
-                                                                       np.float64))})
-        return RecordDict(dict(content))
+            _put_array(meta, "mean", message.mean, np.float64)
+        return _record(meta)
     raise TypeError(f"Not a protocol message: {type(message).__name__}")
 
 
 def _query_from_content(content: RecordDict) -> Query:
     try:
-        arrays = content.array_records["query"]
-        meta: dict[str, Any] = dict(content.config_records["meta"])
-        support = arrays["support"].numpy()
-        block = arrays["block"].numpy()
-        return Query(round=int(meta["round"]), support=support, block=block,
-                     n_features=int(meta["n-features"]))
+        meta = _meta(content)
+        return Query(round=int(meta["round"]), support=_get_array(meta, "support"),
+                     block=_get_array(meta, "block"), n_features=int(meta["n-features"]))
     except Exception as exc:  # any missing or mistyped field
         raise QueryRefusedError(f"Malformed query message: {exc!r}") from exc
 
@@ -147,14 +177,13 @@ def _message_from_content(kind: str, content: RecordDict) -> Any:
     if kind == "variance":
         return VarianceQuery(_query_from_content(content))
     try:
-        meta: dict[str, Any] = dict(content.config_records["meta"])
+        meta = _meta(content)
         if kind == "mean":
-            centre = content.array_records["mean-query"]["centre"].numpy()
-            return MeanQuery(int(meta["round"]), centre)
+            return MeanQuery(int(meta["round"]), _get_array(meta, "centre"))
         if kind == "prepare":
             if not bool(meta["centred"]):
                 return PrepareMessage(None)
-            return PrepareMessage(content.array_records["prepare"]["mean"].numpy())
+            return PrepareMessage(_get_array(meta, "mean"))
     except Exception as exc:  # any missing or mistyped field
         raise QueryRefusedError(f"Malformed {kind} message: {exc!r}") from exc
     raise QueryRefusedError(f"Unknown message kind {kind!r}.")
@@ -176,54 +205,71 @@ def _provider_meta(provider: ProviderState) -> dict[str, Any]:
     }
 
 
+#: The reply's public fields (what ``_reply_from_content`` returns as its meta).
+_ARRAY_FIELDS = ("product", "mean", "packed")
+
+
 def _reply_to_content(reply: Any, provider: ProviderState) -> RecordDict:
     meta = _provider_meta(provider)
     if isinstance(reply, Reply):
         meta["round"] = reply.round
-        return RecordDict({"answer": ArrayRecord({"product": Array(reply.product)}),
-                           "meta": ConfigRecord(meta)})
-    if isinstance(reply, MeanReply):
+        _put_array(meta, "product", reply.product, np.float64)
+    elif isinstance(reply, MeanReply):
         meta.update({"round": reply.round, "bound": reply.bound})
-        return RecordDict({"answer": ArrayRecord({"mean": Array(reply.mean)}),
-                           "meta": ConfigRecord(meta)})
-    if isinstance(reply, PrepareReply):
+        _put_array(meta, "mean", reply.mean, np.float64)
+    elif isinstance(reply, PrepareReply):
         meta.update({"bound": reply.data_norm, "clipped-estimate": reply.clipped_estimate})
-        return RecordDict({"meta": ConfigRecord(meta)})
-    if isinstance(reply, VarianceReply):
+    elif isinstance(reply, VarianceReply):
         meta["total"] = reply.total
-        return RecordDict({"answer": ArrayRecord({"packed": Array(reply.packed)}),
-                           "meta": ConfigRecord(meta)})
-    raise TypeError(f"Not a protocol reply: {type(reply).__name__}")
+        _put_array(meta, "packed", reply.packed, np.float64)
+    else:
+        raise TypeError(f"Not a protocol reply: {type(reply).__name__}")
+    return _record(meta)
 
 
 def _reply_from_content(content: RecordDict, kind: str = "query") -> tuple[Any, dict[str, Any]]:
-    meta: dict[str, Any] = dict(content.config_records["meta"])
+    meta = _meta(content)
     pid, n = str(meta["provider-id"]), int(meta["n-samples"])
     reply: Any
     if kind == "query":
-        product = content.array_records["answer"]["product"].numpy()
-        reply = Reply(pid, int(meta["round"]), n, product)
+        reply = Reply(pid, int(meta["round"]), n, _get_array(meta, "product"))
     elif kind == "mean":
         reply = MeanReply(pid, int(meta["round"]), n, float(meta["bound"]),
-                          content.array_records["answer"]["mean"].numpy())
+                          _get_array(meta, "mean"))
     elif kind == "prepare":
         reply = PrepareReply(pid, n, float(meta["bound"]), float(meta["clipped-estimate"]))
     elif kind == "variance":
-        reply = VarianceReply(pid, n, content.array_records["answer"]["packed"].numpy(),
-                              float(meta["total"]))
+        reply = VarianceReply(pid, n, _get_array(meta, "packed"), float(meta["total"]))
     else:
         raise ValueError(f"Unknown message kind {kind!r}")
-    return reply, meta
+    public = {key: value for key, value in meta.items()
+              if key.partition(".")[0] not in _ARRAY_FIELDS}
+    return reply, public
 
 
 # --- provider (ClientApp) ------------------------------------------------------------------------
 
 
+#: The last data file read (its identity and array): a long-running provider process
+#: (:mod:`.flower_node`) reads its data once, not per message; a changed file is read again.
+_DATA_CACHE: dict[str, tuple[tuple[int, ...], np.ndarray]] = {}
+
+
 def _load_data(path: str) -> np.ndarray:
-    p = Path(path)
+    p = Path(path).resolve()
+    st = p.stat()
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    cached = _DATA_CACHE.get(str(p))
+    if cached is not None and cached[0] == key:
+        return cached[1]
     if p.suffix == ".npy":
-        return np.asarray(np.load(p, mmap_mode="r", allow_pickle=False), dtype=np.float64)
-    return np.loadtxt(p, delimiter=",", ndmin=2)
+        X = np.asarray(np.load(p, mmap_mode="r", allow_pickle=False), dtype=np.float64)
+    else:
+        X = np.loadtxt(p, delimiter=",", ndmin=2)
+    X.flags.writeable = False  # shared by every message: no answer may change it
+    _DATA_CACHE.clear()
+    _DATA_CACHE[str(p)] = (key, X)
+    return X
 
 
 def _centering_setting(value: Any) -> str | None:
@@ -356,6 +402,7 @@ def run_server(grid: Grid, config: dict[str, Any]) -> dict[str, Any]:
         on_dropout = str(config.get("on-dropout", "error"))
         round_timeout = float(config.get("round-timeout", 120.0))
         wait_timeout = float(config.get("wait-timeout", 120.0))
+        poll = float(config.get("poll-interval", POLL_INTERVAL))
         centering = _centering_setting(config.get("centering", "none"))
         data_norm = _data_norm_setting(config.get("data-norm", 1.0))
         nodes = handshake(grid, N, wait_timeout, {
@@ -374,7 +421,7 @@ def run_server(grid: Grid, config: dict[str, Any]) -> dict[str, Any]:
             t0 = time.perf_counter()
             phase = server.phase
             replies, reasons = _one_round(grid, active, server.next_message(), round_timeout,
-                                          server.step_label)
+                                          server.step_label, poll)
             metas = {}
             for node, (reply, meta) in replies.items():
                 node_to_pid[node] = reply.provider_id
@@ -496,7 +543,8 @@ def handshake(grid: Grid, n: int, timeout: float, expected: dict[str, Any],
     return sorted(answered)
 
 
-def _one_round(grid: Grid, nodes: list[int], message: Any, timeout: float, label: str = ""
+def _one_round(grid: Grid, nodes: list[int], message: Any, timeout: float, label: str = "",
+               poll: float = POLL_INTERVAL,
                ) -> tuple[dict[int, tuple[Any, dict[str, Any]]], dict[int, str]]:
     """Send ``message`` to ``nodes``; collect replies (by node) and reasons for the others."""
     message_type = MESSAGE_TYPES[type(message)]
@@ -523,7 +571,8 @@ def _one_round(grid: Grid, nodes: list[int], message: Any, timeout: float, label
                     replies[node] = _reply_from_content(msg.content, kind)
                 except Exception as exc:  # a malformed reply: that provider dropped out
                     reasons[node] = f"malformed reply: {exc!r}"
-        time.sleep(POLL_INTERVAL)
+        if pending:
+            time.sleep(poll)
     for node in pending.values():
         reasons[node] = f"no answer within round-timeout={timeout:g} s"
     return replies, reasons
@@ -532,6 +581,13 @@ def _one_round(grid: Grid, nodes: list[int], message: Any, timeout: float, label
 @server_app.main()
 def main(grid: Grid, context: Context) -> None:
     """ServerApp entry point: ``run_server`` with the run config."""
+    import sys
+
+    from privpca.federated.flower_node import shorten_pull_backoff
+
+    # Replies are listed before their contents arrive: retry those pulls after 0.02 s, not
+    # Flower's 1 s (only the grid's retry delay changes).
+    shorten_pull_backoff(sys.modules.get(type(grid).__module__))
     run_server(grid, dict(context.run_config))
 
 
