@@ -10,8 +10,10 @@ p = 100, shifted and in mixed units), prints the best wall time of:
 * scikit-learn's ``PCA(2).fit`` (full SVD solver chosen by scikit-learn);
 
 and the ratios defaults / papers' setting and defaults / (Gram + eigh). The pipeline's extra
-work is a fixed number of O(np) passes (row norms, two clipped sums, residual norms, the
-centred copy), independent of p², so its share falls as p grows.
+work is three compiled O(np) passes, independent of p², so its share falls as p grows: one per
+round of the private mean (the norm histogram of its bound and its clipped sums at every edge
+of the grid, together) and one for the histogram of the centred norms (the bound D); the Gram
+pass centres and clips block by block.
 
 Run: ``python benchmarks/bench_pipeline.py`` (``--repeat 5`` for steadier numbers; run on an
 otherwise idle machine).

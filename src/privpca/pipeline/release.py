@@ -51,9 +51,8 @@ from privpca.pipeline.budget import PART_NAMES, BudgetPlan, PartBudget
 from privpca.pipeline.preprocessing import (
     MeanRelease,
     check_finite_norms,
-    private_mean,
+    norm_bin_counts,
     private_mean_from_sum,
-    private_norm_bound,
     private_norm_bound_from_counts,
     private_scale,
     sq_norms,
@@ -62,7 +61,6 @@ from privpca.solvers.eigen import fix_signs
 from privpca.solvers.gram import (
     clipped_blocks,
     gram_matrix,
-    transformed_sq_norms,
 )
 
 __all__ = [
@@ -422,7 +420,9 @@ class ReleasePipeline:
         scale: NDArray[np.float64] | None = None
         plan = self.plan
         if isinstance(self.centering, str):
-            mean = self._private_mean(X, sq, rng, spends, details)
+            from privpca.streaming.sources import ArraySource
+
+            mean = self._private_mean(ArraySource(X, validated=True), rng, spends, details)
         elif self.centering is not None:
             mean = np.asarray(self.centering, dtype=np.float64)
         if self.scale is True:
@@ -449,24 +449,28 @@ class ReleasePipeline:
 
         lazy = (mean is not None or scale is not None) and isinstance(self.data_norm, str)
         rows: NDArray[np.float64] | None
+        if lazy:
+            # Only the bound now (one compiled pass of the centred norms' histogram); the
+            # statistic forms the rows it needs (one blocked pass). No exact count is kept:
+            # with a private bound nothing about the clipping is reported but its estimate.
+            from privpca.streaming import reductions
+            from privpca.streaming.sources import ArraySource
+
+            D = self._private_bound(
+                partial(reductions.norm_counts, ArraySource(X, validated=True), mean,
+                        scale=scale), X.shape[0], rng, spends, details, centred=mean is not None)
+            return PreparedRows(None, float(D), mean, scale, 0, spends, details, source=X)
         if mean is None and scale is None:
             rows, row_sq = X, sq
-        elif lazy:
-            # Only the norms now; the statistic forms the rows it needs (one blocked pass).
-            rows, row_sq = None, _centred_sq_norms(X, sq, mean, scale)
         else:
             rows = X - mean if mean is not None else X.copy()
             if scale is not None:
                 rows /= scale
             row_sq = sq_norms(rows)
         if isinstance(self.data_norm, str):
-            b = plan["bound"]
             norms = np.sqrt(row_sq)
-            D, rel = private_norm_bound(norms, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
-                                        what="centred row norms" if mean is not None
-                                        else "row norms")
-            spends.append(self._bound_spend())
-            details["clipped_estimate"] = float(rel.above[0])
+            D = self._private_bound(partial(norm_bin_counts, norms), len(norms), rng, spends,
+                                    details, centred=mean is not None)
             over = norms > D
             n_clipped = int(over.sum())
             if rows is None:
@@ -485,8 +489,7 @@ class ReleasePipeline:
 
     def _private_mean(
         self,
-        X: NDArray[np.float64],
-        sq: NDArray[np.float64],
+        source: Any,
         rng: np.random.Generator,
         spends: list[PrivacySpend],
         details: dict[str, Any],
@@ -495,30 +498,60 @@ class ReleasePipeline:
 
         The first round's noise scales with ‖μ‖ (the raw rows' norm), which drowns features
         with a large mean and a small spread (a year, a timestamp); the refinement's scales
-        with the spread around the first estimate.
+        with the spread around the first estimate. Each round is one pass over the table
+        (``source``, a :class:`~privpca.streaming.RowSource`): the rows binned by their norm
+        around the current centre give the histogram of the private bound R and, once R is
+        released, the exact clipped sum (:class:`~privpca.pipeline.preprocessing.BinnedSums`).
         """
-        plan = self.plan
-        n = X.shape[0]
-        norms = np.sqrt(sq)
-        mean = np.zeros(X.shape[1])
+        from privpca.streaming import reductions
+
+        plan, n = self.plan, source.n_samples
+        mean = np.zeros(source.n_features)
         for bound_part, mean_part in (("bound_raw", "mean"), ("bound_residual", "mean_refine")):
             b = plan[bound_part]
-            if bound_part == "bound_residual":
-                norms = np.sqrt(np.maximum(sq - 2.0 * (X @ mean) + float(mean @ mean), 0.0))
-            R, _ = private_norm_bound(
-                norms, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
-                what="row norms (to clip the private mean)" if bound_part == "bound_raw"
+            centre = None if bound_part == "bound_raw" else mean
+            seen: dict[str, Any] = {}
+
+            def counter(base: float, centre: NDArray[np.float64] | None = centre,
+                        seen: dict[str, Any] = seen) -> tuple[Any, Any]:
+                seen["base"] = base
+                seen["sums"] = sums = reductions.binned_norm_sums(source, centre, base)
+                return sums.index, sums.counts
+
+            R, _ = private_norm_bound_from_counts(
+                counter, n, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
+                what="row norms (to clip the private mean)" if centre is None
                 else "residuals from the first private mean",
                 hint="The private mean needs it whatever data_norm is: give a public mean "
                 "(centering=array), centering=None, or a larger epsilon.")
             spends.append(self._mean_bound_spend(bound_part))
-            m = private_mean(X, norms, R, plan[mean_part].multiplier, rng,
-                             centre=None if bound_part == "bound_raw" else mean)
+            m = private_mean_from_sum(seen["sums"].clipped_sum(R, seen["base"]), n, R,
+                                      plan[mean_part].multiplier, rng)
             spends.append(self._mean_spend(mean_part, m))
             mean = mean + m.mean
             details[f"{mean_part}_bound"] = R
             details["mean_noise_scale"] = m.noise_scale / n
         return mean
+
+    def _private_bound(
+        self,
+        counter: Callable[[float], Any],
+        n: int,
+        rng: np.random.Generator,
+        spends: list[PrivacySpend],
+        details: dict[str, Any],
+        *,
+        centred: bool,
+    ) -> float:
+        """The "bound" part: the private quantile D of the norms the statistic will see,
+        from ``counter(base)``, their exact counts on the log grid."""
+        b = self.plan["bound"]
+        D, rel = private_norm_bound_from_counts(
+            counter, n, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
+            what="centred row norms" if centred else "row norms")
+        spends.append(self._bound_spend())
+        details["clipped_estimate"] = float(rel.above[0])
+        return float(D)
 
     def _mean_bound_spend(self, part: str) -> PrivacySpend:
         return self._spend(
@@ -561,44 +594,18 @@ class ReleasePipeline:
             )
         spends: list[PrivacySpend] = []
         details: dict[str, Any] = {}
-        plan, n = self.plan, source.n_samples
+        n = source.n_samples
         mean: NDArray[np.float64] | None = None
         if isinstance(self.centering, str):
-            mean = np.zeros(source.n_features)
-            for bound_part, mean_part in (("bound_raw", "mean"),
-                                          ("bound_residual", "mean_refine")):
-                b = plan[bound_part]
-                centre = None if bound_part == "bound_raw" else mean
-                R, _ = private_norm_bound_from_counts(
-                    partial(reductions.norm_counts, source, centre), n,
-                    b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
-                    what="row norms (to clip the private mean)" if centre is None
-                    else "residuals from the first private mean",
-                    hint="The private mean needs it whatever data_norm is: give a public "
-                    "mean (centering=array), centering=None, or a larger epsilon.")
-                spends.append(self._mean_bound_spend(bound_part))
-                m = private_mean_from_sum(reductions.clipped_sum(source, centre, R), n, R,
-                                          plan[mean_part].multiplier, rng)
-                spends.append(self._mean_spend(mean_part, m))
-                mean = mean + m.mean
-                details[f"{mean_part}_bound"] = R
-                details["mean_noise_scale"] = m.noise_scale / n
+            mean = self._private_mean(source, rng, spends, details)
         elif self.centering is not None:
             mean = np.asarray(self.centering, dtype=np.float64)
         scale = None if self.scale is False else np.asarray(self.scale, dtype=np.float64)
         shift = mean if scale is None else (np.zeros(source.n_features) if mean is None
                                             else mean)
         if isinstance(self.data_norm, str):
-            b = plan["bound"]
-            if scale is not None:
-                raise ValueError("data_norm='auto' with public scales is not available for "
-                                 "streamed tables yet; give a numeric data_norm.")
-            D, rel = private_norm_bound_from_counts(
-                partial(reductions.norm_counts, source, shift), n, b.multiplier,
-                b.tail, DEFAULT_NORM_QUANTILE, rng,
-                what="centred row norms" if mean is not None else "row norms")
-            spends.append(self._bound_spend())
-            details["clipped_estimate"] = float(rel.above[0])
+            D = self._private_bound(partial(reductions.norm_counts, source, shift, scale=scale),
+                                    n, rng, spends, details, centred=mean is not None)
         else:
             D = float(self.data_norm)
         # n_clipped is counted by the statistic's own pass (PreparedRows.gram).
@@ -767,29 +774,6 @@ class ReleasePipeline:
             target_epsilon=self.epsilon,
             notes=(notes + split).strip(),
         )
-
-
-def _centred_sq_norms(
-    X: NDArray[np.float64],
-    sq: NDArray[np.float64],
-    mean: NDArray[np.float64] | None,
-    scale: NDArray[np.float64] | None,
-) -> NDArray[np.float64]:
-    """``‖(x − μ)/s‖²`` per row, for the private bound's histogram (a coarse log grid).
-
-    Unscaled, ``‖x‖² − 2xᵀμ + ‖μ‖²`` costs one matrix-vector pass instead of a blocked
-    centred pass. It cancels when ``‖μ‖`` dwarfs the spread (relative error about
-    ``1e-16·‖μ‖²/‖x − μ‖²``), so when the typical result is within 10⁶ of that floor the exact
-    blocked pass is used. Either is a per-row function of x and the public μ, so the
-    histogram's sensitivity is unchanged; the statistic clips with exact norms regardless.
-    """
-    if mean is not None and scale is None:
-        mm = float(mean @ mean)
-        out = sq - 2.0 * (X @ mean) + mm
-        floor = 1e-16 * (float(np.median(sq)) + mm)
-        if float(np.median(out)) > 1e6 * floor:
-            return np.maximum(out, 0.0, out=out)
-    return transformed_sq_norms(X, mean, scale)
 
 
 @dataclass

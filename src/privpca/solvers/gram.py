@@ -18,7 +18,6 @@ __all__ = [
     "gram_matrix",
     "symmetrise_from_upper",
     "transformed_blocks",
-    "transformed_sq_norms",
 ]
 
 
@@ -93,26 +92,6 @@ def transformed_blocks(
         if scale is not None:
             block /= scale
         yield block
-
-
-def transformed_sq_norms(
-    X: NDArray[np.float64],
-    centre: NDArray[np.float64] | None,
-    scale: NDArray[np.float64] | None = None,
-    *,
-    block_rows: int = BLOCK_ROWS,
-) -> NDArray[np.float64]:
-    """``‖(xᵢ − centre)/scale‖²`` for every row, in one blocked pass (no centred copy).
-
-    Exact, unlike ``‖x‖² − 2xᵀc + ‖c‖²``, which cancels catastrophically when ``‖c‖`` is far
-    above the spread (a timestamp column).
-    """
-    out = np.empty(X.shape[0])
-    start = 0
-    for block in transformed_blocks(X, None, centre, scale, block_rows=block_rows):
-        out[start:start + block.shape[0]] = np.einsum("ij,ij->i", block, block)
-        start += block.shape[0]
-    return out
 
 
 def clipped_blocks(

@@ -12,10 +12,12 @@ from functools import partial
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca.pipeline.preprocessing import BinCounts, norm_bin_counts
+from privpca.pipeline._kernels import row_norm_bin_counts
+from privpca.pipeline.preprocessing import BinCounts, BinnedSums
 from privpca.streaming.sources import RowSource
 
 __all__ = [
+    "binned_norm_sums",
     "clipped_gram",
     "clipped_product",
     "clipped_sum",
@@ -44,8 +46,8 @@ def _norms(block: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _block_norm_counts(block: NDArray[np.float64], centre: NDArray[np.float64] | None,
-                       base: float) -> BinCounts:
-    return norm_bin_counts(_norms(_shift(block, centre)), base)
+                       base: float, scale: NDArray[np.float64] | None = None) -> BinCounts:
+    return row_norm_bin_counts(block, centre, scale, base)
 
 
 def _merge_counts(a: BinCounts, b: BinCounts) -> BinCounts:
@@ -54,10 +56,29 @@ def _merge_counts(a: BinCounts, b: BinCounts) -> BinCounts:
     return index.astype(np.int64), counts.astype(np.float64)
 
 
-def norm_counts(source: RowSource, centre: NDArray[np.float64] | None, base: float) -> BinCounts:
-    """Counts of ``‖x − centre‖`` on the log grid of ratio ``base``, over every row."""
-    return source.reduce(partial(_block_norm_counts, centre=centre, base=base), _merge_counts,
-                         desc="norms")
+def norm_counts(source: RowSource, centre: NDArray[np.float64] | None, base: float, *,
+                scale: NDArray[np.float64] | None = None) -> BinCounts:
+    """Counts of ``‖(x − centre)/scale‖`` on the log grid of ratio ``base``, over every row."""
+    return source.reduce(partial(_block_norm_counts, centre=centre, base=base, scale=scale),
+                         _merge_counts, desc="norms")
+
+
+def _block_binned_sums(block: NDArray[np.float64], centre: NDArray[np.float64] | None,
+                       base: float) -> BinnedSums:
+    return BinnedSums.of(block, centre, base)
+
+
+def _merge_binned(a: BinnedSums, b: BinnedSums) -> BinnedSums:
+    return a.merge(b)
+
+
+def binned_norm_sums(source: RowSource, centre: NDArray[np.float64] | None,
+                     base: float) -> BinnedSums:
+    """The rows binned by ``‖x − centre‖`` on the log grid of ratio ``base``, with each bin's
+    count and sums (:class:`~privpca.pipeline.preprocessing.BinnedSums`): a norm histogram
+    and the clipped sums at every edge of the grid, in one pass."""
+    return source.reduce(partial(_block_binned_sums, centre=centre, base=base),
+                         _merge_binned, desc="norms and sums")
 
 
 def _members(

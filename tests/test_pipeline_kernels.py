@@ -1,0 +1,106 @@
+"""The pipeline's compiled passes: log-grid histograms and the binned sums of the private mean."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from privpca import AnalyzeGaussPCA, PrivacyLedger
+from privpca.mechanisms.histogram import _column_counts, geometric_bin
+from privpca.pipeline._kernels import ZERO_BIN, log_bin_counts, row_norm_bin_counts
+from privpca.pipeline.preprocessing import BinnedSums
+from privpca.streaming import ArraySource
+
+BASES = [2.0**0.25, 2.0**0.5, 2.0]
+
+
+@pytest.fixture(scope="module")
+def rows():
+    """Mixed units, shifted, with exact zero rows and rows on a grid edge."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((20_000, 7)) * np.geomspace(0.01, 100, 7) + np.linspace(-3, 40, 7)
+    X[:4] = 0.0
+    X[4] = [2.0**0.5, 0, 0, 0, 0, 0, 0]  # norm exactly an edge of every grid below
+    return X
+
+
+def _reference_counts(values, base):
+    _, index, counts = _column_counts(geometric_bin(np.asarray(values)[:, None], base=base))
+    return index, counts
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_log_bin_counts_match_geometric_bin(rows, base):
+    norms = np.linalg.norm(rows, axis=1)
+    index, counts = log_bin_counts(norms, base)
+    ref_index, ref_counts = _reference_counts(norms, base)
+    np.testing.assert_array_equal(index, ref_index)
+    np.testing.assert_array_equal(counts, ref_counts)
+    assert index[0] == ZERO_BIN and counts[0] == 4
+
+
+@pytest.mark.parametrize("with_scale", [False, True])
+def test_row_norm_bin_counts_of_centred_scaled_rows(rows, with_scale):
+    centre = rows.mean(axis=0) * 0.9
+    scale = rows.std(axis=0) if with_scale else None
+    shifted = (rows - centre) / (1.0 if scale is None else scale)
+    index, counts = row_norm_bin_counts(rows, centre, scale, BASES[0])
+    ref_index, ref_counts = _reference_counts(np.linalg.norm(shifted, axis=1), BASES[0])
+    np.testing.assert_array_equal(index, ref_index)
+    np.testing.assert_array_equal(counts, ref_counts)
+
+
+@pytest.mark.parametrize("base", BASES)
+@pytest.mark.parametrize("centred", [False, True])
+def test_binned_sums_give_the_clipped_sum_at_every_edge(rows, base, centred):
+    centre = rows.mean(axis=0) * 0.9 if centred else None
+    shifted = rows - (0.0 if centre is None else centre)
+    r = np.linalg.norm(shifted, axis=1)
+    sums = BinnedSums.of(rows, centre, base)
+    np.testing.assert_array_equal((sums.index, sums.counts), _reference_counts(r, base))
+    for j in sums.index:
+        if j == ZERO_BIN:
+            continue
+        R = base ** (int(j) + 1)
+        with np.errstate(divide="ignore"):
+            direct = shifted.T @ np.minimum(1.0, R / r)
+        np.testing.assert_allclose(sums.clipped_sum(R, base), direct, rtol=1e-10,
+                                   atol=1e-10 * np.abs(direct).max())
+
+
+def test_binned_sums_merge_blocks_and_refuse_a_bound_off_the_grid(rows):
+    base = BASES[0]
+    whole = BinnedSums.of(rows, None, base)
+    merged = BinnedSums.of(rows[:7_000], None, base).merge(BinnedSums.of(rows[7_000:], None,
+                                                                          base))
+    np.testing.assert_array_equal(merged.index, whole.index)
+    np.testing.assert_array_equal(merged.counts, whole.counts)
+    np.testing.assert_allclose(merged.S, whole.S, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(merged.T, whole.T, rtol=1e-12, atol=1e-12)
+    edge = base ** (int(whole.index[len(whole.index) // 2]) + 1)
+    with pytest.raises(ValueError, match="not an edge"):
+        whole.clipped_sum(edge * base**0.5, base)
+
+
+def test_defaults_read_the_table_four_times():
+    # Two rounds of the private mean (one pass each: histogram and clipped sum together),
+    # the bound's histogram, and the Gram: four passes, not six.
+    calls = []
+
+    class Counting(ArraySource):
+        def reduce(self, fn, combine, **kw):
+            calls.append(kw.get("desc"))
+            return super().reduce(fn, combine, **kw)
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((20_000, 6)) * np.geomspace(1, 50, 6) + 100.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        streamed = AnalyzeGaussPCA(2, random_state=0, ledger=PrivacyLedger()).fit(
+            Counting(X, block_rows=3_000))
+        in_memory = AnalyzeGaussPCA(2, random_state=0, ledger=PrivacyLedger()).fit(X)
+    assert calls == ["norms and sums", "norms and sums", "norms", "Gram"]
+    np.testing.assert_allclose(streamed.components_, in_memory.components_, atol=1e-8)
+    np.testing.assert_allclose(streamed.mean_, in_memory.mean_, rtol=1e-10)
