@@ -87,12 +87,54 @@ own random stream, independently of the data, with the same law under D and D'. 
 completed) listing every held-out part and the stream (``"statistic: …"``), with (ε, δ) equal
 to the request. When a ledger composes it with other fits, all its events are composed as if
 a record had entered both the held-out part and the stream: conservative.
+
+Streamed tables: one pass, in the table's order
+-----------------------------------------------
+``fit`` also takes what :func:`privpca.streaming.as_row_source` takes (a ``dask.array.Array``,
+a memory-mapped ``.npy``, a Parquet file or folder, a list of chunks or a
+:class:`~privpca.streaming.RowSource`). The stream then reads the blocks **in their order**,
+once, holding one block (and, for DP-PCA, one minibatch of B rows) plus the p×k iterate:
+memory does not grow with n (DP-PCA's ``batch_size="auto"``, ``B = c·n/(ln n)²``, does; give
+an int ``batch_size`` to bound it). X is never formed.
+
+* **Order.** ``shuffle="auto"`` (the default) reads an in-memory table in a uniformly random
+  order, as before, and a streamed one in its order (one pass cannot shuffle it);
+  ``shuffle=False`` reads an in-memory table as a stream would (and then gives the streamed
+  fit's output, same seed); ``shuffle=True`` on a stream is refused. The privacy of DP-PCA
+  and of Private Oja's per-step argument does not depend on the order (each record enters one
+  mechanism call, whatever the order; the batches are fixed by positions, not by values).
+  Private Oja's amplification by shuffling *does* need a uniformly random order, unknown to
+  the adversary: with a given order it is refused (``amplification="none"``, the per-step
+  guarantee, is needed). No bounded buffer shuffle is offered: it gives no uniformly random
+  permutation, and privpca states no amplification bound for it. The accuracy does depend on
+  the order: Oja's analysis assumes i.i.d. records, so a table sorted by a feature (by time,
+  by region) biases the estimate towards the last rows' directions; shuffle such a table
+  first (e.g. ``X[rng.permutation(n)]`` in Dask) or fit it in memory.
+* **Held-out share.** The held-out records must be chosen without reading the data and be
+  readable without an extra pass over the rest: the rows are cut into
+  ``S = min(n, 1000)`` public segments of ``s = ⌊n/S⌋`` consecutive rows (the last ``n − S·s``
+  rows are always streamed) and ``h = ⌈holdout_fraction·S⌉`` whole segments, drawn uniformly
+  without replacement from the estimator's generator, are held out, so ``n_held = h·s`` and
+  the stream size are functions of n and public parameters. The held-out passes (the
+  pipeline's quantiles and means, then the variances) read only those segments from a memory
+  map or a Dask array; a chunk list or Parquet is read whole for each (and the held-out rows
+  kept). Then the stream reads the other rows in order. The partition is data-independent,
+  so the parallel-composition argument above holds word for word, with the segment draw in
+  place of π. The cost is in accuracy when the rows are **sorted**: the held-out mean, bound
+  and variances are then estimated from h clusters of neighbouring rows instead of n_held
+  independent ones (unbiased over the draw, but with the variance of a cluster sample:
+  roughly the spread of the segments' means over h, not the rows' spread over n_held), and
+  pair differences (``stream_centering="pairs"``) of neighbouring sorted rows are small and
+  estimate the local, not the global, covariance. In the papers' setting (``centering=None``
+  and, for Private Oja, a numeric ``clip_norm``) nothing is held out: one pass.
+* **The same output.** A streamed fit equals the in-memory fit with ``shuffle=False`` and the
+  same seed (to rounding, at most; the draws are the same).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -124,6 +166,7 @@ from privpca.solvers.power import random_orthonormal_basis
 
 __all__ = [
     "DEFAULT_HOLDOUT_FRACTION",
+    "HOLDOUT_SEGMENTS",
     "HOLDOUT_SHARES",
     "HeldOutRelease",
     "StochasticPCA",
@@ -139,6 +182,61 @@ DEFAULT_HOLDOUT_FRACTION = 0.1
 #: held-out records' whole (ε, δ) is split in the proportions a one-shot fit would use.
 HOLDOUT_SHARES: Mapping[str, float] = DEFAULT_SHARES
 _HELD = " [held-out records]"
+#: Public segments the rows of a streamed table are cut into for the held-out share.
+HOLDOUT_SEGMENTS = 1000
+
+
+@dataclass(frozen=True)
+class StreamSplit:
+    """A streamed table's public partition: held-out segments and the streamed rest."""
+
+    held: list[tuple[int, int]]
+    rest: list[tuple[int, int]]
+
+    @property
+    def n_held(self) -> int:
+        return sum(b - a for a, b in self.held)
+
+
+def segment_split(n: int, fraction: float, rng: np.random.Generator | None) -> StreamSplit:
+    """``h = ⌈fraction·S⌉`` of ``S = min(n, HOLDOUT_SEGMENTS)`` segments of ``⌊n/S⌋`` rows,
+    drawn uniformly (``rng``; None draws nothing and only sizes the split); the rest in order.
+    """
+    S = min(n, HOLDOUT_SEGMENTS)
+    size = n // S
+    h = min(math.ceil(fraction * S), S)
+    if rng is None:
+        chosen = np.arange(h)
+    else:
+        chosen = np.sort(rng.choice(S, size=h, replace=False))
+    held = [(int(i) * size, (int(i) + 1) * size) for i in chosen]
+    rest, start = [], 0
+    for a, b in held:
+        if a > start:
+            rest.append((start, a))
+        start = b
+    if start < n:
+        rest.append((start, n))
+    return StreamSplit(held, rest)
+
+
+def stream_blocks(blocks: Iterator[NDArray[np.float64]],
+                  pairs: bool) -> Iterator[NDArray[np.float64]]:
+    """The stream's records, block by block in order: the rows as read, or the pair
+    differences ``(x_a − x_b)/√2`` of consecutive rows (across block boundaries; an odd last
+    row is unused), computed as :func:`pair_differences` computes them."""
+    if not pairs:
+        yield from blocks
+        return
+    carry: NDArray[np.float64] | None = None
+    for block in blocks:
+        rows = block if carry is None else np.concatenate([carry, block])
+        m = rows.shape[0] // 2
+        if m:
+            out = rows[0 : 2 * m : 2] - rows[1 : 2 * m : 2]
+            out *= 1.0 / math.sqrt(2.0)
+            yield out
+        carry = rows[2 * m :].copy() if rows.shape[0] % 2 else None
 
 
 def pair_differences(
@@ -208,21 +306,40 @@ class StochasticPCA(BasePrivatePCA):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            One record per row, used in a single pass. Not modified.
+        X : array-like of shape (n_samples, n_features), or a streamed table
+            One record per row, used in a single pass. Not modified. A ``dask.array.Array``,
+            a ``numpy.memmap``, a ``.npy``/Parquet path, a list of chunks or a
+            :class:`~privpca.streaming.RowSource` is read block by block in its order (module
+            docstring of :mod:`privpca.decomposition._stochastic`).
         y : ignored
 
         Returns
         -------
         self
         """
+        from privpca.streaming import ArraySource, as_row_source, is_streamed
+
+        if is_streamed(X):
+            rows = as_row_source(X)
+            self.n_features_in_ = rows.n_features
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+            self._resolve_shuffle(streamed=True)
+            if self._paper_mode(rows.n_features):
+                self._fit_stream(rows)
+                self._set_paper_attributes(rows)
+                return self
+            return self._fit_stream_table(rows)
         Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
         refuse_non_finite(Xv, "X")
+        shuffle = self._resolve_shuffle(streamed=False)
         if self._paper_mode(Xv.shape[1]):
             source = VectorGradients(Xv)
-            self._fit_source(source)
+            self._fit_source(source, shuffle=shuffle)
             self._set_paper_attributes(source)
             return self
+        if not shuffle:  # as a stream would read it: the same code, the same output
+            return self._fit_stream_table(ArraySource(Xv, validated=True))
         return self._fit_table(Xv)
 
     def fit_matrices(self, A: ArrayLike) -> Any:
@@ -255,13 +372,41 @@ class StochasticPCA(BasePrivatePCA):
             del self.feature_names_in_
         self._check_matrix_params()
         source = MatrixGradients(arr)
-        self._fit_source(source)
+        self._fit_source(source, shuffle=self._resolve_shuffle(streamed=False))
         self._set_paper_attributes(source)
         return self
 
     # ------------------------------------------------------------------ hooks
-    def _fit_source(self, source: GradientSource) -> Any:
+    def _fit_source(self, source: GradientSource, *, shuffle: bool = True) -> Any:
         raise NotImplementedError
+
+    def _fit_stream(self, source: Any) -> Any:
+        """The papers' algorithm on a :class:`~privpca.streaming.RowSource`, in its order."""
+        raise NotImplementedError
+
+    def _fit_stream_table(self, source: Any) -> Any:
+        """Held-out segments + the stream over the rest, in order (module docstring)."""
+        raise NotImplementedError
+
+    def _resolve_shuffle(self, *, streamed: bool) -> bool:
+        """``shuffle`` resolved: whether the records are read in a uniformly random order."""
+        value = getattr(self, "shuffle", "auto")
+        name = type(self).__name__
+        if isinstance(value, str) and value == "auto":
+            return not streamed
+        if not isinstance(value, bool | np.bool_):
+            raise ValueError(
+                f"The 'shuffle' parameter of {name} must be 'auto' or a bool. Got {value!r} "
+                "instead."
+            )
+        if value and streamed:
+            raise ValueError(
+                f"{name}: shuffle=True cannot be honoured on a streamed table: one pass reads "
+                "the blocks in their order. Use shuffle='auto' or False (the privacy of the "
+                "per-record steps does not depend on the order; the accuracy does if the "
+                "rows are sorted: shuffle them first), or fit an in-memory array."
+            )
+        return bool(value)
 
     def _paper_mode(self, n_features: int) -> bool:
         """Whether ``fit(X)`` runs the papers' algorithm unchanged (no preprocessing)."""
@@ -282,14 +427,14 @@ class StochasticPCA(BasePrivatePCA):
         return math.inf
 
     def _paper_variances(
-        self, source: GradientSource
+        self, source: Any
     ) -> tuple[NDArray[np.float64], float] | None:
         """Explained variances and total in the papers' setting (None: not released)."""
         return None
 
     # ------------------------------------------------------------------ shared pieces
     def _start(
-        self, source: GradientSource, rng: np.random.Generator | None = None
+        self, source: Any, rng: np.random.Generator | None = None
     ) -> tuple[int, np.random.Generator, NDArray[np.float64]]:
         """Validated k, the RNG, and ``W₀`` uniform on the Stiefel manifold (data-independent)."""
         k = check_n_components(self.n_components, source.n_features, owner=self)
@@ -297,7 +442,7 @@ class StochasticPCA(BasePrivatePCA):
             rng = check_random_state(self.random_state)
         return k, rng, random_orthonormal_basis(source.n_features, k, rng)
 
-    def _set_paper_attributes(self, source: GradientSource) -> None:
+    def _set_paper_attributes(self, source: Any) -> None:
         """The pipeline's attributes in the papers' setting (the components are untouched)."""
         k = self.components_.shape[0]
         self.mean_ = np.zeros(source.n_features)
@@ -342,11 +487,15 @@ class StochasticPCA(BasePrivatePCA):
         return {part: w / total for part, w in used.items()}
 
     def _split(
-        self, n: int, centering: Any
+        self, n: int, centering: Any, n_held: int | None = None
     ) -> tuple[int, int, bool]:
-        """``(n_held, m, pairs)``: held-out size, stream size, whether pairs are formed."""
+        """``(n_held, m, pairs)``: held-out size, stream size, whether pairs are formed.
+
+        ``n_held`` defaults to ``⌈holdout_fraction·n⌉`` (a streamed table's segments give
+        their own, :func:`segment_split`)."""
         frac = self._holdout_fraction()
-        n_held = math.ceil(frac * n)
+        if n_held is None:
+            n_held = math.ceil(frac * n)
         mode = getattr(self, "stream_centering", "mean")
         if mode not in ("mean", "pairs"):
             raise ValueError(
@@ -437,6 +586,23 @@ class StochasticPCA(BasePrivatePCA):
             ) from exc
         return HeldOutRelease(prepared, run)
 
+    def _prepare_held_out_streamed(
+        self, run: ReleasePipeline, source: Any, rng: np.random.Generator
+    ) -> HeldOutRelease:
+        """:meth:`_prepare_held_out` on the held-out rows of a streamed table (block passes)."""
+        try:
+            prepared = run.prepare_streamed(source, rng)
+        except BoundNotFoundError as exc:
+            paper = "centering=None" + (", a numeric clip_norm" if hasattr(self, "clip_norm")
+                                        else "")
+            raise BoundNotFoundError(
+                f"{type(self).__name__}: no bin of a private norm histogram of the "
+                f"{source.n_samples} held-out records cleared its threshold (too few records "
+                "for this epsilon); the spend is recorded. Raise holdout_fraction, use more "
+                f"data or a larger epsilon, or use the papers' setting ({paper})."
+            ) from exc
+        return HeldOutRelease(prepared, run)
+
     def _book(self, record: PrivacyRecord) -> PrivacyLedger:
         """Charge the planned record (refused here if over budget); return the ledger."""
         self._charge(record, getattr(self, "ledger", None))
@@ -496,12 +662,16 @@ class StochasticPCA(BasePrivatePCA):
 
 
 def held_out_notes(n: int, n_held: int, m: int, pairs: bool, centering: Any,
-                   run: ReleasePipeline) -> str:
+                   run: ReleasePipeline, *, segments: bool = False) -> str:
     """The part of a table-mode record's notes that explains the split and the centring."""
     shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in run.plan.parts.items())
+    order = "in the table's order" if segments else "in a uniformly random order"
+    chosen = ("whole segments of consecutive rows, drawn uniformly from public segments "
+              "independently of the data" if segments
+              else "chosen by a data-independent random permutation")
     if pairs:
-        centring = (f"Centring by pair differences: the other {n - n_held} records, in a "
-                    f"uniformly random order, give m={m} derived records (x_a - x_b)/√2 "
+        centring = (f"Centring by pair differences: the other {n - n_held} records, {order}, "
+                    f"give m={m} derived records (x_a - x_b)/√2 "
                     "(mean zero, covariance Σ); each record enters one pair, so replacing "
                     "one record replaces at most one derived record: the stream's guarantee "
                     "on m records carries over unchanged.")
@@ -513,8 +683,8 @@ def held_out_notes(n: int, n_held: int, m: int, pairs: bool, centering: Any,
     else:
         centring = f"Public mean subtracted (free): the stream reads the other {m} records."
     return (
-        f"Parallel composition over disjoint records: {n_held} of n={n} records (chosen by a "
-        "data-independent random permutation) are held out and released at the full "
+        f"Parallel composition over disjoint records: {n_held} of n={n} records ({chosen}) "
+        "are held out and released at the full "
         f"(epsilon, delta) through the release pipeline's Gaussian parts, split exactly "
         f"(shares of 1/m²: {shares}); the stream runs at the full (epsilon, delta) on the "
         f"rest. {centring} A ledger composing this fit with others treats the held-out "

@@ -49,6 +49,18 @@ variance (``VᵀGV``, Δ = √2·D²) at the full (ε, δ), in parallel with the
 records). :mod:`privpca.decomposition._stochastic` has the full argument. ``centering=None``
 is the paper's uncentred algorithm, bitwise as before; an array is a public mean, subtracted.
 
+Streamed tables (one pass, in the table's order)
+------------------------------------------------
+``fit`` on a Dask array, a memory map, Parquet or chunks reads the blocks once, in order,
+copying the records into one B×p minibatch buffer that every step reuses (memory: a block, a
+minibatch and W; X is never formed). B and T are computed from the public n (or m) exactly as
+in memory, and each record still enters one call: the records after T·B are not read. The
+guarantee above never used the order (the batches are fixed by positions, not values), so it
+is unchanged; the accuracy assumes i.i.d. records (shuffle a sorted table first). With
+``shuffle=False`` an in-memory array is read the same way, and the streamed fit equals it for
+the same seed. :mod:`privpca.decomposition._stochastic` gives the held-out segments used on
+defaults. ``learning_rate="search"`` is refused on streams.
+
 Learning rate
 -------------
 ``η_t = c1/(c2 + t)``. The paper's schedule needs ``λ₁ − λ₂``; the default (16, 0) suits
@@ -61,6 +73,7 @@ exponential mechanism on a held-out part, all recorded in ``privacy_``.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +96,8 @@ from privpca.decomposition._stochastic import (
     StochasticPCA,
     held_out_notes,
     pair_differences,
+    segment_split,
+    stream_blocks,
 )
 from privpca.decomposition.oja import REPLACE_ONE
 from privpca.mechanisms.gradient_statistics import PrivateMean, PrivateTopEigenvalue
@@ -196,6 +211,13 @@ class DPPCA(StochasticPCA):
         Share of the records held out to select among the candidates.
     keep_history : bool, default=False
         Store ``W_t`` after each step in ``history_["components"]``.
+    shuffle : "auto" or bool, default="auto"
+        Read the records in a uniformly random order (``"auto"`` for in-memory arrays) or in
+        their order (``False``; ``"auto"`` for streamed tables, which are read in one pass,
+        one minibatch at a time: ``True`` is refused on them). The guarantee is the same in
+        any order (each record enters one mechanism call); the accuracy suffers if the rows
+        are sorted. ``learning_rate="search"`` is not available on streamed tables. See
+        :mod:`privpca.decomposition._stochastic` (streamed tables).
     holdout_fraction : float, default=0.1
         Share of the records held out (outside the papers' setting) for the private mean,
         bound and explained variance, at the full (ε, δ) (parallel composition).
@@ -295,6 +317,7 @@ class DPPCA(StochasticPCA):
         search_grid: Any = None,
         search_fraction: float = 0.1,
         keep_history: bool = False,
+        shuffle: Any = "auto",
         holdout_fraction: float = DEFAULT_HOLDOUT_FRACTION,
         stream_centering: str = "mean",
         budget_shares: dict[str, float] | None = None,
@@ -319,6 +342,7 @@ class DPPCA(StochasticPCA):
         self.search_grid = search_grid
         self.search_fraction = search_fraction
         self.keep_history = keep_history
+        self.shuffle = shuffle
         self.holdout_fraction = holdout_fraction
         self.stream_centering = stream_centering
         self.budget_shares = budget_shares
@@ -405,25 +429,31 @@ class DPPCA(StochasticPCA):
         return _Setup(self._plan(n, p * k, what=what), lr, (), 0, 0, None)
 
     def _stream(
-        self, source: GradientSource, setup: _Setup, rng: np.random.Generator | None = None
+        self, source: Any, setup: _Setup, rng: np.random.Generator | None = None, *,
+        shuffle: bool = True,
     ) -> tuple[NDArray[np.float64], dict[str, Any], LearningRate]:
-        """Algorithm 3 (or the search) over ``source``: ``(W, history, schedule)``."""
+        """Algorithm 3 (or the search) over ``source``: ``(W, history, schedule)``; a
+        :class:`_StreamedRows` is read once, in its order."""
         _k, rng, W0 = self._start(source, rng)
         n = source.n_samples
-        order = rng.permutation(n)  # the order is public randomness; it does not leak
+        order: NDArray[np.intp] | None = None
+        if not isinstance(source, _StreamedRows):
+            # the order is public randomness; it does not leak
+            order = rng.permutation(n) if shuffle else np.arange(n)
         keep = bool(self.keep_history)
         if setup.lr is not None:
             W, history = _run(source, order, W0, setup.lr, setup.plan, rng, keep=keep)
             return W, history, setup.lr
+        assert order is not None  # the search is refused on streams before anything runs
         return self._search(source, rng, W0, order, setup)
 
-    def _fit_source(self, source: GradientSource) -> DPPCA:
+    def _fit_source(self, source: GradientSource, *, shuffle: bool = True) -> DPPCA:
         """The paper's algorithm on ``source`` as given (uncentred)."""
         n, p = source.n_samples, source.n_features
         setup = self._setup(n, p)
         if isinstance(source, VectorGradients):
             source = _RowStream(source.X)
-        W, history, lr = self._stream(source, setup)
+        W, history, lr = self._stream(source, setup, shuffle=shuffle)
         self.privacy_ = self._record(setup.plan, n, search=setup.search)
         self._charge(self.privacy_, self.ledger)
         self._finish(W, history, setup.plan, lr)
@@ -464,6 +494,77 @@ class DPPCA(StochasticPCA):
         del source
         self._set_table_attributes(fix_signs(W).T.copy(), held, pre_rng)
         notes = (stream.notes + " " + held_out_notes(n, n_held, m, pairs, centering, run)
+                 + " Held-out rows above D are clipped to it for the variances (the stream "
+                 "needs no norm bound); how many is not reported, being a non-private count.")
+        record = self._table_record(
+            held.prepared.spends, stream.spends[0], epsilon=epsilon, delta=delta, n=n,
+            neighbouring=REPLACE_ONE, calibration=calibration,
+            data_norm=held.prepared.data_norm, n_clipped=0, notes=notes)
+        ledger.amend(planned, record)
+        self.privacy_ = record
+        components = self.components_
+        self._finish(W, history, setup.plan, lr)
+        self.components_ = components  # rotated to the private spectrum, not W's basis
+        self.noise_level_ = _noise_level(history)
+        self.expected_error_ = math.nan
+        return self
+
+    # ------------------------------------------------------------------ streamed tables
+    def _refuse_search_on_stream(self) -> None:
+        if isinstance(self.learning_rate, str) and self.learning_rate == "search":
+            raise ValueError(
+                "DPPCA: learning_rate='search' is not available on a streamed table (or "
+                "with shuffle=False): its candidates and validation votes are not laid out "
+                "for one pass in order yet. Give a learning rate (e.g. 'auto'), or fit an "
+                "in-memory array with shuffle='auto'."
+            )
+
+    def _fit_stream(self, source: Any) -> DPPCA:
+        """The paper's algorithm in one pass over ``source``, in its order (charged first)."""
+        self._refuse_search_on_stream()
+        n, p = source.n_samples, source.n_features
+        setup = self._setup(n, p)
+        self.privacy_ = self._record(setup.plan, n, search=setup.search)
+        self._charge(self.privacy_, self.ledger)  # before the stream reads a record
+        W, history, lr = self._stream(_StreamedRows(source.blocks(), n, p), setup)
+        self._finish(W, history, setup.plan, lr)
+        return self
+
+    def _fit_stream_table(self, source: Any) -> DPPCA:
+        """Held-out segments (mean, bound, variances) + Algorithm 3 on the rest, in order."""
+        from privpca.streaming.sources import select_rows
+
+        self._refuse_search_on_stream()
+        n, p = source.n_samples, source.n_features
+        check_n_components(self.n_components, p, owner=self)
+        epsilon = check_epsilon(self.epsilon, owner=self)
+        delta = check_delta(self.delta, owner=self)
+        centering = check_centering(self.centering, p, self)
+        sizes = segment_split(n, self._holdout_fraction(), None)  # sizes only: public
+        n_held, m, pairs = self._split(n, centering, sizes.n_held)
+        run = self._held_out_pipeline(n_held, p, epsilon, delta, centering, REPLACE_ONE)
+        setup = self._setup(m, p, what="m (pair differences)" if pairs else "m (records)")
+        stream = self._record(setup.plan, m, search=setup.search)
+        calibration = (f"{stream.calibration}; held-out parts: analytic Gaussian, exact "
+                       "split (dp-accounting)")
+        planned = self._table_record(
+            self._planned_spends(run), stream.spends[0], epsilon=epsilon, delta=delta, n=n,
+            neighbouring=REPLACE_ONE, calibration=calibration, data_norm=math.nan,
+            n_clipped=0, notes="planned before the fit")
+        ledger = self._book(planned)
+
+        rng = check_random_state(self.random_state)
+        pre_rng = self._preprocessing_rng(rng)
+        split = segment_split(n, self._holdout_fraction(), pre_rng)
+        held = self._prepare_held_out_streamed(run, select_rows(source, split.held), pre_rng)
+        centre = None if pairs else (held.prepared.mean if isinstance(centering, str)
+                                     else centering)
+        rows = _StreamedRows(stream_blocks(select_rows(source, split.rest).blocks(), pairs),
+                             m, p, centre)
+        W, history, lr = self._stream(rows, setup, rng)
+        self._set_table_attributes(fix_signs(W).T.copy(), held, pre_rng)
+        notes = (stream.notes + " " + held_out_notes(n, n_held, m, pairs, centering, run,
+                                                     segments=True)
                  + " Held-out rows above D are clipped to it for the variances (the stream "
                  "needs no norm bound); how many is not reported, being a non-private count.")
         record = self._table_record(
@@ -607,8 +708,8 @@ def _captured(
 
 
 def _run(
-    source: GradientSource,
-    order: NDArray[np.intp],
+    source: Any,
+    order: NDArray[np.intp] | None,
     W0: NDArray[np.float64],
     lr: LearningRate,
     plan: _Plan,
@@ -624,7 +725,8 @@ def _run(
     :class:`_RowStream` the gradients are formed by compiled passes straight from the table,
     into two buffers reused by every step.
     """
-    B, T = plan.batch_size, min(plan.n_steps, len(order) // plan.batch_size)
+    n_order = source.n_samples if order is None else len(order)
+    B, T = plan.batch_size, min(plan.n_steps, n_order // plan.batch_size)
     half = B // 2
     W = W0.copy()
     p, k = W.shape
@@ -638,18 +740,20 @@ def _run(
     }
     if keep:
         hist["components"] = np.empty((T, k, p))
-    rows = source.rows(order[: T * B]) if isinstance(source, _RowStream) else None
-    if rows is not None:
+    # (stream, rows) per step: rows of an in-memory table, or a minibatch read from a stream
+    batches = (source.batches(order, B, T) if isinstance(source, _RowStream | _StreamedRows)
+               else None)
+    if batches is not None:
         pair_buffer = np.empty((half // 2, p * k))
         gradient_buffer = np.empty((B - half, p * k))
     last: float | None = None
     for t in range(1, T + 1):
-        if rows is not None:
-            assert isinstance(source, _RowStream)
-            batch = rows[(t - 1) * B : t * B]
+        if batches is not None:
+            src, batch = next(batches)
             eigenvalue = plan.eigen.estimate_pairs(
-                source.pair_gradients(batch[:half], W, pair_buffer), rng)
+                src.pair_gradients(batch[:half], W, pair_buffer), rng)
         else:
+            assert order is not None
             batch = order[(t - 1) * B : t * B]
             eigenvalue = plan.eigen.estimate(source.gradients(batch[:half], W), rng)
         hist["eigen_released"][t - 1] = eigenvalue is not None
@@ -661,10 +765,9 @@ def _run(
             eigenvalue = last
         last = eigenvalue
         if eigenvalue is not None:
-            if rows is not None:
-                assert isinstance(source, _RowStream)
+            if batches is not None:
                 release = plan.mean.estimate_rows(
-                    source.X, batch[half:], source.centre, W, eigenvalue, rng,
+                    src.X, batch[half:], src.centre, W, eigenvalue, rng,
                     out=gradient_buffer)
             else:
                 release = plan.mean.estimate(source.gradients(batch[half:], W), eigenvalue,
@@ -708,6 +811,14 @@ class _RowStream:
         out = positions if self.index is None else self.index[positions]
         return np.ascontiguousarray(out, dtype=np.intp)
 
+    def batches(self, order: NDArray[np.intp] | None, B: int,
+                T: int) -> Iterator[tuple[_RowStream, NDArray[np.intp]]]:
+        """``(self, rows of X)`` of each of the T minibatches of B records of ``order``
+        (None: the records in their order)."""
+        rows = self.rows(order[: T * B] if order is not None else np.arange(T * B))
+        for t in range(T):
+            yield self, rows[t * B : (t + 1) * B]
+
     def records(self, positions: NDArray[np.intp]) -> NDArray[np.float64]:
         """The records ``y_j`` at ``positions`` (a new array)."""
         Y = self.X[self.rows(positions)]
@@ -732,6 +843,45 @@ class _RowStream:
     ) -> NDArray[np.float64]:
         Y = self.records(index)
         return np.asarray(Y.T @ (Y @ W)) / max(len(index), 1)
+
+
+class _StreamedRows:
+    """A stream's records read once, in order, one minibatch of B rows at a time.
+
+    ``blocks`` yields the records (rows as read, or pair differences already formed) in
+    order; each minibatch is copied into one B×p buffer, reused by every step, and handed to
+    Algorithm 3 as a :class:`_RowStream` over the buffer with the centre subtracted by the
+    same compiled passes as in memory. Memory: one block and one minibatch, whatever n.
+    """
+
+    def __init__(self, blocks: Iterator[NDArray[np.float64]], n_samples: int,
+                 n_features: int, centre: Any = None) -> None:
+        self._blocks = blocks
+        self.n_samples, self.n_features = int(n_samples), int(n_features)
+        self.centre = centre
+
+    def batches(self, order: NDArray[np.intp] | None, B: int,
+                T: int) -> Iterator[tuple[_RowStream, NDArray[np.intp]]]:
+        del order  # the stream's own order
+        buffer = np.empty((B, self.n_features))
+        stream = _RowStream(buffer, None, self.centre)
+        rows = np.arange(B, dtype=np.intp)
+        filled, done = 0, 0
+        for block in self._blocks:
+            start = 0
+            while start < block.shape[0]:
+                take = min(B - filled, block.shape[0] - start)
+                buffer[filled:filled + take] = block[start:start + take]
+                filled += take
+                start += take
+                if filled == B:
+                    yield stream, rows
+                    filled, done = 0, done + 1
+                    if done == T:
+                        return  # the records after T·B are unused, as in memory: stop reading
+        raise ValueError(f"The stream gave fewer than T·B = {T * B} records; its n_samples "
+                         f"is {self.n_samples}. A chunk source must give the same rows on "
+                         "every pass.")
 
 
 def _selection_event(epsilon: float) -> dp_accounting.DpEvent:

@@ -39,13 +39,28 @@ above hold unchanged for the ``m = ⌊(n − n_held)/2⌋`` derived records; the
 :mod:`privpca.decomposition._stochastic` gives the argument in full. ``centering=None``
 with a numeric ``clip_norm`` is the paper's algorithm, bitwise as before.
 
-:class:`OjaPCA` is not private (ε = ∞): its ``centering="private"`` subtracts the exact mean.
+Streamed tables (one pass, in the table's order)
+------------------------------------------------
+``fit`` on a Dask array, a memory map, Parquet or chunks reads the blocks once, in order,
+holding one block and W (:mod:`privpca.decomposition._stochastic`). That order is not a
+uniformly random one, so **amplification by shuffling does not apply and is refused**
+(ValueError, before anything is charged): ``amplification="none"`` is required, whose
+argument above never used the order. Shuffling inside a bounded buffer is not offered: it is
+not a uniformly random permutation of the n records, and no amplification bound is claimed
+for it. ``shuffle=False`` on an in-memory array reads it the same way and gives the streamed
+fit's output for the same seed (the noise is drawn 4096 steps at a time, counted in steps,
+so any cut into blocks draws the same). On defaults whole public segments of rows are held
+out for the mean, β and the variances, read before the stream.
+
+:class:`OjaPCA` is not private (ε = ∞): its ``centering="private"`` subtracts the exact mean
+(on a streamed table one more pass for it and one for the exact variances).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +83,8 @@ from privpca.decomposition._stochastic import (
     DEFAULT_HOLDOUT_FRACTION,
     StochasticPCA,
     held_out_notes,
+    segment_split,
+    stream_blocks,
     stream_rows,
 )
 from privpca.exceptions import RowClippingWarning
@@ -83,6 +100,7 @@ from privpca.solvers.oja import (
     resolve_learning_rate,
 )
 from privpca.solvers.power import thin_qr
+from privpca.streaming.sources import RowSource
 
 __all__ = ["OjaPCA", "PrivateOjaPCA"]
 
@@ -91,6 +109,7 @@ REPLACE_ONE = "replace one record (central model)"
 #: α/((λ₁−λ₂)(ξ+t)) with α ≈ 1); c2 damps the first, nearly random, steps.
 DEFAULT_LEARNING_RATE = LearningRate(c1=2.0, c2=100.0)
 _RENORMALISE_EVERY = 64
+_IN_ORDER = " The records were read in the table's order (one pass)."
 
 
 def _check_batch_size(value: Any, owner: object) -> int:
@@ -121,6 +140,11 @@ class OjaPCA(StochasticPCA):
         norm in high dimension have small eigenvalues).
     batch_size : int, default=1
         Records per step (1 is Algorithm 1).
+    shuffle : "auto" or bool, default="auto"
+        Read the records in a uniformly random order (``"auto"``: for in-memory arrays) or
+        in their order (``False``; ``"auto"`` for streamed tables, which ``True`` refuses).
+        See :mod:`privpca.decomposition._stochastic` on streamed tables; ``batch_size``
+        must be 1 on them.
     random_state : None, int or numpy.random.Generator, default=None
         Source of the order of the records and of ``W₀``.
     ledger : PrivacyLedger or None, default=None
@@ -176,6 +200,7 @@ class OjaPCA(StochasticPCA):
         centering: Any = "private",
         learning_rate: Any = "auto",
         batch_size: int = 1,
+        shuffle: Any = "auto",
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -183,18 +208,20 @@ class OjaPCA(StochasticPCA):
         self.centering = centering
         self.learning_rate = learning_rate
         self.batch_size = batch_size
+        self.shuffle = shuffle
         self.random_state = random_state
         self.ledger = ledger
 
-    def _fit_source(self, source: GradientSource, *, centring: str = "") -> OjaPCA:
+    def _fit_source(self, source: GradientSource, *, centring: str = "",
+                    shuffle: bool = True) -> OjaPCA:
         _k, rng, W = self._start(source)
         lr = resolve_learning_rate(self.learning_rate, DEFAULT_LEARNING_RATE, owner="OjaPCA")
         b = _check_batch_size(self.batch_size, self)
         n = source.n_samples
-        order = rng.permutation(n)
+        order = rng.permutation(n) if shuffle else np.arange(n)
         self.privacy_ = PrivacyRecord.non_private(
             n, "Non-private Oja's algorithm: no noise, no guarantee (an infinite spend)."
-            + centring
+            + ("" if shuffle else _IN_ORDER) + centring
         )
         self._charge(self.privacy_, self.ledger)
         if b == 1 and isinstance(source, VectorGradients):
@@ -236,20 +263,85 @@ class OjaPCA(StochasticPCA):
         return self
 
     def _paper_variances(
-        self, source: GradientSource
+        self, source: Any
     ) -> tuple[NDArray[np.float64], float] | None:
         values, total = _exact_variances(source, self.components_)
         n = source.n_samples
         return values / n, total / n
+
+    # ------------------------------------------------------------------ streamed tables
+    def _stream_pass(self, source: RowSource, centre: NDArray[np.float64] | None,
+                     centring: str) -> None:
+        """One pass of Algorithm 1 over the (centred) rows of ``source``, in their order."""
+        _k, _rng, W = self._start(source)
+        lr = resolve_learning_rate(self.learning_rate, DEFAULT_LEARNING_RATE, owner="OjaPCA")
+        if _check_batch_size(self.batch_size, self) != 1:
+            raise ValueError("OjaPCA streams one record per step: use batch_size=1 on a "
+                             "streamed table (or shuffle=True on an in-memory array).")
+        n = source.n_samples
+        self.privacy_ = PrivacyRecord.non_private(
+            n, "Non-private Oja's algorithm: no noise, no guarantee (an infinite spend)."
+            + _IN_ORDER + centring)
+        self._charge(self.privacy_, self.ledger)
+        blocks = source.blocks() if centre is None else (b - centre for b in source.blocks())
+        W, steps = _oja_steps(blocks, n, W, lr)
+        self.components_ = fix_signs(W).T.copy()
+        self.n_iter_ = steps
+        self.learning_rate_ = lr
+
+    def _fit_stream(self, source: RowSource) -> OjaPCA:
+        self._stream_pass(source, None, "")
+        return self
+
+    def _fit_stream_table(self, source: RowSource) -> OjaPCA:
+        """Exact (or public) mean by one pass, the stream, exact variances by one pass."""
+        from privpca.streaming.reductions import projected_moments
+
+        n, p = source.n_samples, source.n_features
+        check_n_components(self.n_components, p, owner=self)
+        centering = check_centering(self.centering, p, self)
+        if isinstance(centering, str):
+            from privpca.streaming.reductions import clipped_sum
+
+            mean = clipped_sum(source, None, math.inf) / n  # nothing is clipped at inf
+        else:
+            mean = np.asarray(centering, dtype=np.float64)
+        self._stream_pass(source, mean, (
+            " The rows were centred on their exact mean (non-private)."
+            if isinstance(centering, str) else " A public mean was subtracted first."))
+        denom = max(n - 1, 1)
+        matrix, total = projected_moments(source, mean, None, math.inf, self.components_)
+        self._set_exact_spectrum(matrix / denom, total / denom, mean)
+        return self
+
+    def _set_exact_spectrum(self, matrix: NDArray[np.float64], total: float,
+                            mean: Any) -> None:
+        """Rotate the basis to the eigenvectors of the exact ``VᵀCV`` (free: not private)."""
+        values, vectors = np.linalg.eigh(matrix)
+        values, vectors = values[::-1], vectors[:, ::-1]
+        self.components_ = fix_signs((vectors.T @ self.components_).T).T.copy()
+        self.explained_variance_ = values
+        self.explained_variance_ratio_ = (values / total if total > 0
+                                          else np.full(len(values), np.nan))
+        self.mean_ = np.asarray(mean, dtype=np.float64).copy()
+        self.scale_ = None
+        self.data_norm_ = math.inf
+        self.noise_level_ = 0.0
+        self.expected_error_ = math.nan
 
     def _paper_noise_level(self) -> float:
         return 0.0
 
 
 def _exact_variances(
-    source: GradientSource, components: NDArray[np.float64]
+    source: Any, components: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], float]:
     """``(Σᵢ v_lᵀA_i v_l per component, Σᵢ tr A_i)`` — exact, for the non-private Oja."""
+    if isinstance(source, RowSource):  # one pass over a streamed table
+        from privpca.streaming.reductions import projected_moments
+
+        matrix, total = projected_moments(source, None, None, math.inf, components)
+        return np.diag(matrix).copy(), total
     if isinstance(source, VectorGradients):
         proj = source.X @ components.T
         return (proj * proj).sum(axis=0), float(np.einsum("ij,ij->", source.X, source.X))
@@ -270,28 +362,47 @@ def _oja_single_pass(
     keep the numbers in range. For k = 1 the normalisation is one scalar and done every step.
     """
     n = len(order)
+    chunk = 8192
+    return _oja_steps((X[order[start : start + chunk]] for start in range(0, n, chunk)), n,
+                      W, lr)
+
+
+def _oja_steps(
+    blocks: Iterable[NDArray[np.float64]], n: int, W: NDArray[np.float64], lr: LearningRate
+) -> tuple[NDArray[np.float64], int]:
+    """Algorithm 1, one step per row of ``blocks`` (n rows in all, in order); the
+    orthonormalisation schedule of :func:`_oja_single_pass` counts steps, not blocks, so
+    any cut of the same rows into blocks gives the same iterate."""
     etas = lr(np.arange(1, n + 1, dtype=np.float64))
     k = W.shape[1]
-    chunk = 8192
+    t = 0
     if k == 1:
         w = W[:, 0].copy()
-        for start in range(0, n, chunk):
-            Xc = X[order[start : start + chunk]]
-            eta_c = etas[start : start + chunk]
+        for Xc in blocks:
+            eta_c = etas[t : t + Xc.shape[0]]
             for i in range(Xc.shape[0]):
                 x = Xc[i]
                 w += (eta_c[i] * float(x @ w)) * x
                 w /= math.sqrt(float(w @ w))
+            t += Xc.shape[0]
+        _check_steps(t, n)
         return w[:, None], n
-    for start in range(0, n, chunk):
-        Xc = X[order[start : start + chunk]]
-        eta_c = etas[start : start + chunk]
+    for Xc in blocks:
+        eta_c = etas[t : t + Xc.shape[0]]
         for i in range(Xc.shape[0]):
             x = Xc[i]
             W += np.outer(x, eta_c[i] * (x @ W))
-            if i % _RENORMALISE_EVERY == 0 or eta_c[i] * float(x @ x) > 1.0:
+            if (t + i) % _RENORMALISE_EVERY == 0 or eta_c[i] * float(x @ x) > 1.0:
                 W = thin_qr(W)
+        t += Xc.shape[0]
+    _check_steps(t, n)
     return thin_qr(W), n
+
+
+def _check_steps(done: int, n: int) -> None:
+    if done != n:  # a source whose passes disagree (n is public: fixed before the pass)
+        raise ValueError(f"The stream gave {done} records; its n_samples is {n}. A chunk "
+                         "source must give the same rows on every pass.")
 
 
 @dataclass(frozen=True)
@@ -341,12 +452,21 @@ class PrivateOjaPCA(StochasticPCA):
     amplification : {"shuffle", "none"}, default="shuffle"
         Privacy argument (module docstring). ``"shuffle"`` raises
         :class:`~privpca.mechanisms.shuffling.ShufflingBoundError` where FMT's bound does not
-        apply (for the m records the stream reads).
+        apply (for the m records the stream reads), and ValueError when the records are not
+        read in a uniformly random order (a streamed table, ``shuffle=False``): the
+        amplification theorem needs one. ``"none"`` holds in any order.
     learning_rate : "auto", float or (float, float), default="auto"
         As in :class:`OjaPCA`.
     holdout_fraction : float, default=0.1
         Share of the records held out (outside the papers' setting) for the private mean, β
         and the explained variance, at the full (ε, δ) (parallel composition).
+    shuffle : "auto" or bool, default="auto"
+        Read the records in a uniformly random order (Algorithm 2, line 1; ``"auto"`` for
+        in-memory arrays) or in their order (``False``; ``"auto"`` for streamed tables,
+        read in one pass with memory independent of n; ``True`` is refused on them). In
+        the given order only ``amplification="none"`` applies, and the accuracy suffers if
+        the rows are sorted; see :mod:`privpca.decomposition._stochastic` (streamed tables:
+        order, held-out segments).
     stream_centering : {"mean", "pairs"}, default="mean"
         With ``centering="private"``: ``"mean"`` centres the streamed records on the held-out
         share's private mean (a released value, computed from other records: free for the
@@ -427,6 +547,7 @@ class PrivateOjaPCA(StochasticPCA):
         amplification: str = "shuffle",
         learning_rate: Any = "auto",
         holdout_fraction: float = DEFAULT_HOLDOUT_FRACTION,
+        shuffle: Any = "auto",
         stream_centering: str = "mean",
         budget_shares: dict[str, float] | None = None,
         random_state: Any = None,
@@ -440,6 +561,7 @@ class PrivateOjaPCA(StochasticPCA):
         self.amplification = amplification
         self.learning_rate = learning_rate
         self.holdout_fraction = holdout_fraction
+        self.shuffle = shuffle
         self.stream_centering = stream_centering
         self.budget_shares = budget_shares
         self.random_state = random_state
@@ -468,13 +590,23 @@ class PrivateOjaPCA(StochasticPCA):
                 "from held-out vector records."
             )
 
-    def _calibrate(self, n: int) -> _Calibration:
+    def _calibrate(self, n: int, *, shuffle: bool = True) -> _Calibration:
         """Validate (ε, δ, amplification, learning rate) and calibrate α for n steps."""
         epsilon = check_epsilon(self.epsilon, owner=self)
         delta = check_delta(self.delta, owner=self)
         amplification = check_options(
             self.amplification, "amplification", ("shuffle", "none"), owner=self
         )
+        if amplification == "shuffle" and not shuffle:
+            # Never swap the guarantee silently: amplification needs a uniformly random,
+            # unreleased order; records read in a given order get the per-step guarantee.
+            raise ValueError(
+                "PrivateOjaPCA: amplification='shuffle' needs the records in a uniformly "
+                "random order (Feldman-McMillan-Talwar), and this fit reads them in the "
+                "table's order (a streamed table, or shuffle=False). Use "
+                "amplification='none' (the per-step guarantee, valid in any order; more "
+                "noise), or fit an in-memory array with shuffle='auto'."
+            )
         lr = resolve_learning_rate(
             self.learning_rate, DEFAULT_LEARNING_RATE, owner="PrivateOjaPCA"
         )
@@ -492,42 +624,45 @@ class PrivateOjaPCA(StochasticPCA):
     # ------------------------------------------------------------------ the stream
     def _stream(
         self,
-        source: GradientSource,
+        source: Any,
         cal: _Calibration,
         beta: float,
         rng: np.random.Generator | None = None,
+        *,
+        shuffle: bool = True,
+        blocks: Iterable[NDArray[np.float64]] | None = None,
     ) -> tuple[NDArray[np.float64], int]:
-        """Algorithm 2 over the records of ``source``: ``(W, blocks clipped)``."""
+        """Algorithm 2 over the records of ``source``: ``(W, blocks clipped)``.
+
+        ``shuffle=False`` reads them in their order (only with ``amplification="none"``:
+        :meth:`_calibrate` refuses the other); ``blocks`` gives them as row blocks of a
+        stream instead (``source`` then a :class:`~privpca.streaming.RowSource`, whose
+        ``n_samples`` rows the blocks hold, in order).
+        """
         k, rng, W = self._start(source, rng)
         n = source.n_samples
-        order = rng.permutation(n)  # Algorithm 2, line 1 (and what shuffling assumes)
         etas = cal.lr(np.arange(1, n + 1, dtype=np.float64))
         noise_sd = 2.0 * beta * cal.alpha  # per unit of η
-        n_clipped = 0
         chunk = 4096
+        if blocks is not None or isinstance(source, VectorGradients):
+            if blocks is None:
+                assert isinstance(source, VectorGradients)
+                # Algorithm 2, line 1 (and what shuffling assumes)
+                order = rng.permutation(n) if shuffle else np.arange(n)
+                blocks = (source.X[order[start : start + chunk]]
+                          for start in range(0, n, chunk))
+            return _private_oja_steps(W, blocks, n, etas, noise_sd, beta, rng, chunk)
+        order = rng.permutation(n) if shuffle else np.arange(n)
+        n_clipped = 0
         p = source.n_features
         for start in range(0, n, chunk):
             idx = order[start : start + chunk]
             Z = rng.standard_normal((len(idx), p, k))
-            X_chunk = source.X[idx] if isinstance(source, VectorGradients) else None
             for i, rec in enumerate(idx):
-                with np.errstate(over="ignore", invalid="ignore"):  # huge rows: below
-                    if X_chunk is not None:
-                        x = X_chunk[i]
-                        G = np.outer(x, x @ W)
-                    else:
-                        G = source.gradients(np.array([rec]), W).reshape(p, k)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    G = source.gradients(np.array([rec]), W).reshape(p, k)
                     norm = float(np.linalg.norm(G))
-                if not np.isfinite(norm) and X_chunk is not None:
-                    # ‖x‖ ≥ ~1e154: x xᵀW overflows; its clipped value is exact from x/max|x|.
-                    xs = x / np.abs(x).max()
-                    G = np.outer(xs, xs @ W)
-                    norm_s = float(np.linalg.norm(G))
-                    G = G * (beta / norm_s) if norm_s > 0 else np.zeros_like(G)
-                    norm = np.inf if norm_s > 0 else 0.0
-                    if norm:
-                        n_clipped += 1
-                elif norm > beta:
+                if norm > beta:
                     G *= beta / norm
                     n_clipped += 1
                 eta = etas[start + i]
@@ -558,11 +693,13 @@ class PrivateOjaPCA(StochasticPCA):
             )
         )
 
-    def _fit_source(self, source: GradientSource) -> PrivateOjaPCA:
-        """The paper's algorithm on ``source`` as given (uncentred, public β)."""
+    def _fit_source(self, source: Any, *, shuffle: bool = True,
+                    streamed: bool = False) -> PrivateOjaPCA:
+        """The paper's algorithm on ``source`` as given (uncentred, public β); ``streamed``:
+        a :class:`~privpca.streaming.RowSource` read once, in its order."""
         beta = check_norm_bound(self.clip_norm, "clip_norm", owner=self)
         n = source.n_samples
-        cal = self._calibrate(n)
+        cal = self._calibrate(n, shuffle=shuffle and not streamed)
         noise_sd = 2.0 * beta * cal.alpha
         spend = self._stream_spend(cal, beta, derived=False)
         record = PrivacyRecord(
@@ -585,7 +722,8 @@ class PrivateOjaPCA(StochasticPCA):
             ),
         )
         self._charge(record, self.ledger)  # before the stream touches a record
-        W, n_clipped = self._stream(source, cal, beta)
+        W, n_clipped = self._stream(source, cal, beta, shuffle=shuffle,
+                                    blocks=source.blocks() if streamed else None)
         if n_clipped:
             _warn_clipped(beta)
         self.privacy_ = record
@@ -660,6 +798,125 @@ class PrivateOjaPCA(StochasticPCA):
         self.noise_level_ = self._paper_noise_level()
         self.expected_error_ = math.nan
         return self
+
+    # ------------------------------------------------------------------ streamed tables
+    def _fit_stream(self, source: RowSource) -> PrivateOjaPCA:
+        """The paper's algorithm in one pass over ``source``, in its order."""
+        return self._fit_source(source, shuffle=False, streamed=True)
+
+    def _fit_stream_table(self, source: RowSource) -> PrivateOjaPCA:
+        """Held-out segments (mean, β, variances) + Algorithm 2 on the rest, in order."""
+        from privpca.streaming.sources import select_rows
+
+        n, p = source.n_samples, source.n_features
+        check_n_components(self.n_components, p, owner=self)
+        centering = check_centering(self.centering, p, self)
+        clip = self._check_clip_norm()
+        sizes = segment_split(n, self._holdout_fraction(), None)  # sizes only: public
+        n_held, m, pairs = self._split(n, centering, sizes.n_held)
+        run = self._held_out_pipeline(n_held, p, check_epsilon(self.epsilon, owner=self),
+                                      check_delta(self.delta, owner=self), centering,
+                                      REPLACE_ONE)
+        cal = self._calibrate(m, shuffle=False)  # refuses amplification="shuffle"
+        planned_stat = PrivacySpend(
+            mechanism="statistic: planned", epsilon=cal.certified, delta=cal.delta,
+            sensitivity=math.nan, noise_scale=math.nan,
+            dp_event=dp_accounting.GaussianDpEvent(cal.alpha),
+        )
+        calibration = (f"{cal.calibration}; held-out parts: analytic Gaussian, exact split "
+                       "(dp-accounting)")
+        planned = self._table_record(
+            self._planned_spends(run), planned_stat, epsilon=cal.epsilon, delta=cal.delta,
+            n=n, neighbouring=REPLACE_ONE, calibration=calibration, data_norm=math.nan,
+            n_clipped=0, notes="planned before the fit")
+        ledger = self._book(planned)
+
+        rng = check_random_state(self.random_state)
+        pre_rng = self._preprocessing_rng(rng)
+        split = segment_split(n, self._holdout_fraction(), pre_rng)
+        held = self._prepare_held_out_streamed(run, select_rows(source, split.held), pre_rng)
+        beta = held.prepared.data_norm ** 2 if isinstance(clip, str) else float(clip)
+        centre = None if pairs else (held.prepared.mean if isinstance(centering, str)
+                                     else centering)
+        blocks = stream_blocks(select_rows(source, split.rest).blocks(), pairs)
+        if centre is not None:
+            blocks = (b - centre for b in blocks)
+        W, n_clipped = self._stream(_Shape(m, p), cal, beta, rng, blocks=blocks)
+        if n_clipped and not isinstance(clip, str):
+            _warn_clipped(beta)
+        self._set_table_attributes(fix_signs(W).T.copy(), held, pre_rng)
+        notes = (
+            self._stream_notes(cal, beta, m)
+            + ("beta = D² (clip_norm='auto'), D the held-out private norm bound. "
+               if isinstance(clip, str) else "beta is the public clip_norm. ")
+            + held_out_notes(n, n_held, m, pairs, centering, run, segments=True)
+        )
+        record = self._table_record(
+            held.prepared.spends, self._stream_spend(cal, beta, derived=pairs),
+            epsilon=cal.epsilon, delta=cal.delta, n=n, neighbouring=REPLACE_ONE,
+            calibration=calibration, data_norm=held.prepared.data_norm, n_clipped=0,
+            notes=notes)
+        ledger.amend(planned, record)
+        self.privacy_ = record
+        self._set_stream_attributes(cal, beta, m)
+        self.noise_level_ = self._paper_noise_level()
+        self.expected_error_ = math.nan
+        return self
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """The public size of a stream read from blocks (what :meth:`_start` needs)."""
+
+    n_samples: int
+    n_features: int
+
+
+def _private_oja_steps(
+    W: NDArray[np.float64],
+    blocks: Iterable[NDArray[np.float64]],
+    n: int,
+    etas: NDArray[np.float64],
+    noise_sd: float,
+    beta: float,
+    rng: np.random.Generator,
+    chunk: int,
+) -> tuple[NDArray[np.float64], int]:
+    """Algorithm 2's steps on vector records, one per row of ``blocks`` (n in all, in order).
+
+    The noise is drawn ``chunk`` steps at a time, counted in steps, not blocks: any cut of
+    the same rows into blocks (an in-memory gather, a stream's chunks) draws the same noise.
+    """
+    p, k = W.shape
+    n_clipped = 0
+    t = 0
+    Z = np.empty((0, p, k))
+    for X_chunk in blocks:
+        for x in X_chunk:
+            if t >= n:
+                break
+            j = t % chunk
+            if j == 0:
+                Z = rng.standard_normal((min(chunk, n - t), p, k))
+            with np.errstate(over="ignore", invalid="ignore"):  # huge rows: below
+                G = np.outer(x, x @ W)
+                norm = float(np.linalg.norm(G))
+            if not np.isfinite(norm):
+                # ‖x‖ ≥ ~1e154: x xᵀW overflows; its clipped value is exact from x/max|x|.
+                xs = x / np.abs(x).max()
+                G = np.outer(xs, xs @ W)
+                norm_s = float(np.linalg.norm(G))
+                G = G * (beta / norm_s) if norm_s > 0 else np.zeros_like(G)
+                if norm_s > 0:
+                    n_clipped += 1
+            elif norm > beta:
+                G *= beta / norm
+                n_clipped += 1
+            eta = etas[t]
+            W = block_oja_update(W, eta * G + (eta * noise_sd) * Z[j])
+            t += 1
+    _check_steps(t, n)
+    return W, n_clipped
 
 
 def _warn_clipped(beta: float) -> None:

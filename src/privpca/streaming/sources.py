@@ -352,3 +352,57 @@ def as_row_source(X: Any) -> RowSource:
     if callable(X) or isinstance(X, list | tuple):
         return ChunkSource(X)
     raise ValueError(f"Cannot stream an object of type {type(X).__name__}.")
+
+
+# ------------------------------------------------------------------ row ranges (stream-oja)
+class RowRanges(RowSource):
+    """The rows of ``parent`` in the public half-open ``ranges`` ``[(a, b), …]`` (increasing,
+    disjoint), in the parent's order: the held-out share of a streamed fit, or the rest.
+
+    An :class:`ArraySource` (memory map) is sliced, so only the selected rows are read; any
+    other source is read whole and the selected rows kept (one full pass per pass of the
+    view). Use :func:`select_rows`, which also keeps a :class:`DaskSource` lazy.
+    """
+
+    def __init__(self, parent: RowSource, ranges: Sequence[tuple[int, int]]) -> None:
+        self.parent = parent
+        self.ranges = [(int(a), int(b)) for a, b in ranges if b > a]
+        self.n_samples = sum(b - a for a, b in self.ranges)
+        self.n_features = parent.n_features
+        self.progress = parent.progress
+
+    def blocks(self) -> Iterator[Block]:
+        parent = self.parent
+        if isinstance(parent, ArraySource):
+            for a, b in self.ranges:
+                for start in range(a, b, parent.block_rows):
+                    block = parent.X[start:min(start + parent.block_rows, b)]
+                    yield block if parent.validated else _check_block(block, self.n_features)
+            return
+        ranges = iter(self.ranges)
+        current = next(ranges, None)
+        offset = 0
+        for block in parent.blocks():
+            stop = offset + block.shape[0]
+            while current is not None and current[0] < stop:
+                a, b = max(current[0], offset), min(current[1], stop)
+                if b > a:
+                    yield block[a - offset:b - offset]
+                if current[1] <= stop:
+                    current = next(ranges, None)
+                else:
+                    break
+            offset = stop
+            if current is None:
+                return  # nothing selected further on: stop reading
+
+
+def select_rows(source: RowSource, ranges: Sequence[tuple[int, int]]) -> RowSource:
+    """The rows of ``source`` in ``ranges`` (see :class:`RowRanges`); a Dask array stays a
+    lazy Dask array (its reductions still run on the workers, reading only those chunks)."""
+    if isinstance(source, DaskSource):
+        import dask.array as da
+
+        parts = [source.X[a:b] for a, b in ranges if b > a]
+        return DaskSource(da.concatenate(parts, axis=0))
+    return RowRanges(source, ranges)
