@@ -675,6 +675,9 @@ def _tls_args(insecure: bool, root_certificates: Path | None) -> list[str]:
               default=None, help="Release-count file (default: DATA + '.privpca-state.json').")
 @click.option("--noise-seed", type=int, default=None,
               help="Seed the noise (experiments only: whoever knows it can remove the noise).")
+@click.option("--stream", is_flag=True,
+              help="Read a .npy DATA by one pass per release (memory-mapped) instead of "
+              "holding it in memory (a .parquet DATA is always streamed).")
 @click.option("--port", type=int, default=9094, show_default=True,
               help="Local port of the SuperNode's runtime API (one per provider on a machine).")
 @click.option("--insecure", is_flag=True, help="No TLS (only on a trusted network).")
@@ -693,15 +696,17 @@ def provider(
     data: Path, superlink: str, provider_id: str | None, n_components: int, epsilon: float,
     delta: float, n_rounds: int, centering: str, data_norm: float | str,
     budget_shares: str | None, state_path: Path | None,
-    noise_seed: int | None, port: int, insecure: bool, root_certificates: Path | None,
-    isolation: str, poll: float,
+    noise_seed: int | None, stream: bool, port: int, insecure: bool,
+    root_certificates: Path | None, isolation: str, poll: float,
 ) -> None:
     """Serve DATA as a DPS-PCA provider: a Flower SuperNode that answers at most T queries.
 
-    DATA (.npy or CSV without header) stays on this machine; only noised answers leave it.
+    DATA (.npy, .parquet or CSV without header) stays on this machine; only noised answers
+    leave it.
     """
-    if data.suffix not in {".npy", ".csv", ".txt"}:
-        raise click.BadParameter(f"{data}: expected a .npy or .csv file", param_hint="DATA")
+    if data.suffix not in {".npy", ".csv", ".txt", ".parquet"}:
+        raise click.BadParameter(f"{data}: expected a .npy, .parquet or .csv file",
+                                 param_hint="DATA")
     state = state_path or data.with_name(data.name + ".privpca-state.json")
     cfg: dict[str, Any] = {
         "data-path": str(data.resolve()), "provider-id": provider_id or data.stem,
@@ -710,6 +715,8 @@ def provider(
     }
     if noise_seed is not None:
         cfg["noise-seed"] = noise_seed
+    if stream:
+        cfg["stream"] = True
     node_config = " ".join(f"{k}={json.dumps(v)}" for k, v in cfg.items())
     if budget_shares is not None:
         try:

@@ -20,6 +20,18 @@ and anyone who sees the output, whatever the other providers do; the data sets a
 so every record in the union is protected at (ε, δ). ``Q⁽⁰⁾`` is data-independent: free. With
 ``centering=None`` and a numeric ``data_norm`` (the paper's setting) only the T answers are
 released, with all of (ε, δ), exactly as before the release pipeline.
+
+Streamed providers
+------------------
+A provider's table may be streamed (a ``dask.array.Array``, a ``numpy.memmap`` or ``.npy``
+path, a Parquet file or folder, a :class:`~privpca.streaming.ChunkSource`): given to
+:meth:`DPSPCA.fit_providers` one per provider, or as the whole table to :meth:`DPSPCA.fit`
+(cut into contiguous ranges or ``groups`` without reading it). That provider's rows are never
+formed: each of its releases is one exact block reduction (on the Dask workers for a Dask
+array), then its noise is drawn on the client from its own stream, as for an array
+(:mod:`privpca.federated.streamed_rows`). The same seed gives the same components, bounds and
+``privacy_`` to rounding; memory is one block per pass, whatever nᵢ. Nothing is released that
+an in-memory provider would not release.
 """
 
 from __future__ import annotations
@@ -221,13 +233,17 @@ default="random"
         self.random_state = random_state
         self.ledger = ledger
 
-    def fit(self, X: ArrayLike, y: Any = None, *, groups: ArrayLike | None = None) -> DPSPCA:
+    def fit(self, X: Any, y: Any = None, *, groups: ArrayLike | None = None) -> DPSPCA:
         """Run DPS-PCA with providers given by ``groups`` (or ``n_providers`` equal blocks).
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            All records. Not modified.
+        X : array-like of shape (n_samples, n_features), or a streamed table
+            All records. Not modified. A table that is not one in-memory array (anything
+            :func:`privpca.streaming.as_row_source` accepts: a ``dask.array.Array``, a
+            ``numpy.memmap`` or ``.npy`` path, a Parquet file or folder, a list of chunks) is
+            never formed: each provider reads its rows (a contiguous range, or its group) by
+            passes, one per release (see :meth:`fit_providers`).
         y : ignored
         groups : array-like of shape (n_samples,) or None, default=None
             Provider label of each row; providers are ordered by sorted label (their ids are
@@ -237,6 +253,10 @@ default="random"
         -------
         self
         """
+        from privpca.streaming import is_streamed
+
+        if is_streamed(X):
+            return self._fit_parts(*self._streamed_split(X, groups))
         Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
         n = Xv.shape[0]
         if groups is None:
@@ -259,28 +279,84 @@ default="random"
             ids = [str(lab) for lab in labels]
         return self._fit_parts(parts, ids)
 
-    def fit_providers(self, datasets: Sequence[ArrayLike]) -> DPSPCA:
-        """Run DPS-PCA with one provider per array of ``datasets`` (ids ``"0"``, ``"1"``, …).
+    def fit_providers(self, datasets: Sequence[Any]) -> DPSPCA:
+        """Run DPS-PCA with one provider per table of ``datasets`` (ids ``"0"``, ``"1"``, …).
 
         Parameters
         ----------
-        datasets : sequence of array-like of shape (n_i, n_features)
+        datasets : sequence of array-like of shape (n_i, n_features), or of streamed tables
+            Each provider's records. A table that is not one in-memory array (anything
+            :func:`privpca.streaming.as_row_source` accepts: a ``dask.array.Array``, a
+            ``numpy.memmap`` or ``.npy`` path, a Parquet file or folder, a
+            :class:`~privpca.streaming.ChunkSource`) stays where it is: that provider makes one
+            pass over it per release (its two mean rounds, its bound, each of its T answers,
+            its variances; on the Dask workers for a Dask array), adds its noise to the exact
+            total, and keeps one block in memory, whatever its nᵢ. The same seed gives the same
+            fit as the in-memory tables, to rounding. A streamed table's entries are checked as
+            the passes read them, after the charge (a non-finite entry raises ValueError with
+            nothing released; the charge stands, which is conservative). A table given in
+            chunks is wrapped as ``ChunkSource(chunks)`` (a bare list is read as an array).
 
         Returns
         -------
         self
         """
-        if isinstance(datasets, np.ndarray) or len(datasets) == 0:
-            raise ValueError("fit_providers expects a non-empty list of 2-D arrays.")
-        parts = []
+        from privpca.streaming import as_row_source, is_streamed
+
+        if isinstance(datasets, np.ndarray) or is_streamed(datasets) or len(datasets) == 0:
+            raise ValueError("fit_providers expects a non-empty list of 2-D tables, one per "
+                             "provider.")
+        parts: list[Any] = []
         for i, Xi in enumerate(datasets):
-            parts.append(validate_data(self, Xi, dtype=np.float64, ensure_all_finite=False,
-                                       reset=i == 0))
+            if is_streamed(Xi):
+                source = as_row_source(Xi)
+                if i == 0:
+                    self._set_streamed_features(source.n_features)
+                elif source.n_features != self.n_features_in_:
+                    raise ValueError(
+                        f"Provider {i}'s table has {source.n_features} features; provider 0's "
+                        f"has {self.n_features_in_}. Every provider must hold the same features.")
+                parts.append(source)
+            else:
+                parts.append(validate_data(self, Xi, dtype=np.float64, ensure_all_finite=False,
+                                           reset=i == 0))
         return self._fit_parts(parts, [str(i) for i in range(len(parts))])
 
-    def _fit_parts(self, parts: list[NDArray[np.float64]], ids: list[str]) -> DPSPCA:
-        p = parts[0].shape[1]
-        N = sum(part.shape[0] for part in parts)
+    def _set_streamed_features(self, n_features: int) -> None:
+        self.n_features_in_ = int(n_features)
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+
+    def _streamed_split(self, X: Any, groups: ArrayLike | None) -> tuple[list[Any], list[str]]:
+        """One view of the streamed table per provider: its contiguous block (``groups``
+        None) or the runs of rows with its label; nothing is read."""
+        from privpca.streaming import as_row_source
+
+        source = as_row_source(X)
+        self._set_streamed_features(source.n_features)
+        n = source.n_samples
+        if groups is None:
+            n_prov = int(check_in_range(self.n_providers, "n_providers", low=1,
+                                        low_closed=True, integer=True, owner=self))
+            if n_prov > n:
+                raise ValueError(
+                    f"n_providers={n_prov} exceeds n_samples={n}: every provider needs at least "
+                    "one record."
+                )
+            if n_prov == 1:
+                return [source], ["0"]
+            bounds = np.linspace(0, n, n_prov + 1).round().astype(int)
+            return ([_row_view(source, [(int(a), int(b))]) for a, b in itertools.pairwise(bounds)],
+                    [str(i) for i in range(n_prov)])
+        g = np.asarray(groups)
+        if g.shape != (n,):
+            raise ValueError(f"groups must have shape ({n},); got {g.shape}.")
+        labels = np.unique(g)
+        return [_row_view(source, _runs(g == lab)) for lab in labels], [str(lab) for lab in labels]
+
+    def _fit_parts(self, parts: list[Any], ids: list[str]) -> DPSPCA:
+        p = _n_features(parts[0])
+        N = sum(_n_samples(part) for part in parts)
         k = check_n_components(self.n_components, p, owner=self)
         T = int(check_in_range(self.n_iter, "n_iter", low=1, low_closed=True, integer=True,
                                owner=self))
@@ -301,8 +377,9 @@ default="random"
                            high_closed=True, integer=True, owner=self)
         )
         self._check_init(p, k)
-        for part in parts:  # refuse NaN/inf before anything is charged
-            check_data(part)
+        for part in parts:  # refuse NaN/inf before anything is charged (streamed: per pass)
+            if isinstance(part, np.ndarray):
+                check_data(part)
         rng = check_random_state(self.random_state)
         start, seeds = _start_and_seeds(rng, p, k, s_hat, self.init, len(parts))
         if run.paper_mode:
@@ -334,14 +411,14 @@ default="random"
                     f"shape {init.shape} instead."
                 )
 
-    def _fit_paper(self, parts: list[NDArray[np.float64]], ids: list[str], seeds: list[int],
+    def _fit_paper(self, parts: list[Any], ids: list[str], seeds: list[int],
                    start: NDArray[np.float64], k: int, epsilon: float, delta: float,
                    data_norm: float, T: int, s_hat: int) -> None:
         """The paper's setting: T answers only, exactly the code before the pipeline."""
         p = start.shape[0]
         record = provider_privacy_record(
             epsilon=epsilon, delta=delta, n_rounds=T, n_components=k, data_norm=data_norm,
-            n_samples=sum(part.shape[0] for part in parts), n_clipped=0,
+            n_samples=sum(_n_samples(part) for part in parts), n_clipped=0,
             n_providers=len(parts),
         )
         self._charge(record, self.ledger)  # before any provider touches its rows
@@ -370,7 +447,7 @@ default="random"
         self.explained_variance_ = np.full(k, np.nan)
         self.explained_variance_ratio_ = np.full(k, np.nan)
 
-    def _fit_pipeline(self, run: ReleasePipeline, parts: list[NDArray[np.float64]],
+    def _fit_pipeline(self, run: ReleasePipeline, parts: list[Any],
                       ids: list[str], seeds: list[int], start: NDArray[np.float64], k: int,
                       T: int, s_hat: int) -> None:
         """Private mean, bounds, T answers and variances, every provider on its own plan."""
@@ -451,6 +528,35 @@ default="random"
         """
         check_is_fitted(self, "history_")
         return np.array([sin_theta(Q.T, V) for Q in self.history_])
+
+
+def _n_samples(part: Any) -> int:
+    """A provider's public nᵢ (an array's rows, or a streamed table's)."""
+    return int(part.shape[0] if isinstance(part, np.ndarray) else part.n_samples)
+
+
+def _n_features(part: Any) -> int:
+    return int(part.shape[1] if isinstance(part, np.ndarray) else part.n_features)
+
+
+def _runs(mask: NDArray[np.bool_]) -> list[tuple[int, int]]:
+    """The maximal runs ``[(a, b), …]`` of True in ``mask`` (increasing, disjoint)."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[False], mask, [False]]).astype(np.int8)))
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+
+
+def _row_view(source: Any, ranges: list[tuple[int, int]]) -> Any:
+    """The rows of ``source`` in ``ranges`` without reading them: a memory map's slice (its
+    threaded reductions kept), a lazy Dask slice, or a filter over any other source's
+    blocks (:func:`privpca.streaming.sources.select_rows`)."""
+    from privpca.streaming import ArraySource
+    from privpca.streaming.sources import select_rows
+
+    if isinstance(source, ArraySource) and len(ranges) == 1:
+        a, b = ranges[0]
+        return ArraySource(source.X[a:b], block_rows=source.block_rows,
+                           validated=source.validated)
+    return select_rows(source, ranges)
 
 
 def _start_and_seeds(rng: np.random.Generator, p: int, k: int, s_hat: int, init: Any,

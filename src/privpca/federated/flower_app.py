@@ -20,7 +20,9 @@ ClientApp process for every message, :mod:`.flower_node` keeps one process, and 
 fresh context either way). A provider never sends its exact number of clipped rows.
 
 Provider node config (``flower-supernode --node-config "..."``; ``privpca provider`` builds it):
-``data-path`` (.npy or .csv), ``provider-id``, ``epsilon``, ``delta``, ``n-rounds``,
+``data-path`` (.npy or .csv; a .parquet file or folder is streamed, as is a .npy with
+``stream = true``: one pass per release, never held in memory), ``provider-id``,
+``epsilon``, ``delta``, ``n-rounds``,
 ``n-components``, ``data-norm`` (a number or ``"auto"``; default 1.0), ``centering``
 (``"private"`` or ``"none"``; default ``"none"``), ``budget-shares`` (optional JSON object),
 ``state-path``, and optionally ``noise-seed`` (experiments only). A node config without
@@ -255,8 +257,15 @@ def _reply_from_content(content: RecordDict, kind: str = "query") -> tuple[Any, 
 _DATA_CACHE: dict[str, tuple[tuple[int, ...], np.ndarray]] = {}
 
 
-def _load_data(path: str) -> np.ndarray:
+def _load_data(path: str, stream: bool = False) -> Any:
+    """The provider's table: an array, or (a Parquet file or folder; a ``.npy`` with
+    ``stream``) a streamed table read by one pass per release, never held in memory
+    (:mod:`privpca.federated.streamed_rows`)."""
     p = Path(path).resolve()
+    if p.suffix == ".parquet" or p.is_dir() or (stream and p.suffix == ".npy"):
+        from privpca.streaming import as_row_source
+
+        return as_row_source(p)  # reads the metadata only (so not cached: n stays current)
     st = p.stat()
     key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     cached = _DATA_CACHE.get(str(p))
@@ -292,7 +301,8 @@ def _data_norm_setting(value: Any) -> float | str:
 def load_provider(node_config: dict[str, Any]) -> ProviderState:
     """The provider described by a SuperNode's node config (see the module docstring)."""
     try:
-        X = _load_data(str(node_config["data-path"]))
+        stream = str(node_config.get("stream", "false")).lower() in ("true", "1")
+        X = _load_data(str(node_config["data-path"]), stream)
         k = int(node_config["n-components"])
         epsilon, delta = float(node_config["epsilon"]), float(node_config["delta"])
         T = int(node_config["n-rounds"])
@@ -307,7 +317,8 @@ def load_provider(node_config: dict[str, Any]) -> ProviderState:
     seed = node_config.get("noise-seed")
     agreement: dict[str, Any] = {
         "data-path": str(Path(str(node_config["data-path"])).resolve()),
-        "shape": list(X.shape), "epsilon": epsilon, "delta": delta, "n-rounds": T,
+        "shape": [int(X.n_samples), int(X.n_features)] if hasattr(X, "n_samples")
+        else list(X.shape), "epsilon": epsilon, "delta": delta, "n-rounds": T,
         "n-components": k, "data-norm": data_norm}
     if is_table_mode(centering, data_norm):  # papers' setting: the agreement of before
         agreement.update({"centering": centering or "none", "budget-shares": shares})

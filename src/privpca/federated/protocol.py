@@ -76,6 +76,10 @@ every provider is protected at its provider's (ε, δ) whatever the other provid
 ``ω(ε, δ) = (2T/ε)·√(2 ln(2T/δ))`` (:func:`paper_noise_scale`, the standard deviation of ``G``)
 is recorded for comparison only.
 
+A provider's table may be streamed (not one in-memory array): each release is then one pass
+of exact block reductions and the same noise draws (:mod:`privpca.federated.streamed_rows`),
+so its answers equal the in-memory ones to rounding, with memory independent of nᵢ.
+
 The start ``Q⁽⁰⁾`` is data-independent (Haar-random from the server's seed, or a public matrix
 the user supplies): it costs nothing. A data-dependent start would be one more release and is
 not offered. The exact number of rows a provider clipped is a count of its data and never
@@ -91,6 +95,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -111,9 +116,16 @@ from privpca.accounting.composition import gaussian_noise_multiplier_for_composi
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition.noisy_power import power_sensitivity
 from privpca.exceptions import BudgetExceededError
+from privpca.federated.streamed_rows import StreamedRows
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.pipeline.budget import BudgetPlan
-from privpca.pipeline.preprocessing import BoundNotFoundError, private_mean, private_norm_bound
+from privpca.pipeline.preprocessing import (
+    BoundNotFoundError,
+    private_mean,
+    private_mean_from_sum,
+    private_norm_bound,
+    private_norm_bound_from_counts,
+)
 from privpca.pipeline.release import (
     DEFAULT_NORM_QUANTILE,
     PreparedRows,
@@ -650,11 +662,18 @@ class ProviderState:
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
+    X : array-like of shape (n_samples, n_features) or a streamed table
         The provider's records. NaN/infinity raise ValueError. In the papers' setting rows
         longer than ``data_norm`` are clipped at once (with a
         :class:`~privpca.exceptions.RowClippingWarning`); otherwise when the server's
-        :class:`PrepareMessage` arrives.
+        :class:`PrepareMessage` arrives. A table that is not one in-memory array (anything
+        :func:`privpca.streaming.as_row_source` accepts: a ``numpy.memmap``, a ``.npy`` or
+        Parquet path, a list of chunks, a ``dask.array.Array``, a
+        :class:`~privpca.streaming.RowSource`) is never formed in memory: each release is one
+        pass over it (:mod:`privpca.federated.streamed_rows`), with the same mechanisms and
+        noise draws, so the answers equal the in-memory ones to rounding. Its entries are
+        checked as each pass reads them (a non-finite entry raises ValueError during the
+        pass, after the release was booked: nothing is released).
     n_components : int
         k agreed with the server.
     epsilon, delta : float
@@ -692,7 +711,10 @@ class ProviderState:
     ----------
     n_samples, n_features : int
     n_clipped : int
-        Rows clipped (stays with the provider: never sent, in no record or message).
+        Rows clipped (stays with the provider: never sent, in no record or message). For a
+        streamed table, counted by the first power answer's pass.
+    stream : StreamedRows or None
+        The streamed table (None for an in-memory array).
     noise_multiplier : float
         m = σ/Δ per power answer.
     sensitivity : float
@@ -723,8 +745,17 @@ class ProviderState:
     ) -> None:
         self.provider_id = str(provider_id)
         who = f"provider {self.provider_id}"
-        Xv = check_data(X)
-        self.n_samples, self.n_features = (int(s) for s in Xv.shape)
+        from privpca.streaming import as_row_source, is_streamed
+
+        Xv: NDArray[np.float64] | None = None
+        #: The rows of a streamed table (None: an in-memory array, ``X``).
+        self.stream: StreamedRows | None = None
+        if is_streamed(X):  # validated block by block as each pass reads it
+            self.stream = StreamedRows(as_row_source(X))
+            self.n_samples, self.n_features = self.stream.n_samples, self.stream.n_features
+        else:
+            Xv = check_data(X)
+            self.n_samples, self.n_features = (int(s) for s in Xv.shape)
         # Every party validates its agreement as the estimators do: a provider refuses to
         # open a budget it could not honour (ε = ∞ would release XᵢᵀXᵢQ/nᵢ exactly).
         self.n_components = int(check_in_range(n_components, "n_components", low=1,
@@ -770,7 +801,12 @@ class ProviderState:
         self.clipped_estimate = math.nan
         if not self.table_mode:  # the papers' setting: exactly the code before the pipeline
             self.X = Xv
-            self._clip(Xv, float(data_norm))
+            if self.stream is not None:  # clipped block by block in each answer's pass
+                self.stream.set_prepared(None, None, float(data_norm))
+                self.n_clipped = 0
+            else:
+                assert Xv is not None
+                self._clip(Xv, float(data_norm))
             self.noise_multiplier = dpspca_noise_multiplier(self.epsilon, self.delta,
                                                             self.n_rounds)
             self._set_bound(float(data_norm))
@@ -785,7 +821,8 @@ class ProviderState:
         self.centering, self.scale = self._run.centering, self._run.scale
         self.plan = self._run.plan
         self.noise_multiplier = self._run.statistic_multiplier()
-        self._sq = np.einsum("ij,ij->i", Xv, Xv)
+        if Xv is not None:
+            self._sq = np.einsum("ij,ij->i", Xv, Xv)
         stored = self.counter.recall("prepared")
         if stored is not None:  # a restarted provider: rebuild its rows, release nothing
             mean = None if stored["mean"] is None else np.asarray(stored["mean"], np.float64)
@@ -800,6 +837,7 @@ class ProviderState:
         self.noise_scale = self.noise_multiplier * self.sensitivity
 
     def _centred(self, mean: NDArray[np.float64] | None) -> NDArray[np.float64]:
+        assert self.X is not None
         rows = self.X if mean is None else self.X - mean
         if not (isinstance(self.scale, bool | np.bool_) and not self.scale):
             rows = rows / np.asarray(self.scale, dtype=np.float64)
@@ -822,11 +860,27 @@ class ProviderState:
 
     def _prepare_rows(self, mean: NDArray[np.float64] | None, data_norm: float, *,
                       warn: bool = False) -> None:
-        rows = self._clip(self._centred(mean), data_norm)
         self._warn_public_clip = warn
+        if self.stream is not None:  # nothing formed: each statistic's pass prepares its blocks
+            self.stream.set_prepared(mean, self._public_scale(), data_norm)
+            self.n_clipped = 0  # counted by the first power answer's pass
+            self.mean_ = mean
+            self._set_bound(data_norm)
+            return
+        rows = self._clip(self._centred(mean), data_norm)
         self.rows, self.mean_ = rows, mean
         self._total = float(np.einsum("ij,ij->", rows, rows))
         self._set_bound(data_norm)
+
+    def _public_scale(self) -> NDArray[np.float64] | None:
+        if isinstance(self.scale, bool | np.bool_) and not self.scale:
+            return None
+        return np.asarray(self.scale, dtype=np.float64)
+
+    @property
+    def prepared(self) -> bool:
+        """Whether the rows are prepared (centred, scaled, bounded) for the power answers."""
+        return self.rows is not None or (self.stream is not None and self.stream.prepared)
 
     @property
     def _plan(self) -> BudgetPlan:
@@ -882,11 +936,16 @@ class ProviderState:
                 f"Mean round {query.round!r} out of order: provider {self.provider_id} has "
                 f"made {done} of the {MEAN_ROUNDS} mean rounds, so the next is {done + 1}."
             )
-        if self.rows is not None:
+        if self.prepared:
             raise QueryRefusedError("The rows are already prepared: no more mean rounds.")
         index = self.counter.reserve("mean")
         bound_part, sum_part = MEAN_PARTS[index]
         rng = provider_noise_rng(self.noise_seed, index, "mean")
+        if self.stream is not None:
+            R, mean = self._streamed_mean(centre, bound_part, sum_part, rng)
+            self.counter.remember(bound_part, R)
+            return MeanReply(self.provider_id, int(query.round), self.n_samples, R, mean)
+        assert self.X is not None
         sq = self._sq
         if np.any(centre):
             sq = np.maximum(sq - 2.0 * (self.X @ centre) + float(centre @ centre), 0.0)
@@ -903,6 +962,32 @@ class ProviderState:
         self.counter.remember(bound_part, R)
         return MeanReply(self.provider_id, int(query.round), self.n_samples, float(R), m.mean)
 
+    def _streamed_mean(self, centre: NDArray[np.float64], bound_part: str, sum_part: str,
+                       rng: np.random.Generator) -> tuple[float, NDArray[np.float64]]:
+        """One mean round on a streamed table: one pass bins the rows by ``‖x − c‖`` with
+        their sums (the histogram of ``Rᵢ``, then the exact clipped sum at ``Rᵢ``); the same
+        mechanisms and draws as the in-memory round."""
+        assert self.stream is not None
+        stream = self.stream
+        c = centre if np.any(centre) else None
+        seen: dict[str, Any] = {}
+
+        def counter(base: float) -> tuple[Any, Any]:
+            seen["base"] = base
+            seen["sums"] = sums = stream.binned_sums(c, base)
+            return sums.index, sums.counts
+
+        b = self._plan[bound_part]
+        try:
+            R, _ = private_norm_bound_from_counts(
+                counter, self.n_samples, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
+                what=f"provider {self.provider_id}'s distances to the centre")
+        except BoundNotFoundError as exc:
+            raise BoundNotFoundError(f"provider {self.provider_id}: {exc}") from exc
+        m = private_mean_from_sum(seen["sums"].clipped_sum(R, seen["base"]), self.n_samples,
+                                  R, self._plan[sum_part].multiplier, rng)
+        return float(R), m.mean
+
     def prepare(self, message: PrepareMessage) -> PrepareReply:
         """Centre on the broadcast mean, release the bound ``Dᵢ`` (``"auto"``), clip.
 
@@ -918,7 +1003,7 @@ class ProviderState:
         self._refuse_unless_table("a prepare message")
         if not isinstance(message, PrepareMessage):
             raise QueryRefusedError(f"Expected a PrepareMessage; got {type(message).__name__}.")
-        if self.rows is not None:
+        if self.prepared:
             raise QueryRefusedError(f"provider {self.provider_id} is prepared already.")
         mean: NDArray[np.float64] | None
         if self.centering is None:
@@ -949,14 +1034,20 @@ class ProviderState:
         if isinstance(self.data_norm, str):
             index = self.counter.reserve("bound")
             rng = provider_noise_rng(self.noise_seed, index, "bound")
-            rows = self._centred(mean)
-            norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
             b = self._plan["bound"]
+            what = f"provider {self.provider_id}'s " + ("centred row norms" if mean is not None
+                                                        else "row norms")
             try:
-                D, rel = private_norm_bound(norms, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE,
-                                            rng, what=f"provider {self.provider_id}'s "
-                                            + ("centred row norms" if mean is not None
-                                               else "row norms"))
+                if self.stream is not None:  # one pass: the norms' counts on the log grid
+                    D, rel = private_norm_bound_from_counts(
+                        partial(self.stream.norm_counts, mean, self._public_scale()),
+                        self.n_samples, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
+                        what=what)
+                else:
+                    rows = self._centred(mean)
+                    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+                    D, rel = private_norm_bound(norms, b.multiplier, b.tail,
+                                                DEFAULT_NORM_QUANTILE, rng, what=what)
             except BoundNotFoundError as exc:
                 raise BoundNotFoundError(f"provider {self.provider_id}: {exc}") from exc
             clipped = float(rel.above[0])
@@ -985,10 +1076,14 @@ class ProviderState:
         query = validate_query(query, self.n_features, self.n_components)
         rows = self._prepared_rows("power queries")
         release = self.counter.reserve("query")
+        if rows is None:  # a streamed table: one pass, the clipped rows counted on the way
+            assert self.stream is not None
+            P, self.n_clipped = self.stream.product(query.support, query.block)
         if release == 0 and self.n_clipped and getattr(self, "_warn_public_clip", True):
             warn_clipped(f"provider {self.provider_id}", self.data_norm_, stacklevel=3)
-        Y = rows[:, query.support] @ query.block
-        P = rows.T @ Y  # XᵢᵀXᵢQ, exact
+        if rows is not None:
+            Y = rows[:, query.support] @ query.block
+            P = rows.T @ Y  # XᵢᵀXᵢQ, exact
         rng = provider_noise_rng(self.noise_seed, release)
         P += (self.noise_multiplier * self._raw_sensitivity) * rng.standard_normal(P.shape)
         P /= self.n_samples
@@ -1011,17 +1106,22 @@ class ProviderState:
         rows = self._prepared_rows("the variance query")
         index = self.counter.reserve("variance")
         rng = provider_noise_rng(self.noise_seed, index, "variance")
-        proj = rows[:, q.support] @ q.block
-        matrix = proj.T @ proj
+        if rows is None:
+            assert self.stream is not None
+            matrix, row_total = self.stream.moments(q.support, q.block)
+        else:
+            proj = rows[:, q.support] @ q.block
+            matrix, row_total = proj.T @ proj, self._total
         k = self.n_components
         iu = np.triu_indices(k)
         sigma = self._plan["variance"].multiplier * math.sqrt(2.0) * self.data_norm_**2
         packed = matrix[iu] + sigma * rng.standard_normal(len(iu[0]))
-        total = self._total + sigma * float(rng.standard_normal())
+        total = row_total + sigma * float(rng.standard_normal())
         return VarianceReply(self.provider_id, self.n_samples, packed, float(total))
 
-    def _prepared_rows(self, what: str) -> NDArray[np.float64]:
-        if self.rows is None:
+    def _prepared_rows(self, what: str) -> NDArray[np.float64] | None:
+        """The prepared rows (None for a streamed table: its passes prepare each block)."""
+        if not self.prepared:
             raise QueryRefusedError(
                 f"provider {self.provider_id} has no prepared rows yet (it expects the "
                 f"server's prepare message before {what})."
