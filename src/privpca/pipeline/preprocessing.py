@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -221,7 +222,7 @@ class ScaleRelease:
 
 
 def private_scale(
-    X: NDArray[np.float64],
+    source: Any,
     mean: NDArray[np.float64],
     bound_multiplier: float,
     bound_tail: float,
@@ -243,23 +244,25 @@ def private_scale(
     variance ``b_j²(Σu_j²/n − (Σu_j/n)²)`` (times n/(n − ddof)); a variance below its own
     noise level gets that level (a post-processing floor); a feature with no released bound
     keeps μ̂_j and gets scale 1.
+
+    ``source`` is the table, an array or a :class:`~privpca.streaming.RowSource`: two passes
+    (the histograms' counts, then the sums), each a block reduction.
     """
-    n, p = X.shape
-    dev = X - mean
+    from privpca.streaming import as_row_source, reductions
+
+    rows = as_row_source(source)
+    n, p = rows.n_samples, rows.n_features
     mech = PrivateQuantile.calibrate(bound_multiplier, bound_tail, quantile=quantile,
                                      n_histograms=p, n_records=n)
-    bounds = mech.estimate(np.abs(dev), rng).value
+    col, index, counts = reductions.deviation_counts(rows, mean, mech.base)
+    bounds = mech.estimate_counts(col, index, counts, rng, n_histograms=p).value
     missing = ~(bounds > 0)
     bounds = np.where(missing, 1.0, bounds)
-    dev /= bounds
-    np.clip(dev, -1.0, 1.0, out=dev)
-    first = dev.sum(axis=0)
-    dev *= dev
-    second = dev.sum(axis=0)
+    first, second = reductions.normalised_moments(rows, mean, bounds)
     sensitivity = math.sqrt(5.0 * p)
     sigma = multiplier * sensitivity
-    first += sigma * rng.standard_normal(p)
-    second += sigma * rng.standard_normal(p)
+    first = first + sigma * rng.standard_normal(p)
+    second = second + sigma * rng.standard_normal(p)
     shift = first / n
     refined = mean + np.where(missing, 0.0, bounds * shift)
     variance = (second / n - shift**2) * n / max(n - ddof, 1)

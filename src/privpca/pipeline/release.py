@@ -413,37 +413,20 @@ class ReleasePipeline:
         ``sq`` are the squared row norms of ``X`` (computed once, before the charge, as the
         non-finite check).
         """
+        from privpca.streaming.sources import ArraySource
+
         owner = self.owner
         spends: list[PrivacySpend] = []
         details: dict[str, Any] = {}
         mean: NDArray[np.float64] | None = None
         scale: NDArray[np.float64] | None = None
-        plan = self.plan
         if isinstance(self.centering, str):
-            from privpca.streaming.sources import ArraySource
-
             mean = self._private_mean(ArraySource(X, validated=True), rng, spends, details)
         elif self.centering is not None:
             mean = np.asarray(self.centering, dtype=np.float64)
         if self.scale is True:
-            centre = np.zeros(X.shape[1]) if mean is None else mean
-            bb, bs = plan["scale_bound"], plan["scale"]
-            for _ in range(bs.count):  # round 2 re-bounds around round 1's refined means
-                s = private_scale(X, centre, bb.multiplier, bb.tail, bs.multiplier,
-                                  SCALE_QUANTILE, rng, ddof=1 if mean is not None else 0)
-                if mean is not None:
-                    centre = s.mean
-            spends.append(self._spend(
-                "scale_bound", f"Gaussian stability histograms of |x_j − μ_j| ({X.shape[1]} "
-                "features, log grid), two rounds", math.sqrt(2.0 * X.shape[1]),
-                math.sqrt(2.0 * X.shape[1]) * bb.multiplier))
-            spends.append(self._spend(
-                "scale", "gaussian: Σu_j and Σu_j², u_j = clip((x_j − μ_j)/b_j, ±1), per "
-                "feature, two rounds (refined means and standard deviations)", s.sensitivity,
-                s.noise_scale))
-            scale = s.scale
-            if mean is not None:
-                mean = centre
+            mean, scale = self._private_scale(ArraySource(X, validated=True), mean, rng,
+                                              spends)
         elif self.scale is not False:
             scale = np.asarray(self.scale, dtype=np.float64)
 
@@ -454,7 +437,6 @@ class ReleasePipeline:
             # statistic forms the rows it needs (one blocked pass). No exact count is kept:
             # with a private bound nothing about the clipping is reported but its estimate.
             from privpca.streaming import reductions
-            from privpca.streaming.sources import ArraySource
 
             D = self._private_bound(
                 partial(reductions.norm_counts, ArraySource(X, validated=True), mean,
@@ -533,6 +515,33 @@ class ReleasePipeline:
             details["mean_noise_scale"] = m.noise_scale / n
         return mean
 
+    def _private_scale(
+        self,
+        source: Any,
+        mean: NDArray[np.float64] | None,
+        rng: np.random.Generator,
+        spends: list[PrivacySpend],
+    ) -> tuple[NDArray[np.float64] | None, NDArray[np.float64]]:
+        """The "scale_bound" and "scale" parts: two rounds of per-feature private means and
+        standard deviations (:func:`~privpca.pipeline.preprocessing.private_scale`), the
+        second re-bounded around the first's refined means. Returns ``(mean, scale)``."""
+        p = source.n_features
+        centre = np.zeros(p) if mean is None else mean
+        bb, bs = self.plan["scale_bound"], self.plan["scale"]
+        for _ in range(bs.count):  # round 2 re-bounds around round 1's refined means
+            s = private_scale(source, centre, bb.multiplier, bb.tail, bs.multiplier,
+                              SCALE_QUANTILE, rng, ddof=1 if mean is not None else 0)
+            if mean is not None:
+                centre = s.mean
+        spends.append(self._spend(
+            "scale_bound", f"Gaussian stability histograms of |x_j − μ_j| ({p} features, log "
+            "grid), two rounds", math.sqrt(2.0 * p), math.sqrt(2.0 * p) * bb.multiplier))
+        spends.append(self._spend(
+            "scale", "gaussian: Σu_j and Σu_j², u_j = clip((x_j − μ_j)/b_j, ±1), per "
+            "feature, two rounds (refined means and standard deviations)", s.sensitivity,
+            s.noise_scale))
+        return (None if mean is None else centre), s.scale
+
     def _private_bound(
         self,
         counter: Callable[[float], Any],
@@ -581,17 +590,11 @@ class ReleasePipeline:
     def prepare_streamed(self, source: Any, rng: np.random.Generator) -> PreparedRows:
         """:meth:`prepare` for a :class:`~privpca.streaming.RowSource`: the same mechanisms,
         budget and draws, from block reductions (one pass per released statistic: norm counts,
-        clipped sums), with the rows never formed: the statistic reduces a Gram over the
-        source (:meth:`PreparedRows.gram`). Per-feature scaling (``scale=True``) is not
-        available on streamed tables yet.
+        clipped sums, per-feature counts and moments), with the rows never formed: the statistic
+        reduces a Gram over the source (:meth:`PreparedRows.gram`).
         """
         from privpca.streaming import reductions
 
-        if self.scale is True:
-            raise ValueError(
-                f"{type(self.owner).__name__}: scale=True is not available for streamed "
-                "tables yet; give public scales (scale=array) or scale=False."
-            )
         spends: list[PrivacySpend] = []
         details: dict[str, Any] = {}
         n = source.n_samples
@@ -600,7 +603,11 @@ class ReleasePipeline:
             mean = self._private_mean(source, rng, spends, details)
         elif self.centering is not None:
             mean = np.asarray(self.centering, dtype=np.float64)
-        scale = None if self.scale is False else np.asarray(self.scale, dtype=np.float64)
+        scale: NDArray[np.float64] | None = None
+        if self.scale is True:
+            mean, scale = self._private_scale(source, mean, rng, spends)
+        elif self.scale is not False:
+            scale = np.asarray(self.scale, dtype=np.float64)
         shift = mean if scale is None else (np.zeros(source.n_features) if mean is None
                                             else mean)
         if isinstance(self.data_norm, str):

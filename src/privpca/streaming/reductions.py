@@ -12,6 +12,7 @@ from functools import partial
 import numpy as np
 from numpy.typing import NDArray
 
+from privpca.mechanisms.histogram import _column_counts, geometric_bin
 from privpca.pipeline._kernels import row_norm_bin_counts
 from privpca.pipeline.preprocessing import BinCounts, BinnedSums
 from privpca.streaming.sources import RowSource
@@ -22,7 +23,9 @@ __all__ = [
     "clipped_product",
     "clipped_sum",
     "count_rows",
+    "deviation_counts",
     "norm_counts",
+    "normalised_moments",
     "projected_moments",
     "randomised_norm_answers",
 ]
@@ -79,6 +82,60 @@ def binned_norm_sums(source: RowSource, centre: NDArray[np.float64] | None,
     and the clipped sums at every edge of the grid, in one pass."""
     return source.reduce(partial(_block_binned_sums, centre=centre, base=base),
                          _merge_binned, desc="norms and sums")
+
+
+ColumnCounts = tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.float64]]
+
+
+def _block_deviation_counts(block: NDArray[np.float64], centre: NDArray[np.float64],
+                            base: float) -> ColumnCounts:
+    return _column_counts(geometric_bin(np.abs(block - centre), base=base))
+
+
+def _merge_column_counts(a: ColumnCounts, b: ColumnCounts) -> ColumnCounts:
+    col = np.concatenate([a[0], b[0]]).astype(np.int64)
+    index = np.concatenate([a[1], b[1]]).astype(np.int64)
+    order = np.lexsort((index, col))  # by column, then bin (the release's noise order)
+    col, index = col[order], index[order]
+    counts = np.concatenate([a[2], b[2]])[order]
+    first = np.ones(len(col), dtype=bool)
+    first[1:] = (col[1:] != col[:-1]) | (index[1:] != index[:-1])
+    starts = np.flatnonzero(first)
+    return (col[starts].astype(np.intp), index[starts],
+            np.add.reduceat(counts, starts) if len(starts) else counts)
+
+
+def deviation_counts(source: RowSource, centre: NDArray[np.float64],
+                     base: float) -> ColumnCounts:
+    """Counts of ``|x_j − centre_j|`` on the log grid of ratio ``base``, one histogram per
+    feature: every non-empty ``(feature, bin, count)``, ordered by feature then bin."""
+    return source.reduce(partial(_block_deviation_counts, centre=centre, base=base),
+                         _merge_column_counts, desc="feature deviations")
+
+
+def _block_normalised_moments(
+    block: NDArray[np.float64], centre: NDArray[np.float64], bounds: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    u = block - centre
+    u /= bounds
+    np.clip(u, -1.0, 1.0, out=u)
+    first = u.sum(axis=0)
+    u *= u
+    return first, u.sum(axis=0)
+
+
+def _add_pair(a: tuple[NDArray[np.float64], NDArray[np.float64]],
+              b: tuple[NDArray[np.float64], NDArray[np.float64]]
+              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    return a[0] + b[0], a[1] + b[1]
+
+
+def normalised_moments(
+    source: RowSource, centre: NDArray[np.float64], bounds: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(Σᵢ u_i, Σᵢ u_i²)`` per feature, ``u = clip((x − centre)/bounds, ±1)``."""
+    return source.reduce(partial(_block_normalised_moments, centre=centre, bounds=bounds),
+                         _add_pair, desc="feature moments")
 
 
 def _members(
