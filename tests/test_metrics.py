@@ -61,3 +61,14 @@ def test_support_recovery_rates():
     mask = np.zeros(10, dtype=bool)
     mask[:4] = True
     assert support_recovery(U, mask).true_positive_rate == pytest.approx(0.75)
+
+
+def test_distances_of_equal_subspaces_reach_rounding_not_a_square_root_floor():
+    # k − ‖UᵀV‖² cancels to ~1e-16, whose square root is ~1e-8; the residual form does not.
+    rng = np.random.default_rng(4)
+    U = np.linalg.qr(rng.standard_normal((300, 6)))[0]
+    rotated = U @ np.linalg.qr(rng.standard_normal((6, 6)))[0]  # same subspace, other basis
+    assert subspace_distance(U, rotated) < 1e-13
+    assert sin_theta(U, rotated) < 1e-13
+    tilt = np.linalg.qr(U + 1e-11 * rng.standard_normal(U.shape))[0]
+    assert 1e-12 < subspace_distance(U, tilt) < 1e-9

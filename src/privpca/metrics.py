@@ -58,18 +58,26 @@ def _pair(U: ArrayLike, V: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.f
 def subspace_distance(U: ArrayLike, V: ArrayLike) -> float:
     """``‖UUᵀ − VVᵀ‖_F``, the projection distance (Wang & Xu's metric).
 
-    Computed without forming p×p matrices: ``‖UUᵀ − VVᵀ‖²_F = k_U + k_V − 2‖UᵀV‖²_F``.
+    Computed without forming p×p matrices: ``‖UUᵀ − VVᵀ‖²_F = k_U + k_V − 2‖UᵀV‖²_F
+    = ‖(I − VVᵀ)U‖²_F + ‖(I − UUᵀ)V‖²_F``, the last form from the residuals themselves, so
+    that near-equal subspaces give distances down to rounding (~1e-15) rather than the
+    ~1e-8 floor that the square root of a cancelled difference would leave.
     """
     u, v = _pair(U, V)
-    sq = u.shape[1] + v.shape[1] - 2.0 * float(np.sum((u.T @ v) ** 2))
-    return float(np.sqrt(max(sq, 0.0)))
+    sq = _residual_sq(u, v) + _residual_sq(v, u)
+    return float(np.sqrt(sq))
+
+
+def _residual_sq(u: np.ndarray, v: np.ndarray) -> float:
+    """``‖(I − VVᵀ)U‖²_F`` from the residual ``U − V(VᵀU)`` (orthonormal columns)."""
+    r = u - v @ (v.T @ u)
+    return float(np.einsum("ij,ij->", r, r))
 
 
 def sin_theta(U: ArrayLike, V: ArrayLike) -> float:
     """``‖sin Θ(U, V)‖_F = ‖(I − VVᵀ)U‖_F`` (Ge et al.'s metric; sin∠ for k = 1)."""
     u, v = _pair(U, V)
-    sq = u.shape[1] - float(np.sum((v.T @ u) ** 2))
-    return float(np.sqrt(max(sq, 0.0)))
+    return float(np.sqrt(_residual_sq(u, v)))
 
 
 def explained_variance(X: ArrayLike, U: ArrayLike, *, ratio: bool = False) -> float:
