@@ -1,9 +1,15 @@
 """Compiled passes (numba) behind DP-PCA's per-step statistics.
 
 Each function here is one pass over a block of per-record gradients, doing what several NumPy
-passes (and temporaries the size of the block) did: DP-PCA is memory-bound, so the number of
-passes over the data is its running time. Every pass is deterministic arithmetic on public
-parameters and the data; all randomness stays with the callers (NumPy Generators).
+passes (and temporaries the size of the block) did: per step, one pass forms Algorithm 4's
+pair differences (:func:`pair_gradients`), one finds their subsets' top eigenvalues
+(:func:`top_eigenvalues`, on blocks that stay in cache), one forms Algorithm 5's gradients and
+counts their bins (:func:`gradient_counts`) and one truncates and sums them
+(:func:`truncated_sums`). Every pass is deterministic arithmetic on public parameters and the
+data; all randomness stays with the callers (NumPy Generators). Gradients, pairs, counts and
+sums are the same arithmetic in the same order as the NumPy passes they replaced; the subset
+eigenvalues differ from NumPy's by rounding only (~1e-15 relative), which changes DP-PCA's
+output only if one lies within that of a √2 bin edge (not seen: the same outputs bit for bit).
 
 Gradients are ``g_i = A_i W`` flattened row-major (``q = p·k`` entries, entry ``a·k + c`` is
 ``(A_i W)[a, c]``), for vector records ``A_i = y_i y_iᵀ`` with ``y_i = x_{row_i} − centre``:
@@ -12,27 +18,89 @@ Gradients are ``g_i = A_i W`` flattened row-major (``q = p·k`` entries, entry `
 
 Bins are those of :func:`privpca.mechanisms.histogram.linear_bins`: ``⌊g/h⌋`` computed as
 ``floor(g·(1/h))``, clamped to ``±2⁵²`` (NaN to the top bin, so that every value has a bin).
+
+The passes over rows of ``X`` read rows in a random (public) order, one row per record: each
+row is a cache and TLB miss, so they prefetch the rows a few records ahead (a hint to the
+cache only; no effect on any result).
+
+Threads (opt-in)
+----------------
+:func:`gradient_counts`, :func:`pair_gradients` and :func:`top_eigenvalues` run on one thread
+unless the environment variable ``PRIVPCA_NUM_THREADS`` (or :func:`set_num_threads`) asks for
+more; then they split their records (or subsets) into one chunk per thread (numba
+``prange``). The results are the same bit for bit: every gradient, pair and eigenvalue is
+computed as on one thread, and the chunks' integer counts are added. numba's default
+threading layer must not be entered from two Python threads at once: leave this at 1 when
+fitting from several threads.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
 __all__ = [
+    "WINDOW",
     "bin_counts",
     "bin_range",
+    "gradient_counts",
+    "num_threads",
     "pair_gradients",
-    "row_gradients",
+    "set_num_threads",
+    "top_eigenvalues",
     "truncated_sums",
 ]
 
 _MAX_BIN = float(2**52)
 _SQRT2 = math.sqrt(2.0)
 _JIT: dict[str, Any] = {"cache": True, "nogil": True, "error_model": "numpy"}
+_PARALLEL: dict[str, Any] = {**_JIT, "parallel": True}
+_FAST = {"reassoc", "contract"}  # vectorised sums: rounding differs, ~1e-15 relative
+_MIN_CHUNK = 512  # records per thread below which threads cost more than they save
+_threads: int | None = None  # set_num_threads; None: PRIVPCA_NUM_THREADS, else 1
+#: Bins per column that :func:`gradient_counts` counts directly (two more slots for spills).
+WINDOW = 30
+_AHEAD = 4  # records prefetched ahead: enough to hide a memory miss behind one row's work
+
+
+def _prefetch_typer(typingctx, arr, i, a):
+    """Ask the cache for ``arr[i, a]`` (LLVM's prefetch: a hint, never a fault or a result)."""
+    sig = types.void(arr, i, a)
+
+    def codegen(context, builder, signature, args):
+        aty = signature.args[0]
+        ary = context.make_array(aty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(
+            context, builder, aty, ary, [args[1], args[2]], wraparound=False
+        )
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fn = builder.module.declare_intrinsic(
+            "llvm.prefetch", fnty=ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        )
+        # read, high temporal locality, data cache
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+_prefetch: Any = intrinsic(_prefetch_typer)
+
+
+@numba.njit(inline="always", **_JIT)
+def _prefetch_row(X, i):
+    """Prefetch every cache line of row ``i`` of the C-ordered ``X``."""
+    p = X.shape[1]
+    for a in range(0, p, 8):
+        _prefetch(X, i, a)
+    _prefetch(X, i, p - 1)
 
 
 @numba.njit(inline="always", **_JIT)
@@ -73,9 +141,158 @@ def _project(X, i, centre, W, y, proj):
             proj[c] += ya * W[a, c]
 
 
+@numba.njit(inline="always", **_JIT)
+def _project1(X, i, centre, W):
+    """``(X[i] − centre)·W[:, 0]``, summed as :func:`_project` sums it (bit for bit)."""
+    p = X.shape[1]
+    s0 = s1 = s2 = s3 = 0.0
+    a = 0
+    while a + 4 <= p:
+        s0 += (X[i, a] - centre[a]) * W[a, 0]
+        s1 += (X[i, a + 1] - centre[a + 1]) * W[a + 1, 0]
+        s2 += (X[i, a + 2] - centre[a + 2]) * W[a + 2, 0]
+        s3 += (X[i, a + 3] - centre[a + 3]) * W[a + 3, 0]
+        a += 4
+    while a < p:
+        s0 += (X[i, a] - centre[a]) * W[a, 0]
+        a += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+def num_threads() -> int:
+    """Threads the compiled passes use: :func:`set_num_threads`, ``PRIVPCA_NUM_THREADS`` or 1.
+
+    Capped at numba's thread pool (``NUMBA_NUM_THREADS``, the number of cores by default).
+    """
+    n = _threads
+    if n is None:
+        try:
+            n = int(os.environ.get("PRIVPCA_NUM_THREADS", "1"))
+        except ValueError:
+            n = 1
+    return max(1, min(n, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
+
+
+def set_num_threads(n: int | None) -> None:
+    """Use ``n`` threads in the compiled passes (``None``: back to ``PRIVPCA_NUM_THREADS``)."""
+    global _threads
+    _threads = None if n is None else max(1, int(n))
+
+
+def _chunks(n_items: int, min_chunk: int) -> int:
+    """How many threads to split ``n_items`` over (1: stay serial)."""
+    t = num_threads()
+    if t > 1:
+        t = min(t, n_items // min_chunk)
+        if t > 1:
+            numba.set_num_threads(t)
+    return max(t, 1)
+
+
 @numba.njit(**_JIT)
-def row_gradients(X, rows, centre, W, inv_width, G, bin_low, bin_high):
-    """Write ``G[r] = g(rows[r])`` and each column's lowest and highest bin, in one pass.
+def _window_base(X, rows, centre, W, inv_width, base, fbase, window):
+    """``base[j]``: the first record's bin less half the window (also as a float)."""
+    p, k = W.shape
+    y = np.empty(p)
+    proj = np.empty(k)
+    _project(X, rows[0], centre, W, y, proj)
+    for a in range(p):
+        for c in range(k):
+            j = a * k + c
+            base[j] = _bin(y[a] * proj[c], inv_width) - window // 2
+            fbase[j] = float(base[j])
+
+
+@numba.njit(**_JIT)
+def _count_rows(X, rows, start, stop, centre, W, inv_width, G, base, fbase, table):
+    """:func:`gradient_counts` for the records ``start ≤ r < stop`` (adds to ``table``)."""
+    p, k = W.shape
+    q = p * k
+    window = table.shape[1] - 2
+    top = float(window)
+    y = np.empty(p)
+    proj = np.empty(k)
+    slot = np.empty(q, dtype=np.int32)
+    for r in range(start, stop):
+        if r + _AHEAD < stop:
+            _prefetch_row(X, rows[r + _AHEAD])
+        if k == 1:
+            # Branch-free, in floats (vectorised): ⌊g/h⌋ − base, clamped to the window's
+            # spill slots; exact for every value in the window (integers below 2⁵³).
+            i = rows[r]
+            pc = _project1(X, i, centre, W)
+            for a in range(p):
+                g = (X[i, a] - centre[a]) * pc
+                G[r, a] = g
+                v = g * inv_width
+                v = v if v < _MAX_BIN else _MAX_BIN  # NaN too: the top bin
+                v = v if v > -_MAX_BIN else -_MAX_BIN
+                f = np.floor(v) - fbase[a]
+                f = f if f > -1.0 else -1.0
+                f = f if f < top else top
+                slot[a] = np.int32(f) + 1
+            for a in range(p):
+                table[a, slot[a]] += 1
+            continue
+        _project(X, rows[r], centre, W, y, proj)
+        for a in range(p):
+            for c in range(k):
+                j = a * k + c
+                g = y[a] * proj[c]
+                G[r, j] = g
+                v = _bin(g, inv_width) - base[j]
+                if v < -1:
+                    v = -1
+                elif v > window:
+                    v = window
+                table[j, v + 1] += 1
+
+
+@numba.njit(**_JIT)
+def _gradient_counts(X, rows, centre, W, inv_width, G, base, table):
+    table[:] = 0
+    if rows.shape[0] == 0:
+        base[:] = 0
+        return
+    fbase = np.empty(base.shape[0])
+    _window_base(X, rows, centre, W, inv_width, base, fbase, table.shape[1] - 2)
+    _count_rows(X, rows, 0, rows.shape[0], centre, W, inv_width, G, base, fbase, table)
+
+
+@numba.njit(**_PARALLEL)
+def _gradient_counts_parallel(X, rows, centre, W, inv_width, G, base, table, n_chunks):
+    b = rows.shape[0]
+    fbase = np.empty(base.shape[0])
+    _window_base(X, rows, centre, W, inv_width, base, fbase, table.shape[1] - 2)
+    parts = np.zeros((n_chunks, table.shape[0], table.shape[1]), dtype=np.int64)
+    for c in numba.prange(n_chunks):
+        _count_rows(
+            X,
+            rows,
+            c * b // n_chunks,
+            (c + 1) * b // n_chunks,
+            centre,
+            W,
+            inv_width,
+            G,
+            base,
+            fbase,
+            parts[c],
+        )
+    table[:] = 0
+    for c in range(n_chunks):
+        table += parts[c]
+
+
+def gradient_counts(
+    X: Any, rows: Any, centre: Any, W: Any, inv_width: float, G: Any, base: Any, table: Any
+) -> None:
+    """Write ``G[r] = g(rows[r])`` and count each column's bins, in one pass.
+
+    Each column ``j`` is counted in a window of :data:`WINDOW` bins starting at ``base[j]``
+    (the first record's bin less half the window): ``table[j, 1 + v − base[j]]`` counts the
+    bin ``v``; ``table[j, 0]`` and ``table[j, −1]`` count the values below and above the
+    window (a column with such spills must be counted again, exactly, by the caller).
 
     Parameters
     ----------
@@ -86,47 +303,65 @@ def row_gradients(X, rows, centre, W, inv_width, G, bin_low, bin_high):
         Subtracted from every row (zeros: none; ``x − 0.0`` is ``x`` bit for bit).
     W : ndarray of shape (p, k), C-ordered
     inv_width : float
-        ``1/h`` of the bins whose range is wanted.
+        ``1/h`` of the bins.
     G : ndarray of shape (≥ b, p·k), C-ordered
         Output; rows beyond ``b`` are left alone.
-    bin_low, bin_high : ndarray of int64, shape (p·k,)
-        Output: ``min_r ⌊G[r, j]/h⌋`` and ``max_r ⌊G[r, j]/h⌋``.
+    base : ndarray of int64, shape (p·k,)
+        Output: the bin counted in ``table[j, 1]``.
+    table : ndarray of int64, shape (p·k, WINDOW + 2), C-ordered
+        Output (overwritten).
     """
-    p, k = W.shape
-    q = p * k
-    y = np.empty(p)
-    proj = np.empty(k)
-    for j in range(q):
-        bin_low[j] = np.iinfo(np.int64).max
-        bin_high[j] = np.iinfo(np.int64).min
-    for r in range(rows.shape[0]):
-        _project(X, rows[r], centre, W, y, proj)
-        for a in range(p):
-            for c in range(k):
-                j = a * k + c
-                g = y[a] * proj[c]
-                G[r, j] = g
-                v = _bin(g, inv_width)
-                if v < bin_low[j]:
-                    bin_low[j] = v
-                if v > bin_high[j]:
-                    bin_high[j] = v
+    n_chunks = _chunks(rows.shape[0], _MIN_CHUNK)
+    if n_chunks > 1:
+        _gradient_counts_parallel(X, rows, centre, W, inv_width, G, base, table, n_chunks)
+    else:
+        _gradient_counts(X, rows, centre, W, inv_width, G, base, table)
 
 
 @numba.njit(**_JIT)
-def pair_gradients(X, rows, centre, W, P):
-    """``P[i] = (g(rows[2i+1]) − g(rows[2i]))/√2``, ``i < len(rows)//2``: Algorithm 4's pairs."""
+def _pair_rows(X, rows, start, stop, centre, W, P):
+    """:func:`pair_gradients` for the pairs ``start ≤ i < stop``."""
     p, k = W.shape
     y0 = np.empty(p)
     y1 = np.empty(p)
     proj0 = np.empty(k)
     proj1 = np.empty(k)
-    for i in range(rows.shape[0] // 2):
+    for i in range(start, stop):
+        if i + _AHEAD < stop:
+            _prefetch_row(X, rows[2 * (i + _AHEAD)])
+            _prefetch_row(X, rows[2 * (i + _AHEAD) + 1])
+        if k == 1:  # no copies of the rows: one read each, from the cache
+            i0, i1 = rows[2 * i], rows[2 * i + 1]
+            p0, p1 = _project1(X, i0, centre, W), _project1(X, i1, centre, W)
+            for a in range(p):
+                P[i, a] = ((X[i1, a] - centre[a]) * p1 - (X[i0, a] - centre[a]) * p0) / _SQRT2
+            continue
         _project(X, rows[2 * i], centre, W, y0, proj0)
         _project(X, rows[2 * i + 1], centre, W, y1, proj1)
         for a in range(p):
             for c in range(k):
                 P[i, a * k + c] = (y1[a] * proj1[c] - y0[a] * proj0[c]) / _SQRT2
+
+
+@numba.njit(**_JIT)
+def _pair_gradients(X, rows, centre, W, P):
+    _pair_rows(X, rows, 0, rows.shape[0] // 2, centre, W, P)
+
+
+@numba.njit(**_PARALLEL)
+def _pair_gradients_parallel(X, rows, centre, W, P, n_chunks):
+    n = rows.shape[0] // 2
+    for c in numba.prange(n_chunks):
+        _pair_rows(X, rows, c * n // n_chunks, (c + 1) * n // n_chunks, centre, W, P)
+
+
+def pair_gradients(X: Any, rows: Any, centre: Any, W: Any, P: Any) -> None:
+    """``P[i] = (g(rows[2i+1]) − g(rows[2i]))/√2``, ``i < len(rows)//2``: Algorithm 4's pairs."""
+    n_chunks = _chunks(rows.shape[0] // 2, _MIN_CHUNK // 2)
+    if n_chunks > 1:
+        _pair_gradients_parallel(X, rows, centre, W, P, n_chunks)
+    else:
+        _pair_gradients(X, rows, centre, W, P)
 
 
 @numba.njit(**_JIT)
@@ -172,3 +407,116 @@ def truncated_sums(G, n_rows, low, high, out):
             if t > high[j]:
                 t = high[j]
             out[j] += t
+
+
+@numba.njit(fastmath=_FAST, inline="always", **_JIT)
+def _dot_axpy(P, o, s, x, y, d):
+    """``d_i = P[o+i]·x`` for ``i < s`` and ``y = Σ_i d_i P[o+i]``: one pass, 4 rows at a time."""
+    q = P.shape[1]
+    for a in range(q):
+        y[a] = 0.0
+    i = 0
+    while i + 4 <= s:
+        d0 = d1 = d2 = d3 = 0.0
+        for a in range(q):
+            xa = x[a]
+            d0 += P[o + i, a] * xa
+            d1 += P[o + i + 1, a] * xa
+            d2 += P[o + i + 2, a] * xa
+            d3 += P[o + i + 3, a] * xa
+        d[i], d[i + 1], d[i + 2], d[i + 3] = d0, d1, d2, d3
+        for a in range(q):
+            y[a] += (
+                d0 * P[o + i, a]
+                + d1 * P[o + i + 1, a]
+                + d2 * P[o + i + 2, a]
+                + d3 * P[o + i + 3, a]
+            )
+        i += 4
+    while i < s:
+        acc = 0.0
+        for a in range(q):
+            acc += P[o + i, a] * x[a]
+        d[i] = acc
+        for a in range(q):
+            y[a] += acc * P[o + i, a]
+        i += 1
+
+
+@numba.njit(fastmath=_FAST, **_JIT)
+def _top_one(pairs, o, s, n_iter, x, y, d):
+    """:func:`top_eigenvalues` of the block ``pairs[o:o+s]`` (scratch ``x, y`` (q), ``d`` (s))."""
+    q = pairs.shape[1]
+    gram = s <= q
+    x0 = 1.0 / math.sqrt(s if gram else q)
+    for a in range(q):
+        x[a] = 0.0 if gram else x0
+    if gram:  # x = Sᵀv₀
+        for i in range(s):
+            for a in range(q):
+                x[a] += x0 * pairs[o + i, a]
+    for _ in range(n_iter):
+        _dot_axpy(pairs, o, s, x, y, d)
+        # w = Mv is d/s (Gram) or y/s; the next x is Sᵀw/‖w‖ (Gram) or w/‖w‖: y/(s‖w‖)
+        nrm = 0.0
+        if gram:
+            for i in range(s):
+                wi = d[i] / s
+                nrm += wi * wi
+        else:
+            for a in range(q):
+                wa = y[a] / s
+                nrm += wa * wa
+        nrm = max(math.sqrt(nrm), 1e-300)
+        for a in range(q):
+            x[a] = (y[a] / s) / nrm
+    # vᵀMv = ‖Sᵀv‖²/s = ‖x‖²/s (Gram) or ‖Sv‖²/s
+    acc = 0.0
+    if gram:
+        for a in range(q):
+            acc += x[a] * x[a]
+    else:
+        for i in range(s):
+            di = 0.0
+            for a in range(q):
+                di += pairs[o + i, a] * x[a]
+            acc += di * di
+    return acc / s
+
+
+@numba.njit(**_JIT)
+def _top_eigenvalues(pairs, n_subsets, n_iter, out):
+    q = pairs.shape[1]
+    s = pairs.shape[0] // n_subsets
+    x, y, d = np.empty(q), np.empty(q), np.empty(s)
+    for m in range(n_subsets):
+        out[m] = _top_one(pairs, m * s, s, n_iter, x, y, d)
+
+
+@numba.njit(**_PARALLEL)
+def _top_eigenvalues_parallel(pairs, n_subsets, n_iter, out, n_chunks):
+    q = pairs.shape[1]
+    s = pairs.shape[0] // n_subsets
+    for c in numba.prange(n_chunks):
+        x, y, d = np.empty(q), np.empty(q), np.empty(s)
+        for m in range(c * n_subsets // n_chunks, (c + 1) * n_subsets // n_chunks):
+            out[m] = _top_one(pairs, m * s, s, n_iter, x, y, d)
+
+
+def top_eigenvalues(pairs: Any, n_subsets: int, n_iter: int, out: Any) -> None:
+    """Power-iteration top eigenvalue of each block's second moment, into ``out[j]``.
+
+    ``S_j = pairs[j·s:(j+1)·s]`` with ``s = len(pairs)//n_subsets``. The iterate ``v`` lives in
+    the smaller of ``ℝˢ`` (``M = S Sᵀ/s``, the Gram) and ``ℝ^q`` (``M = SᵀS/s``), starts at
+    the normalised all-ones vector, takes ``n_iter`` steps ``v ← Mv/max(‖Mv‖, 1e-300)`` and
+    returns the Rayleigh quotient ``vᵀMv`` — the function NumPy's batched version computed,
+    without forming ``M``: each step is one pass over ``S_j`` (``d = Sx``, ``y = Sᵀd``, with
+    ``x = Sᵀv`` for the Gram, ``x = v`` otherwise), so it differs from it only by rounding
+    (~1e-15 relative).
+    """
+    work = n_subsets * (pairs.shape[0] // max(n_subsets, 1)) * pairs.shape[1] * (n_iter + 1)
+    n_chunks = min(_chunks(work, 1 << 18), n_subsets)
+    if n_chunks > 1:
+        _top_eigenvalues_parallel(pairs, n_subsets, n_iter, out, n_chunks)
+    else:
+        _top_eigenvalues(pairs, n_subsets, n_iter, out)

@@ -53,6 +53,7 @@ from privpca.mechanisms.histogram import (
     column_bin_counts,
     geometric_bin,
     geometric_bin_edges,
+    window_bin_counts,
 )
 
 __all__ = ["MeanRelease", "PrivateMean", "PrivateTopEigenvalue"]
@@ -63,21 +64,18 @@ def subset_top_eigenvalues(
 ) -> NDArray[np.float64]:
     """Top eigenvalue of each of ``n_subsets`` consecutive blocks' second-moment matrices.
 
-    Uses the smaller of the ``s×s`` Gram and the ``q×q`` second-moment matrix of each block,
-    and a batched power iteration from a fixed all-ones start (data-independent), finishing
-    with a Rayleigh quotient. Accurate to well within the √2 width of the histogram's bins.
+    Power iteration on the smaller of the ``s×s`` Gram and the ``q×q`` second-moment matrix
+    of each block, from a fixed all-ones start (data-independent), finishing with a Rayleigh
+    quotient: one compiled pass (:func:`privpca.mechanisms._kernels.top_eigenvalues`) that
+    never forms the matrices. Accurate to well within the √2 width of the histogram's bins.
     """
-    s = pairs.shape[0] // n_subsets
-    S = pairs[: s * n_subsets].reshape(n_subsets, s, -1)
-    if s <= S.shape[2]:
-        M = np.matmul(S, S.transpose(0, 2, 1)) / s
-    else:
-        M = np.matmul(S.transpose(0, 2, 1), S) / s
-    v = np.ones((n_subsets, M.shape[1], 1)) / math.sqrt(M.shape[1])
-    for _ in range(n_iter):
-        v = np.matmul(M, v)
-        v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-300)
-    return np.einsum("mi,mi->m", v[:, :, 0], np.matmul(M, v)[:, :, 0])
+    from privpca.mechanisms._kernels import top_eigenvalues
+
+    P = np.ascontiguousarray(pairs, dtype=np.float64)
+    out = np.zeros(n_subsets)
+    if P.shape[0] >= n_subsets > 0:  # else every block is empty: eigenvalue 0
+        top_eigenvalues(P, int(n_subsets), int(n_iter), out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -261,7 +259,7 @@ class PrivateMean:
         scale, h = self._bin_width(eigenvalue)
         low, high = np.empty(q, dtype=np.int64), np.empty(q, dtype=np.int64)
         bin_range(G, 1.0 / h, low, high)
-        return self._release(G, b, scale, h, low, high, rng)
+        return self._release(G, b, scale, h, column_bin_counts(G, b, h, low, high), rng)
 
     def estimate_rows(
         self,
@@ -276,9 +274,9 @@ class PrivateMean:
     ) -> MeanRelease:
         """:meth:`estimate` on the gradients ``yᵢ(yᵢᵀW)``, ``yᵢ = X[rows[i]] − centre``.
 
-        The gradients are formed in the same compiled pass that finds each coordinate's bin
-        range, into ``out`` when given (a reusable ``(≥ len(rows), p·k)`` C-ordered buffer),
-        then read twice more (counts, truncated sums): three passes in all.
+        The gradients are formed in the same compiled pass that counts each coordinate's
+        bins, into ``out`` when given (a reusable ``(≥ len(rows), p·k)`` C-ordered buffer),
+        then read once more for the truncated sums: two passes in all.
 
         Parameters
         ----------
@@ -296,16 +294,16 @@ class PrivateMean:
         -------
         MeanRelease
         """
-        from privpca.mechanisms._kernels import row_gradients
+        from privpca.mechanisms._kernels import WINDOW, gradient_counts
 
         b, q = rows.shape[0], W.size
         if q != self.n_coordinates:
             raise ValueError(f"expected {self.n_coordinates} coordinates, got {q}")
         scale, h = self._bin_width(eigenvalue)
         G = np.empty((b, q)) if out is None else out
-        low, high = np.empty(q, dtype=np.int64), np.empty(q, dtype=np.int64)
-        row_gradients(X, rows, centre, np.ascontiguousarray(W), 1.0 / h, G, low, high)
-        return self._release(G, b, scale, h, low, high, rng)
+        base, table = np.empty(q, dtype=np.int64), np.empty((q, WINDOW + 2), dtype=np.int64)
+        gradient_counts(X, rows, centre, np.ascontiguousarray(W), 1.0 / h, G, base, table)
+        return self._release(G, b, scale, h, window_bin_counts(G, b, h, base, table), rng)
 
     def _release(
         self,
@@ -313,16 +311,14 @@ class PrivateMean:
         b: int,
         scale: float,
         h: float,
-        low: NDArray[np.int64],
-        high: NDArray[np.int64],
+        bins: tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.float64]],
         rng: np.random.Generator,
     ) -> MeanRelease:
-        """Steps 1–3 of the module docstring on the gradients ``G[:b]`` (bin range known)."""
+        """Steps 1–3 of the module docstring on the gradients ``G[:b]`` (bins counted)."""
         from privpca.mechanisms._kernels import truncated_sums
 
         q = G.shape[1]
-        release = self.centre_histogram.release_counts(
-            *column_bin_counts(G, b, h, low, high), rng)
+        release = self.centre_histogram.release_counts(*bins, rng)
         centre = np.where(release.released, (release.mode + 0.5) * h, 0.0)
         r = self.radius * scale * math.log(b * q / self.zeta) + h
         sums = np.empty(q)

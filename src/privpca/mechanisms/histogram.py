@@ -52,6 +52,7 @@ __all__ = [
     "geometric_bin",
     "geometric_bin_edges",
     "linear_bins",
+    "window_bin_counts",
 ]
 
 Noise = Literal["laplace", "gaussian"]
@@ -116,6 +117,40 @@ def column_bin_counts(
     nz = np.flatnonzero(table)
     col = nz // span
     return col, (nz - col * span) + bin_low[col], table.ravel()[nz].astype(np.float64)
+
+
+def window_bin_counts(
+    G: NDArray[np.float64],
+    n_rows: int,
+    width: float,
+    base: NDArray[np.int64],
+    table: NDArray[np.int64],
+) -> tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.float64]]:
+    """:func:`column_bin_counts` from the windowed counts of one compiled pass.
+
+    ``table[j, 1 + v − base[j]]`` counts bin ``v`` of column ``j`` within a window;
+    ``table[j, 0]`` and ``table[j, −1]`` count its values outside it (see
+    :func:`privpca.mechanisms._kernels.gradient_counts`). Columns that spilled are counted
+    again exactly from ``G[:n_rows]``; the triples are the same, in the same order.
+    """
+    window = table.shape[1] - 2
+    inner = table[:, 1 : window + 1]
+    nz = np.flatnonzero(inner)
+    col = nz // window
+    value = (nz - col * window) + base[col]
+    counts = inner.ravel()[nz].astype(np.float64)
+    spilled = np.flatnonzero((table[:, 0] != 0) | (table[:, -1] != 0))
+    if spilled.size == 0:
+        return col, value, counts
+    keep = ~np.isin(col, spilled)
+    c2, v2, n2 = _column_counts(linear_bins(G[:n_rows, spilled], width))
+    col = np.concatenate([col[keep], spilled[c2]])
+    order = np.argsort(col, kind="stable")  # by column; each source is by bin within one
+    return (
+        col[order],
+        np.concatenate([value[keep], v2])[order],
+        np.concatenate([counts[keep], n2])[order],
+    )
 
 
 @dataclass(frozen=True)
