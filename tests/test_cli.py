@@ -318,6 +318,15 @@ def test_fit_central_methods(runner, tmp_path):
     result = runner.invoke(main, [*args, "-m", "private-oja", "--data-norm", "2"])
     assert result.exit_code == 0, result.output
     assert "clip_norm=4.0" in json.loads(result.stdout)["estimator"]
+    # A streamed table is read in its order: shuffling amplification is refused, "none" fits.
+    result = runner.invoke(main, [*args, "--stream", "-m", "private-oja"])
+    assert result.exit_code != 0 and "amplification='none'" in result.output
+    result = runner.invoke(main, [*args, "--stream", "-m", "private-oja",
+                                  "--amplification", "none"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["params"]["amplification"] == "none"
+    result = runner.invoke(main, [*args, "-m", "dp-pca", "--amplification", "none"])
+    assert result.exit_code != 0 and "--amplification does not apply to dp-pca" in result.output
     small = tmp_path / "small.npy"
     np.save(small, X[:300])
     result = runner.invoke(main, ["fit", "-m", "dp-pca", "--epsilon", "1", "--centering", "none",

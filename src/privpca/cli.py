@@ -471,6 +471,15 @@ def _summary(payload: dict[str, Any], est: Any) -> str:
     default="analytic",
     show_default=True,
 )
+@click.option(
+    "--amplification",
+    type=click.Choice(["shuffle", "none"]),
+    default="shuffle",
+    show_default=True,
+    help="private-oja only: 'shuffle' certifies ε by amplification by shuffling (records in a "
+    "random order: in-memory data); 'none' the per-step guarantee, valid in any order (more "
+    "noise; needed with --stream).",
+)
 @click.option("--seed", type=int, default=None, help="Seed (omit for fresh randomness).")
 @click.option(
     "--output",
@@ -520,6 +529,7 @@ def fit(
     data_norm: str | float,
     scale: bool,
     calibration: str,
+    amplification: str,
     seed: int | None,
     output: Path | None,
     stream: bool,
@@ -565,6 +575,7 @@ def fit(
         "data_norm": ("data_norm", data_norm),
         "scale": ("scale", scale),
         "calibration": ("calibration", calibration),
+        "amplification": ("amplification", amplification),
         "random_state": ("seed", seed),
     }
     if "clip_norm" in accepted and "data_norm" not in accepted:
