@@ -464,50 +464,7 @@ class DPPCA(StochasticPCA):
 
     def _fit_table(self, X: NDArray[np.float64]) -> DPPCA:
         """Held-out share (mean, bound, variances) + Algorithm 3 on the (derived) rest."""
-        n, p = X.shape
-        check_n_components(self.n_components, p, owner=self)
-        epsilon = check_epsilon(self.epsilon, owner=self)
-        delta = check_delta(self.delta, owner=self)
-        centering = check_centering(self.centering, p, self)
-        n_held, m, pairs = self._split(n, centering)
-        run = self._held_out_pipeline(n_held, p, epsilon, delta, centering, REPLACE_ONE)
-        setup = self._setup(m, p, what="m (pair differences)" if pairs else "m (records)")
-        stream = self._record(setup.plan, m, search=setup.search)
-        calibration = (f"{stream.calibration}; held-out parts: analytic Gaussian, exact "
-                       "split (dp-accounting)")
-        planned = self._table_record(
-            self._planned_spends(run), stream.spends[0], epsilon=epsilon, delta=delta, n=n,
-            neighbouring=REPLACE_ONE, calibration=calibration, data_norm=math.nan,
-            n_clipped=0, notes="planned before the fit")
-        ledger = self._book(planned)
-
-        rng = check_random_state(self.random_state)
-        pre_rng = self._preprocessing_rng(rng)
-        perm = pre_rng.permutation(n)
-        held = self._prepare_held_out(run, X[perm[:n_held]], pre_rng)
-        # The stream reads X in place (rows perm[n_held:], minus the public or held-out mean);
-        # only pair differences are formed as a table of their own.
-        source = (_RowStream(pair_differences(X, perm[n_held:])) if pairs else
-                  _RowStream(X, perm[n_held:],
-                             held.prepared.mean if isinstance(centering, str) else centering))
-        W, history, lr = self._stream(source, setup, rng)
-        del source
-        self._set_table_attributes(fix_signs(W).T.copy(), held, pre_rng)
-        notes = (stream.notes + " " + held_out_notes(n, n_held, m, pairs, centering, run)
-                 + " Held-out rows above D are clipped to it for the variances (the stream "
-                 "needs no norm bound); how many is not reported, being a non-private count.")
-        record = self._table_record(
-            held.prepared.spends, stream.spends[0], epsilon=epsilon, delta=delta, n=n,
-            neighbouring=REPLACE_ONE, calibration=calibration,
-            data_norm=held.prepared.data_norm, n_clipped=0, notes=notes)
-        ledger.amend(planned, record)
-        self.privacy_ = record
-        components = self.components_
-        self._finish(W, history, setup.plan, lr)
-        self.components_ = components  # rotated to the private spectrum, not W's basis
-        self.noise_level_ = _noise_level(history)
-        self.expected_error_ = math.nan
-        return self
+        return self._fit_held_out(X)
 
     # ------------------------------------------------------------------ streamed tables
     def _refuse_search_on_stream(self) -> None:
@@ -532,16 +489,23 @@ class DPPCA(StochasticPCA):
 
     def _fit_stream_table(self, source: Any) -> DPPCA:
         """Held-out segments (mean, bound, variances) + Algorithm 3 on the rest, in order."""
-        from privpca.streaming.sources import select_rows
-
         self._refuse_search_on_stream()
-        n, p = source.n_samples, source.n_features
+        return self._fit_held_out(source)
+
+    def _fit_held_out(self, table: Any) -> DPPCA:
+        """A held-out share releases the mean, bound and variances at the full (ε, δ); the
+        stream runs Algorithm 3 on the rest (parallel composition). ``table`` is an array
+        (held-out rows drawn by a public permutation, the rest read in place) or a
+        :class:`~privpca.streaming.RowSource` (held-out public segments, the rest in order)."""
+        streamed = not isinstance(table, np.ndarray)
+        n, p = table.shape if not streamed else (table.n_samples, table.n_features)
         check_n_components(self.n_components, p, owner=self)
         epsilon = check_epsilon(self.epsilon, owner=self)
         delta = check_delta(self.delta, owner=self)
         centering = check_centering(self.centering, p, self)
-        sizes = segment_split(n, self._holdout_fraction(), None)  # sizes only: public
-        n_held, m, pairs = self._split(n, centering, sizes.n_held)
+        # On a stream the held-out size is that of whole public segments (sizes only here).
+        hint = segment_split(n, self._holdout_fraction(), None).n_held if streamed else None
+        n_held, m, pairs = self._split(n, centering, hint)
         run = self._held_out_pipeline(n_held, p, epsilon, delta, centering, REPLACE_ONE)
         setup = self._setup(m, p, what="m (pair differences)" if pairs else "m (records)")
         stream = self._record(setup.plan, m, search=setup.search)
@@ -555,16 +519,30 @@ class DPPCA(StochasticPCA):
 
         rng = check_random_state(self.random_state)
         pre_rng = self._preprocessing_rng(rng)
-        split = segment_split(n, self._holdout_fraction(), pre_rng)
-        held = self._prepare_held_out_streamed(run, select_rows(source, split.held), pre_rng)
-        centre = None if pairs else (held.prepared.mean if isinstance(centering, str)
-                                     else centering)
-        rows = _StreamedRows(stream_blocks(select_rows(source, split.rest).blocks(), pairs),
-                             m, p, centre)
-        W, history, lr = self._stream(rows, setup, rng)
+        source: Any
+        if streamed:
+            from privpca.streaming.sources import select_rows
+
+            split = segment_split(n, self._holdout_fraction(), pre_rng)
+            held = self._prepare_held_out_streamed(run, select_rows(table, split.held),
+                                                   pre_rng)
+            centre = None if pairs else (held.prepared.mean if isinstance(centering, str)
+                                         else centering)
+            source = _StreamedRows(stream_blocks(select_rows(table, split.rest).blocks(),
+                                                 pairs), m, p, centre)
+        else:
+            perm = pre_rng.permutation(n)
+            held = self._prepare_held_out(run, table[perm[:n_held]], pre_rng)
+            # The stream reads X in place (rows perm[n_held:], minus the public or held-out
+            # mean); only pair differences are formed as a table of their own.
+            source = (_RowStream(pair_differences(table, perm[n_held:])) if pairs else
+                      _RowStream(table, perm[n_held:], held.prepared.mean
+                                 if isinstance(centering, str) else centering))
+        W, history, lr = self._stream(source, setup, rng)
+        del source
         self._set_table_attributes(fix_signs(W).T.copy(), held, pre_rng)
         notes = (stream.notes + " " + held_out_notes(n, n_held, m, pairs, centering, run,
-                                                     segments=True)
+                                                     segments=streamed)
                  + " Held-out rows above D are clipped to it for the variances (the stream "
                  "needs no norm bound); how many is not reported, being a non-private count.")
         record = self._table_record(

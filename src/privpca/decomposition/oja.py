@@ -747,57 +747,7 @@ class PrivateOjaPCA(StochasticPCA):
     # ------------------------------------------------------------------ on a table
     def _fit_table(self, X: NDArray[np.float64]) -> PrivateOjaPCA:
         """Held-out share (mean, β, variances) + Algorithm 2 on the (derived) rest."""
-        n, p = X.shape
-        check_n_components(self.n_components, p, owner=self)
-        centering = check_centering(self.centering, p, self)
-        clip = self._check_clip_norm()
-        n_held, m, pairs = self._split(n, centering)
-        run = self._held_out_pipeline(n_held, p, check_epsilon(self.epsilon, owner=self),
-                                      check_delta(self.delta, owner=self), centering,
-                                      REPLACE_ONE)
-        cal = self._calibrate(m)  # refuses (before any charge) where shuffling cannot apply
-        planned_stat = PrivacySpend(
-            mechanism="statistic: planned", epsilon=cal.certified, delta=cal.delta,
-            sensitivity=math.nan, noise_scale=math.nan,
-            dp_event=dp_accounting.GaussianDpEvent(cal.alpha),
-        )
-        calibration = (f"{cal.calibration}; held-out parts: analytic Gaussian, exact split "
-                       "(dp-accounting)")
-        planned = self._table_record(
-            self._planned_spends(run), planned_stat, epsilon=cal.epsilon, delta=cal.delta,
-            n=n, neighbouring=REPLACE_ONE, calibration=calibration, data_norm=math.nan,
-            n_clipped=0, notes="planned before the fit")
-        ledger = self._book(planned)
-
-        rng = check_random_state(self.random_state)
-        pre_rng = self._preprocessing_rng(rng)
-        perm = pre_rng.permutation(n)
-        held = self._prepare_held_out(run, X[perm[:n_held]], pre_rng)
-        beta = held.prepared.data_norm ** 2 if isinstance(clip, str) else float(clip)
-        rows = stream_rows(X, perm[n_held:], pairs,
-                           held.prepared.mean if isinstance(centering, str) else centering)
-        W, n_clipped = self._stream(VectorGradients(rows), cal, beta, rng)
-        del rows
-        if n_clipped and not isinstance(clip, str):
-            _warn_clipped(beta)
-        self._set_table_attributes(fix_signs(W).T.copy(), held, pre_rng)
-        notes = (
-            self._stream_notes(cal, beta, m)
-            + ("beta = D² (clip_norm='auto'), D the held-out private norm bound. "
-               if isinstance(clip, str) else "beta is the public clip_norm. ")
-            + held_out_notes(n, n_held, m, pairs, centering, run)
-        )
-        record = self._table_record(
-            held.prepared.spends, self._stream_spend(cal, beta, derived=pairs),
-            epsilon=cal.epsilon, delta=cal.delta, n=n, neighbouring=REPLACE_ONE,
-            calibration=calibration, data_norm=held.prepared.data_norm, n_clipped=0,
-            notes=notes)
-        ledger.amend(planned, record)
-        self.privacy_ = record
-        self._set_stream_attributes(cal, beta, m)
-        self.noise_level_ = self._paper_noise_level()
-        self.expected_error_ = math.nan
-        return self
+        return self._fit_held_out(X)
 
     # ------------------------------------------------------------------ streamed tables
     def _fit_stream(self, source: RowSource) -> PrivateOjaPCA:
@@ -806,18 +756,27 @@ class PrivateOjaPCA(StochasticPCA):
 
     def _fit_stream_table(self, source: RowSource) -> PrivateOjaPCA:
         """Held-out segments (mean, β, variances) + Algorithm 2 on the rest, in order."""
-        from privpca.streaming.sources import select_rows
+        return self._fit_held_out(source)
 
-        n, p = source.n_samples, source.n_features
+    def _fit_held_out(self, table: Any) -> PrivateOjaPCA:
+        """A held-out share releases the mean, β and variances at the full (ε, δ); the stream
+        runs Algorithm 2 on the rest (parallel composition). ``table`` is an array (held-out
+        rows drawn by a public permutation, the rest shuffled) or a
+        :class:`~privpca.streaming.RowSource` (held-out public segments, the rest in order,
+        where amplification by shuffling is refused)."""
+        streamed = not isinstance(table, np.ndarray)
+        n, p = table.shape if not streamed else (table.n_samples, table.n_features)
         check_n_components(self.n_components, p, owner=self)
         centering = check_centering(self.centering, p, self)
         clip = self._check_clip_norm()
-        sizes = segment_split(n, self._holdout_fraction(), None)  # sizes only: public
-        n_held, m, pairs = self._split(n, centering, sizes.n_held)
+        # On a stream the held-out size is that of whole public segments (sizes only here).
+        hint = segment_split(n, self._holdout_fraction(), None).n_held if streamed else None
+        n_held, m, pairs = self._split(n, centering, hint)
         run = self._held_out_pipeline(n_held, p, check_epsilon(self.epsilon, owner=self),
                                       check_delta(self.delta, owner=self), centering,
                                       REPLACE_ONE)
-        cal = self._calibrate(m, shuffle=False)  # refuses amplification="shuffle"
+        # Refuses (before any charge) where shuffling cannot apply, a given order included.
+        cal = self._calibrate(m, shuffle=False) if streamed else self._calibrate(m)
         planned_stat = PrivacySpend(
             mechanism="statistic: planned", epsilon=cal.certified, delta=cal.delta,
             sensitivity=math.nan, noise_scale=math.nan,
@@ -833,15 +792,27 @@ class PrivateOjaPCA(StochasticPCA):
 
         rng = check_random_state(self.random_state)
         pre_rng = self._preprocessing_rng(rng)
-        split = segment_split(n, self._holdout_fraction(), pre_rng)
-        held = self._prepare_held_out_streamed(run, select_rows(source, split.held), pre_rng)
-        beta = held.prepared.data_norm ** 2 if isinstance(clip, str) else float(clip)
-        centre = None if pairs else (held.prepared.mean if isinstance(centering, str)
-                                     else centering)
-        blocks = stream_blocks(select_rows(source, split.rest).blocks(), pairs)
-        if centre is not None:
-            blocks = (b - centre for b in blocks)
-        W, n_clipped = self._stream(_Shape(m, p), cal, beta, rng, blocks=blocks)
+        if streamed:
+            from privpca.streaming.sources import select_rows
+
+            split = segment_split(n, self._holdout_fraction(), pre_rng)
+            held = self._prepare_held_out_streamed(run, select_rows(table, split.held),
+                                                   pre_rng)
+            beta = held.prepared.data_norm ** 2 if isinstance(clip, str) else float(clip)
+            centre = None if pairs else (held.prepared.mean if isinstance(centering, str)
+                                         else centering)
+            blocks = stream_blocks(select_rows(table, split.rest).blocks(), pairs)
+            if centre is not None:
+                blocks = (b - centre for b in blocks)
+            W, n_clipped = self._stream(_Shape(m, p), cal, beta, rng, blocks=blocks)
+        else:
+            perm = pre_rng.permutation(n)
+            held = self._prepare_held_out(run, table[perm[:n_held]], pre_rng)
+            beta = held.prepared.data_norm ** 2 if isinstance(clip, str) else float(clip)
+            rows = stream_rows(table, perm[n_held:], pairs,
+                               held.prepared.mean if isinstance(centering, str) else centering)
+            W, n_clipped = self._stream(VectorGradients(rows), cal, beta, rng)
+            del rows
         if n_clipped and not isinstance(clip, str):
             _warn_clipped(beta)
         self._set_table_attributes(fix_signs(W).T.copy(), held, pre_rng)
@@ -849,7 +820,7 @@ class PrivateOjaPCA(StochasticPCA):
             self._stream_notes(cal, beta, m)
             + ("beta = D² (clip_norm='auto'), D the held-out private norm bound. "
                if isinstance(clip, str) else "beta is the public clip_norm. ")
-            + held_out_notes(n, n_held, m, pairs, centering, run, segments=True)
+            + held_out_notes(n, n_held, m, pairs, centering, run, segments=streamed)
         )
         record = self._table_record(
             held.prepared.spends, self._stream_spend(cal, beta, derived=pairs),
