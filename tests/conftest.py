@@ -6,6 +6,19 @@ import numpy as np
 import pytest
 
 
+@pytest.fixture(scope="module")
+def cluster_client():
+    """A distributed.LocalCluster with two worker processes (the CI's scale-out check); one
+    per module, closed at its end, so other modules keep Dask's default scheduler."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261121)

@@ -87,18 +87,6 @@ def _write_npy_and_parquet(table, tmp_path, rows_per_file):
     return path, folder
 
 
-@pytest.fixture(scope="module")
-def cluster_client():
-    """A distributed.LocalCluster with two worker processes (the CI's scale-out check)."""
-    distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None)
-    client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
-
-
 @pytest.mark.parametrize("paper", [False, True], ids=["defaults", "paper"])
 @pytest.mark.parametrize("cls", ESTIMATORS)
 def test_dask_fit_on_a_local_cluster_equals_the_in_memory_fit(cls, paper, table, cluster_client):

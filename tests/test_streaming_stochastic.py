@@ -115,6 +115,16 @@ class _Counting(ChunkSource):
             yield block
 
 
+@pytest.mark.parametrize(("cls", "kw"), PAPER[2:] + TABLE[-2:],
+                         ids=["dppca-paper", "dppca-defaults", "dppca-pairs"])
+def test_dask_stream_on_a_local_cluster_equals_the_in_memory_fit(cls, kw, table,
+                                                                  cluster_client):
+    # The blocks are computed on two worker processes and read in order by the stream.
+    da = pytest.importorskip("dask.array")
+    ref = _fit(cls, _rows(cls, table), shuffle=False, **kw)
+    _assert_same(ref, _fit(cls, da.from_array(_rows(cls, table), chunks=(2_500, 6)), **kw))
+
+
 @pytest.mark.parametrize("cls,kw", PAPER[1:], ids=["PrivateOja", "DPPCA"])
 def test_the_papers_setting_reads_the_stream_once(cls, kw, table):
     table = _rows(cls, table)
