@@ -366,7 +366,9 @@ def test_fit_reads_headers_and_separators(runner, tmp_path, header, sep):
     ("text", "match"),
     [("a,b,c\n1,2,x\n3,4,5\n", r"non-numeric column 'c' \(e.g. 'x' on line 2\)"),
      ("a;b;c\n1;2;3\n3;;5\n", r"'b' \(1 cell, first on line 3\)"),
-     ("a,b\n1,2\n3\n", r"line 3 has 1 fields, expected 2")],
+     ("a,b\n1,2\n3\n", r"line 3 has 1 fields, expected 2"),
+     # every data row wider than the header (found by the property test)
+     ("0,0,0,NA\n0,0,0,0,1e999\n", r"line 2 has 5 fields, expected 4")],
 )
 def test_fit_names_the_bad_column_and_line(runner, tmp_path, text, match):
     path = tmp_path / "bad.csv"

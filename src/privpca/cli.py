@@ -204,6 +204,11 @@ def _load_table(path: Path) -> tuple[np.ndarray, list[str], bool]:
         if X.shape[0] == 0:
             raise click.ClickException(f"{path}: no data rows" +
                                        (" below the header." if has_header else "."))
+        if X.shape[1] != len(names):  # loadtxt checks the rows against each other only
+            raise click.ClickException(
+                f"{path}: line {first_line} has {X.shape[1]} fields, expected {len(names)} (as "
+                f"on line 1). privpca reads values separated by {delimiter!r}, one record per "
+                "line.")
     else:
         raise click.BadParameter(f"{path}: expected a .csv or .npy file", param_hint="DATA")
     bad = ~np.isfinite(X)
