@@ -163,6 +163,7 @@ from privpca.pipeline.release import (
 )
 from privpca.solvers.oja import GradientSource, MatrixGradients, VectorGradients, check_matrices
 from privpca.solvers.power import random_orthonormal_basis
+from privpca.streaming.holdout import HOLDOUT_SEGMENTS, StreamSplit, segment_split
 
 __all__ = [
     "DEFAULT_HOLDOUT_FRACTION",
@@ -170,8 +171,10 @@ __all__ = [
     "HOLDOUT_SHARES",
     "HeldOutRelease",
     "StochasticPCA",
+    "StreamSplit",
     "held_out_notes",
     "pair_differences",
+    "segment_split",
     "stream_rows",
 ]
 
@@ -182,42 +185,6 @@ DEFAULT_HOLDOUT_FRACTION = 0.1
 #: held-out records' whole (ε, δ) is split in the proportions a one-shot fit would use.
 HOLDOUT_SHARES: Mapping[str, float] = DEFAULT_SHARES
 _HELD = " [held-out records]"
-#: Public segments the rows of a streamed table are cut into for the held-out share.
-HOLDOUT_SEGMENTS = 1000
-
-
-@dataclass(frozen=True)
-class StreamSplit:
-    """A streamed table's public partition: held-out segments and the streamed rest."""
-
-    held: list[tuple[int, int]]
-    rest: list[tuple[int, int]]
-
-    @property
-    def n_held(self) -> int:
-        return sum(b - a for a, b in self.held)
-
-
-def segment_split(n: int, fraction: float, rng: np.random.Generator | None) -> StreamSplit:
-    """``h = ⌈fraction·S⌉`` of ``S = min(n, HOLDOUT_SEGMENTS)`` segments of ``⌊n/S⌋`` rows,
-    drawn uniformly (``rng``; None draws nothing and only sizes the split); the rest in order.
-    """
-    S = min(n, HOLDOUT_SEGMENTS)
-    size = n // S
-    h = min(math.ceil(fraction * S), S)
-    if rng is None:
-        chosen = np.arange(h)
-    else:
-        chosen = np.sort(rng.choice(S, size=h, replace=False))
-    held = [(int(i) * size, (int(i) + 1) * size) for i in chosen]
-    rest, start = [], 0
-    for a, b in held:
-        if a > start:
-            rest.append((start, a))
-        start = b
-    if start < n:
-        rest.append((start, n))
-    return StreamSplit(held, rest)
 
 
 def stream_blocks(blocks: Iterator[NDArray[np.float64]],

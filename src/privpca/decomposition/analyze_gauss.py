@@ -108,6 +108,15 @@ class AnalyzeGaussPCA(BasePrivatePCA):
         Shares of the Gaussian budget for the preprocessing parts (``"bound_raw"``,
         ``"mean"``, ``"scale_bound"``, ``"scale"``, ``"bound"``); ``None`` uses
         :data:`privpca.pipeline.budget.DEFAULT_SHARES`. The statistic gets the rest.
+    holdout_fraction : "auto", None or float in (0, 0.5], default="auto"
+        Where the preprocessing (private mean, scales, bound) reads its rows. ``None``: the
+        whole table, with a share of the budget. A float: that share of the rows, as whole
+        public segments drawn from the estimator's own generator, at the whole (ε, δ); the
+        statistic then reads the other rows, also at the whole (ε, δ) (parallel composition:
+        each record enters one of the two), and a streamed table is read about once instead of
+        four times. ``"auto"``: ``0.02`` from 10⁷ rows on, else ``None``
+        (:data:`privpca.pipeline.release.HOLDOUT_AUTO_MIN_ROWS`; docs/PIPELINE.md has the
+        measured trade-off). Ignored in the papers' setting (nothing to preprocess).
     neighbouring : {"replace", "add-remove"}, default="replace"
         The neighbouring relation of the guarantee. ``"replace"``: one record replaced by any
         other (Δ = √2·D²; privpca's relation everywhere). ``"add-remove"``: one record added
@@ -199,6 +208,7 @@ class AnalyzeGaussPCA(BasePrivatePCA):
         data_norm: float | str = "auto",
         scale: Any = False,
         budget_shares: dict[str, float] | None = None,
+        holdout_fraction: float | str | None = "auto",
         neighbouring: str = "replace",
         calibration: str = "analytic",
         random_state: Any = None,
@@ -211,6 +221,7 @@ class AnalyzeGaussPCA(BasePrivatePCA):
         self.data_norm = data_norm
         self.scale = scale
         self.budget_shares = budget_shares
+        self.holdout_fraction = holdout_fraction
         self.neighbouring = neighbouring
         self.calibration = calibration
         self.random_state = random_state

@@ -99,6 +99,10 @@ class BinghamPCA(BasePrivatePCA):
     budget_shares : dict or None, default=None
         Shares of the Gaussian preprocessing (and ``"variance"``); see
         :data:`privpca.pipeline.budget.DEFAULT_SHARES`.
+    holdout_fraction : "auto", None or float in (0, 0.5], default="auto"
+        As in :class:`~privpca.AnalyzeGaussPCA`: the preprocessing from a held-out public share
+        of the rows at the whole (ε, δ), the statistic from the rest (``"auto"``: 2 % from 10⁷
+        rows on).
     sampler : {"auto", "gibbs", "exact"}, default="auto"
         ``"exact"``: Kent–Ganeiber–Mardia rejection sampling (``k = 1`` only); raises
         :class:`~privpca.solvers.bingham.ProposalBudgetExceededError` after ``max_proposals``
@@ -199,6 +203,7 @@ class BinghamPCA(BasePrivatePCA):
         data_norm: float | str = "auto",
         scale: Any = False,
         budget_shares: dict[str, float] | None = None,
+        holdout_fraction: float | str | None = "auto",
         sampler: str = "auto",
         update: str = "row",
         burn_in: int = 100,
@@ -215,6 +220,7 @@ class BinghamPCA(BasePrivatePCA):
         self.data_norm = data_norm
         self.scale = scale
         self.budget_shares = budget_shares
+        self.holdout_fraction = holdout_fraction
         self.sampler = sampler
         self.update = update
         self.burn_in = burn_in

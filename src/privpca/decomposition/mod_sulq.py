@@ -115,6 +115,10 @@ class ModSuLQPCA(BasePrivatePCA):
         As in :class:`~privpca.AnalyzeGaussPCA`.
     budget_shares : dict or None, default=None
         As in :class:`~privpca.AnalyzeGaussPCA`.
+    holdout_fraction : "auto", None or float in (0, 0.5], default="auto"
+        As in :class:`~privpca.AnalyzeGaussPCA`: the preprocessing from a held-out public share
+        of the rows at the whole (ε, δ), the statistic from the rest (``"auto"``: 2 % from 10⁷
+        rows on).
     random_state : None, int or numpy.random.Generator, default=None
         Source of the noise.
     ledger : PrivacyLedger or None, default=None
@@ -178,6 +182,7 @@ class ModSuLQPCA(BasePrivatePCA):
         data_norm: float | str = "auto",
         scale: Any = False,
         budget_shares: dict[str, float] | None = None,
+        holdout_fraction: float | str | None = "auto",
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -188,6 +193,7 @@ class ModSuLQPCA(BasePrivatePCA):
         self.data_norm = data_norm
         self.scale = scale
         self.budget_shares = budget_shares
+        self.holdout_fraction = holdout_fraction
         self.random_state = random_state
         self.ledger = ledger
 
@@ -209,13 +215,15 @@ class ModSuLQPCA(BasePrivatePCA):
         k = check_n_components_spec(self.n_components, d, self)
         check_epsilon(self.epsilon, owner=self)
         check_delta(self.delta, owner=self)
+        n_stat = [n]  # the statistic's rows: n, or the rows not held out (public)
         run = ReleasePipeline(
             self, n, d,
             Statistic("gaussian (MOD-SuLQ): packed upper triangle of XᵀX/n",
-                      lambda D: math.sqrt(2.0) * D**2 / n, kind="approx",
+                      lambda D: math.sqrt(2.0) * D**2 / n_stat[0], kind="approx",
                       releases_spectrum=True),
             neighbouring=REPLACE_ONE,
         )
+        n = n_stat[0] = run.n_statistic
         eps_s, delta_s = run.statistic_budget.epsilon, run.statistic_budget.delta
         beta = mod_sulq_beta(n, d, eps_s, delta_s)
         # σ/Δ = D²β/(√2·D²/n) does not depend on D: the event is known before the data.

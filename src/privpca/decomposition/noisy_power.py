@@ -128,6 +128,10 @@ class NoisyPowerPCA(BasePrivatePCA):
         Shares of the Gaussian budget for the preprocessing parts and ``"variance"`` (the
         explained variance, released when not in the papers' setting); see
         :data:`privpca.pipeline.budget.DEFAULT_SHARES`.
+    holdout_fraction : "auto", None or float in (0, 0.5], default="auto"
+        As in :class:`~privpca.AnalyzeGaussPCA`: the preprocessing from a held-out public share
+        of the rows at the whole (ε, δ), the statistic from the rest (``"auto"``: 2 % from 10⁷
+        rows on).
     n_iter : int, default=10
         T, the number of noisy iterations, fixed in advance (it sets the noise). Hardt & Price
         need ``T ≈ log(p)/log(λ_k/λ_{k+1})``-ish iterations; choose T from public knowledge —
@@ -211,6 +215,7 @@ class NoisyPowerPCA(BasePrivatePCA):
         data_norm: float | str = "auto",
         scale: Any = False,
         budget_shares: dict[str, float] | None = None,
+        holdout_fraction: float | str | None = "auto",
         n_iter: int = 10,
         solver: str = "auto",
         keep_history: bool = False,
@@ -224,6 +229,7 @@ class NoisyPowerPCA(BasePrivatePCA):
         self.data_norm = data_norm
         self.scale = scale
         self.budget_shares = budget_shares
+        self.holdout_fraction = holdout_fraction
         self.n_iter = n_iter
         self.solver = solver
         self.keep_history = keep_history

@@ -173,6 +173,7 @@ class BudgetPlan:
         statistic_gaussian: bool = True,
         statistic_pure: bool = False,
         shares: Mapping[str, float] | None = None,
+        include_statistic: bool = True,
     ) -> BudgetPlan:
         """Split (ε, δ) across the ``active`` preprocessing parts and the statistic.
 
@@ -190,6 +191,11 @@ class BudgetPlan:
             For a non-Gaussian statistic: pure ε-DP (takes no δ).
         shares : mapping, optional
             Weights overriding :data:`DEFAULT_SHARES` (each in [0, 1); their sum below 1).
+        include_statistic : bool, default=True
+            ``False``: a plan of the ``active`` parts alone (no statistic), their weights
+            normalised to sum to 1, so they compose to exactly (ε, δ) by themselves: the plan
+            of a held-out share of the rows, which releases only preprocessing (parallel
+            composition with the statistic's own plan on the other rows).
 
         Returns
         -------
@@ -206,7 +212,13 @@ class BudgetPlan:
                 weights[name] = check_in_range(value, f"budget_shares[{name!r}]", low=0.0,
                                                high=1.0)
         pre = sum(weights.values())
-        if not pre < 1.0:
+        if not include_statistic:
+            if not weights or pre <= 0.0:
+                raise ValueError("A plan without a statistic needs an active part of positive "
+                                 "share.")
+            weights = {name: w / pre for name, w in weights.items()}
+            pre, statistic_gaussian = 1.0, True
+        elif not pre < 1.0:
             raise ValueError(
                 f"The preprocessing shares {weights} sum to {pre:g}; they must leave a positive "
                 "share (1 - sum) for the estimator's statistic."
@@ -214,10 +226,14 @@ class BudgetPlan:
         n_hist = sum(1 for name in active if name in HISTOGRAM_PARTS)
         if math.isinf(epsilon):
             parts = {name: PartBudget(name, w, 0.0) for name, w in weights.items()}
-            parts["statistic"] = PartBudget("statistic", 1.0 - pre, 0.0, int(statistic_count))
+            if include_statistic:
+                parts["statistic"] = PartBudget("statistic", 1.0 - pre, 0.0,
+                                                int(statistic_count))
             return cls(epsilon, 0.0, parts, 0.0, 0.0, statistic_gaussian)
 
-        if statistic_gaussian:
+        if not include_statistic:
+            gauss_eps, gauss_delta = epsilon, delta
+        elif statistic_gaussian:
             gauss_eps, gauss_delta = epsilon, delta
             weights["statistic"] = 1.0 - pre
         elif not weights:

@@ -65,12 +65,15 @@ from privpca.solvers.gram import (
 
 __all__ = [
     "DEFAULT_NORM_QUANTILE",
+    "HOLDOUT_AUTO_FRACTION",
+    "HOLDOUT_AUTO_MIN_ROWS",
     "PreparedRows",
     "ReleasePipeline",
     "Statistic",
     "Table",
     "check_centering",
     "check_data_norm",
+    "check_holdout",
     "check_scale",
     "validated_table",
 ]
@@ -79,6 +82,15 @@ __all__ = [
 DEFAULT_NORM_QUANTILE = 0.99
 #: Quantile of |x_j − μ_j| used to clip each feature's variance when ``scale=True``.
 SCALE_QUANTILE = 0.99
+#: ``holdout_fraction="auto"`` holds out a share of the rows for the preprocessing from this
+#: many rows on (below it the whole table with a share of the budget is more accurate: the
+#: held-out mean's rank-one error, ∝ 1/(fraction²·n), is not yet negligible; docs/PIPELINE.md).
+HOLDOUT_AUTO_MIN_ROWS = 10_000_000
+#: The share of the rows held out under ``holdout_fraction="auto"``.
+HOLDOUT_AUTO_FRACTION = 0.02
+#: Public segments of a held-out split in the pipeline (more than the Oja family's 1 000: at
+#: 2 % that is 200 neighbourhoods, closer to a simple random sample on sorted rows).
+PIPELINE_HOLDOUT_SEGMENTS = 10_000
 
 
 def check_centering(value: Any, n_features: int, owner: object) -> Any:
@@ -110,6 +122,19 @@ def check_data_norm(value: Any, owner: object) -> Any:
             f"in the range [1e-60, 1e+60]. Got {value!r} instead."
         )
     return check_norm_bound(value, "data_norm", owner=owner)  # D² must stay a finite float
+
+
+def check_holdout(value: Any, owner: object) -> Any:
+    """``"auto"``, ``None`` (no hold-out) or a fraction in ``(0, 0.5]``."""
+    if value is None or (isinstance(value, str) and value == "auto"):
+        return value
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number) \
+            or not 0.0 < float(value) <= 0.5:
+        raise ValueError(
+            f"The 'holdout_fraction' parameter of {type(owner).__name__} must be 'auto', None "
+            f"or a float in (0, 0.5]. Got {value!r} instead."
+        )
+    return float(value)
 
 
 def check_scale(value: Any, n_features: int, owner: object) -> Any:
@@ -326,10 +351,20 @@ class ReleasePipeline:
             self.delta = 0.0  # a pure statistic alone: pure epsilon-DP, delta unused
         else:
             self.delta = check_delta(raw_delta, owner=owner)
+        held_parts = tuple(part for part in self.active if part != "variance")
+        self.holdout_fraction = self._resolve_holdout(
+            check_holdout(getattr(owner, "holdout_fraction", None), owner), held_parts)
+        #: The held-out rows' plan (preprocessing only, the whole (ε, δ)), or None.
+        self.held_plan: BudgetPlan | None = None
+        if self.holdout_fraction is not None:
+            self.held_out_split(None)  # sizes only: refuses a split too small, before the data
+            self.held_plan = BudgetPlan.split(self.epsilon, self.delta, held_parts,
+                                              shares=shares, include_statistic=False)
         self.plan = BudgetPlan.split(
             self.epsilon,
             self.delta,
-            self.active,
+            self.active if self.held_plan is None else tuple(
+                part for part in self.active if part not in held_parts),
             statistic_count=statistic.count,
             statistic_gaussian=statistic.kind == "gaussian",
             statistic_pure=pure,
@@ -339,6 +374,50 @@ class ReleasePipeline:
         self._ledger: PrivacyLedger | None = None
 
     # ------------------------------------------------------------------ budget
+    def _resolve_holdout(self, value: Any, held_parts: tuple[str, ...]) -> float | None:
+        """The held-out fraction in use: None without preprocessing or with ``None``;
+        ``"auto"`` holds out :data:`HOLDOUT_AUTO_FRACTION` from
+        :data:`HOLDOUT_AUTO_MIN_ROWS` rows on (a function of the public n only)."""
+        if not held_parts or value is None:
+            return None
+        if value == "auto":
+            return HOLDOUT_AUTO_FRACTION if self.n_samples >= HOLDOUT_AUTO_MIN_ROWS else None
+        return float(value)
+
+    def _part(self, name: str) -> PartBudget:
+        """A part's budget, from the held-out plan when it runs on the held-out rows."""
+        if self.held_plan is not None and name in self.held_plan:
+            return self.held_plan[name]
+        return self.plan[name]
+
+    def _all_parts(self) -> list[str]:
+        """Every part of the fit (held-out plan first), in pipeline order."""
+        names = set(self.plan.parts) | set(() if self.held_plan is None
+                                           else self.held_plan.parts)
+        return [name for name in PART_NAMES if name in names]
+
+    def held_out_split(self, rng: np.random.Generator | None) -> Any:
+        """The public segments of the held-out rows and the rest (None: no hold-out)."""
+        if self.holdout_fraction is None:
+            return None
+        from privpca.streaming.holdout import segment_split
+
+        split = segment_split(self.n_samples, self.holdout_fraction, rng,
+                              segments=PIPELINE_HOLDOUT_SEGMENTS)
+        if split.n_held < 2 or split.n_rest < 2:
+            raise ValueError(
+                f"{type(self.owner).__name__}: holdout_fraction={self.holdout_fraction:g} "
+                f"holds out {split.n_held} of n_samples={self.n_samples} rows and leaves "
+                f"{split.n_rest}; both need at least 2. Use holdout_fraction=None."
+            )
+        return split
+
+    @property
+    def n_statistic(self) -> int:
+        """Rows the statistic reads: n, or the rows not held out (public: sizes only)."""
+        split = self.held_out_split(None)
+        return self.n_samples if split is None else split.n_rest
+
     @property
     def paper_mode(self) -> bool:
         """No preprocessing part: the papers' uncentred, publicly bounded setting."""
@@ -353,7 +432,7 @@ class ReleasePipeline:
         return self.plan["statistic"].multiplier
 
     def _spend(self, part: str, mechanism: str, sensitivity: float, noise: float) -> PrivacySpend:
-        b = self.plan[part]
+        b = self._part(part)
         return PrivacySpend(
             mechanism=f"{part}: {mechanism}",
             epsilon=b.epsilon,
@@ -381,7 +460,7 @@ class ReleasePipeline:
         """
         owner = self.owner
         target = resolve_ledger(owner, ledger)
-        spends = [self._spend(part, "planned", math.nan, math.nan) for part in self.plan.parts
+        spends = [self._spend(part, "planned", math.nan, math.nan) for part in self._all_parts()
                   if part != "statistic"]
         stat = self._planned_statistic_spend()
         if statistic_event is not None:  # an estimator-specific calibration (paper setting)
@@ -487,10 +566,10 @@ class ReleasePipeline:
         """
         from privpca.streaming import reductions
 
-        plan, n = self.plan, source.n_samples
+        n = source.n_samples
         mean = np.zeros(source.n_features)
         for bound_part, mean_part in (("bound_raw", "mean"), ("bound_residual", "mean_refine")):
-            b = plan[bound_part]
+            b = self._part(bound_part)
             centre = None if bound_part == "bound_raw" else mean
             seen: dict[str, Any] = {}
 
@@ -508,7 +587,7 @@ class ReleasePipeline:
                 "(centering=array), centering=None, or a larger epsilon.")
             spends.append(self._mean_bound_spend(bound_part))
             m = private_mean_from_sum(seen["sums"].clipped_sum(R, seen["base"]), n, R,
-                                      plan[mean_part].multiplier, rng)
+                                      self._part(mean_part).multiplier, rng)
             spends.append(self._mean_spend(mean_part, m))
             mean = mean + m.mean
             details[f"{mean_part}_bound"] = R
@@ -527,7 +606,7 @@ class ReleasePipeline:
         second re-bounded around the first's refined means. Returns ``(mean, scale)``."""
         p = source.n_features
         centre = np.zeros(p) if mean is None else mean
-        bb, bs = self.plan["scale_bound"], self.plan["scale"]
+        bb, bs = self._part("scale_bound"), self._part("scale")
         for _ in range(bs.count):  # round 2 re-bounds around round 1's refined means
             s = private_scale(source, centre, bb.multiplier, bb.tail, bs.multiplier,
                               SCALE_QUANTILE, rng, ddof=1 if mean is not None else 0)
@@ -554,7 +633,7 @@ class ReleasePipeline:
     ) -> float:
         """The "bound" part: the private quantile D of the norms the statistic will see,
         from ``counter(base)``, their exact counts on the log grid."""
-        b = self.plan["bound"]
+        b = self._part("bound")
         D, rel = private_norm_bound_from_counts(
             counter, n, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
             what="centred row norms" if centred else "row norms")
@@ -567,7 +646,7 @@ class ReleasePipeline:
             part, "Gaussian stability histogram of "
             + ("‖x‖" if part == "bound_raw" else "‖x − μ̂₁‖")
             + " on a log grid (private quantile)", math.sqrt(2.0),
-            math.sqrt(2.0) * self.plan[part].multiplier)
+            math.sqrt(2.0) * self._part(part).multiplier)
 
     def _mean_spend(self, part: str, m: MeanRelease) -> PrivacySpend:
         return self._spend(
@@ -577,14 +656,36 @@ class ReleasePipeline:
     def _bound_spend(self) -> PrivacySpend:
         return self._spend("bound", "Gaussian stability histogram of the row norms seen by "
                            "the statistic (private quantile)", math.sqrt(2.0),
-                           math.sqrt(2.0) * self.plan["bound"].multiplier)
+                           math.sqrt(2.0) * self._part("bound").multiplier)
 
     def prepare_table(self, table: Table, rng: np.random.Generator) -> PreparedRows:
-        """:meth:`prepare` or :meth:`prepare_streamed`, whichever the table needs."""
+        """:meth:`prepare` or :meth:`prepare_streamed`, whichever the table needs; with a
+        hold-out (:attr:`holdout_fraction`), :meth:`prepare_held_out`."""
+        if self.holdout_fraction is not None:
+            return self.prepare_held_out(table, rng)
         if table.streamed:
             return self.prepare_streamed(table.source, rng)
         assert table.X is not None and table.sq is not None
         return self.prepare(table.X, rng, sq=table.sq)
+
+    def prepare_held_out(self, table: Table, rng: np.random.Generator) -> PreparedRows:
+        """The preprocessing from held-out public segments, the statistic's rows the rest.
+
+        The segments are drawn from ``rng`` (the estimator's own stream, never the data), the
+        mean, scales and bound are released from the held-out rows with the held-out plan
+        (the whole (ε, δ)), and the returned rows are the other rows, read in place (a memory
+        map or a ``.npy``-backed Dask table reads only the selected rows). Each record enters
+        either the preprocessing or the statistic, never both: parallel composition, so the
+        statistic's own plan gets the whole (ε, δ) too.
+        """
+        from privpca.streaming.sources import ArraySource, select_rows
+
+        source = table.source if table.streamed else ArraySource(table.X, validated=True)
+        split = self.held_out_split(rng)
+        prepared = self.prepare_streamed(select_rows(source, split.held), rng)
+        prepared.source = select_rows(source, split.rest)
+        prepared.details["n_held"] = split.n_held
+        return prepared
 
     # ------------------------------------------------------------------ streamed tables
     def prepare_streamed(self, source: Any, rng: np.random.Generator) -> PreparedRows:
@@ -766,6 +867,22 @@ class ReleasePipeline:
             if self.plan.tail:
                 split += (f" Stability-histogram tails take {self.plan.tail:.3g} per side "
                           "(paid from delta).")
+            if self.held_plan is not None:
+                held = self.held_plan
+                n_held = self.held_out_split(None).n_held
+                shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in held.parts.items())
+                split += (
+                    f" Held-out preprocessing (holdout_fraction={self.holdout_fraction:g}): "
+                    f"{', '.join(held.parts)} were released from {n_held} of the "
+                    f"{self.n_samples} rows (whole public segments drawn from the estimator's "
+                    f"own generator) at the whole (epsilon, delta), split {shares} (total "
+                    f"noise multiplier {held.total_multiplier:.6g}"
+                    + (f"; histogram tails {held.tail:.3g} per side" if held.tail else "")
+                    + "); the statistic read only the other "
+                    f"{self.n_samples - n_held} rows at the whole (epsilon, delta): each "
+                    "record enters one of the two (parallel composition). A ledger composes "
+                    "this fit as its (epsilon, delta), not as its parts in sequence."
+                )
         return PrivacyRecord(
             epsilon=self.epsilon if epsilon is None else float(epsilon),
             delta=self.delta if delta is None else float(delta),

@@ -16,10 +16,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["dask_table"]
+__all__ = ["dask_table", "dask_table_rows"]
 
 #: Rows per Dask block by default: ~800 MB of float64 at p = 100, one task per block.
 DEFAULT_CHUNK_ROWS = 1_000_000
+
+#: ``.npy`` tables made by :func:`dask_table`, by Dask array name: ``(path, dtype, chunk_rows)``,
+#: so that a selection of rows (a held-out share) reads only those rows (Dask's own slicing of
+#: a block reads the whole block first). Bounded: the oldest entries are dropped.
+_NPY_TABLES: dict[str, tuple[str, Any, int]] = {}
+_NPY_TABLES_MAX = 256
 
 
 def _npy_rows(path: str, start: int, stop: int, dtype: Any) -> NDArray[Any]:
@@ -70,9 +76,11 @@ def dask_table(path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_
         # Floats keep their width (the reductions convert block by block, so a float32 table
         # moves half the bytes); integers become float64.
         dtype = header.dtype if header.dtype.kind == "f" else np.dtype(np.float64)
-        bounds = [(a, min(a + chunk_rows, n)) for a in range(0, n, chunk_rows)]
-        parts = [da.from_delayed(dask.delayed(_npy_rows)(str(root.resolve()), a, b, dtype),
-                                 shape=(b - a, p), dtype=dtype) for a, b in bounds]
+        out = _npy_blocks(str(root.resolve()), [(0, n)], p, dtype, chunk_rows)
+        if len(_NPY_TABLES) >= _NPY_TABLES_MAX:
+            del _NPY_TABLES[next(iter(_NPY_TABLES))]
+        _NPY_TABLES[out.name] = (str(root.resolve()), dtype, chunk_rows)
+        return out
     elif root.suffix == ".parquet" or root.is_dir():
         meta = ParquetSource(root)  # checks the columns, counts the rows from the footers
         import pyarrow.parquet as pq
@@ -88,3 +96,29 @@ def dask_table(path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_
     if not parts:
         raise ValueError(f"{root}: the table has no rows.")
     return da.concatenate(parts, axis=0)
+
+
+def _npy_blocks(path: str, ranges: list[tuple[int, int]], p: int, dtype: Any,
+                chunk_rows: int) -> Any:
+    """The rows of ``ranges`` of a ``.npy`` file, each range cut into ``chunk_rows`` blocks,
+    every block one task that reads only its rows."""
+    import dask
+    import dask.array as da
+
+    parts = [da.from_delayed(dask.delayed(_npy_rows)(path, a, min(a + chunk_rows, stop), dtype),
+                             shape=(min(a + chunk_rows, stop) - a, p), dtype=dtype)
+             for start, stop in ranges for a in range(start, stop, chunk_rows)]
+    if not parts:
+        raise ValueError(f"{path}: the table has no rows.")
+    return da.concatenate(parts, axis=0)
+
+
+def dask_table_rows(X: Any, ranges: list[tuple[int, int]]) -> Any:
+    """The rows ``ranges`` of a :func:`dask_table` ``.npy`` array, read by tasks that read only
+    those rows; None for any other Dask array (slice it instead)."""
+    entry = _NPY_TABLES.get(getattr(X, "name", ""))
+    if entry is None:
+        return None
+    path, dtype, chunk_rows = entry
+    return _npy_blocks(path, [(int(a), int(b)) for a, b in ranges if b > a], int(X.shape[1]),
+                       dtype, chunk_rows)

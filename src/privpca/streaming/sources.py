@@ -129,27 +129,50 @@ class ArraySource(RowSource):
         """Blocks reduced by one thread per core (NumPy releases the GIL; BLAS is limited to
         one thread per block meanwhile), combined in block order: the result does not depend
         on the scheduling, and at most one block per thread is in memory."""
-        starts = range(0, self.n_samples, self.block_rows)
-        workers = min(os.cpu_count() or 1, len(starts))
-        if workers < 2 or self.progress:
+        bounds = [(a, min(a + self.block_rows, self.n_samples))
+                  for a in range(0, self.n_samples, self.block_rows)]
+        if self.progress:
             return super().reduce(fn, combine, aux=aux, desc=desc)
-        from concurrent.futures import ThreadPoolExecutor
+        return _threaded_reduce(self, bounds, fn, combine, aux)
 
-        from threadpoolctl import threadpool_limits
 
-        def part(start: int) -> T:
-            stop = min(start + self.block_rows, self.n_samples)
-            block = self.X[start:stop]
-            if not self.validated:
-                block = _check_block(block, self.n_features)
-            return fn(block) if aux is None else fn(block, *aux(start, stop))
+def _threaded_reduce(array: ArraySource, bounds: Sequence[tuple[int, ...]],
+                     fn: Callable[..., T], combine: Callable[[T, T], T],
+                     aux: Callable[[int, int], tuple[Any, ...]] | None) -> T:
+    """``combine`` of ``fn`` over the blocks ``array.X[a:b]`` of ``bounds``, one thread per
+    core (NumPy releases the GIL; BLAS limited to one thread per block meanwhile), combined in
+    the order of ``bounds``. A bound ``(a, b, offset)`` passes ``aux(offset, offset + b − a)``
+    (the block's rows in a view's numbering); ``(a, b)`` passes ``aux(a, b)``."""
+    def part(bound: tuple[int, ...]) -> T:
+        a, b = bound[0], bound[1]
+        block = array.X[a:b]
+        if not array.validated:
+            block = _check_block(block, array.n_features)
+        if aux is None:
+            return fn(block)
+        start = bound[2] if len(bound) > 2 else a
+        return fn(block, *aux(start, start + b - a))
 
+    workers = min(os.cpu_count() or 1, len(bounds))
+    if workers < 2:
         out: T | None = None
-        with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
-            for piece in pool.map(part, starts):
-                out = piece if out is None else combine(out, piece)
-        assert out is not None
+        for bound in bounds:
+            piece = part(bound)
+            out = piece if out is None else combine(out, piece)
+        if out is None:
+            raise ValueError("The table has no rows.")
         return out
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    out = None
+    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
+        for piece in pool.map(part, bounds):
+            out = piece if out is None else combine(out, piece)
+    if out is None:
+        raise ValueError("The table has no rows.")
+    return out
 
 
 class ChunkSource(RowSource):
@@ -371,6 +394,26 @@ class RowRanges(RowSource):
         self.n_features = parent.n_features
         self.progress = parent.progress
 
+    def _bounds(self) -> list[tuple[int, int, int]]:
+        """The blocks of an :class:`ArraySource` parent: ``(a, b, offset in the view)``."""
+        assert isinstance(self.parent, ArraySource)
+        out, offset, step = [], 0, self.parent.block_rows
+        for a, b in self.ranges:
+            for start in range(a, b, step):
+                stop = min(start + step, b)
+                out.append((start, stop, offset))
+                offset += stop - start
+        return out
+
+    def reduce(self, fn: Callable[..., T], combine: Callable[[T, T], T], *,
+               aux: Callable[[int, int], tuple[Any, ...]] | None = None,
+               desc: str = "pass") -> T:
+        """Over an :class:`ArraySource`, the selected blocks on one thread per core (as the
+        array's own reduction); otherwise one pass of the parent, keeping the selected rows."""
+        if isinstance(self.parent, ArraySource) and not self.progress:
+            return _threaded_reduce(self.parent, self._bounds(), fn, combine, aux)
+        return super().reduce(fn, combine, aux=aux, desc=desc)
+
     def blocks(self) -> Iterator[Block]:
         parent = self.parent
         if isinstance(parent, ArraySource):
@@ -403,6 +446,11 @@ def select_rows(source: RowSource, ranges: Sequence[tuple[int, int]]) -> RowSour
     if isinstance(source, DaskSource):
         import dask.array as da
 
+        from privpca.streaming.dask_io import dask_table_rows
+
+        direct = dask_table_rows(source.X, list(ranges))
+        if direct is not None:  # a .npy table: the tasks read only the selected rows
+            return DaskSource(direct)
         parts = [source.X[a:b] for a, b in ranges if b > a]
         return DaskSource(da.concatenate(parts, axis=0))
     return RowRanges(source, ranges)

@@ -1,0 +1,80 @@
+"""Accuracy of the release pipeline's two layouts on defaults, side by side: preprocessing on
+the whole table with a share of the budget (``holdout_fraction=None``) against a held-out
+public share of the rows at the whole budget (``holdout_fraction=f``).
+
+Data: a shifted, mixed-units spiked table (a column mean of up to 10³, scales 0.3–3, a
+k-dimensional signal); the error is ‖V̂V̂ᵀ − VVᵀ‖_F to scikit-learn's ``PCA(k)`` of the same
+table, mean ± standard error over the repetitions (independent streams per run). This is the
+evidence for ``holdout_fraction="auto"`` (docs/PIPELINE.md).
+
+Run: ``python benchmarks/holdout_tradeoff.py`` (``--sizes 100000 1000000 10000000``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from sklearn.decomposition import PCA
+
+from privpca import AnalyzeGaussPCA, PrivacyLedger
+from privpca.metrics import subspace_distance
+
+
+def table(n: int, p: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Shifted mixed-units rows with a k-dimensional spike (built block by block)."""
+    basis = np.linalg.qr(rng.standard_normal((p, k)))[0]
+    scales = np.geomspace(0.3, 3.0, p)
+    shift = np.linspace(0.0, 1000.0, p)
+    out = np.empty((n, p))
+    for a in range(0, n, 1_000_000):
+        b = min(a + 1_000_000, n)
+        z = rng.standard_normal((b - a, p))
+        z += (rng.standard_normal((b - a, k)) * np.linspace(3.0, 2.0, k)) @ basis.T
+        out[a:b] = z * scales + shift
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
+    parser.add_argument("--p", type=int, default=50)
+    parser.add_argument("--k", type=int, default=3)
+    parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--fractions", type=float, nargs="+", default=[0.02, 0.05])
+    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    root = np.random.SeedSequence(args.seed)
+    layouts: list[float | None] = [None, *args.fractions]
+    print(f"AnalyzeGaussPCA({args.k}) on defaults, epsilon={args.epsilon}, delta=1e-5, "
+          f"p={args.p}; distance to scikit-learn's PCA({args.k}), mean ± s.e. over "
+          f"{args.repetitions} runs")
+    print(f"{'n':>11} " + " ".join(f"{'holdout ' + str(f):>22}" for f in layouts))
+    for n, size_seq in zip(args.sizes, root.spawn(len(args.sizes)), strict=True):
+        errors: dict[float | None, list[float]] = {f: [] for f in layouts}
+        t0 = time.perf_counter()
+        for rep_seq in size_seq.spawn(args.repetitions):
+            data_seq, *fit_seqs = rep_seq.spawn(1 + len(layouts))
+            X = table(n, args.p, args.k, np.random.default_rng(data_seq))
+            truth = PCA(args.k, svd_solver="covariance_eigh").fit(X).components_.T
+            for f, seq in zip(layouts, fit_seqs, strict=True):
+                est = AnalyzeGaussPCA(args.k, epsilon=args.epsilon, holdout_fraction=f,
+                                      random_state=np.random.default_rng(seq),
+                                      ledger=PrivacyLedger()).fit(X)
+                errors[f].append(subspace_distance(est.components_.T, truth))
+            del X
+        cells = []
+        for f in layouts:
+            e = np.asarray(errors[f])
+            se = e.std(ddof=1) / np.sqrt(len(e)) if len(e) > 1 else float("nan")
+            cells.append(f"{e.mean():.5f} ± {se:.5f}")
+        print(f"{n:>11,} " + " ".join(f"{c:>22}" for c in cells)
+              + f"   ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

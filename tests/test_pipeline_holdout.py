@@ -1,0 +1,209 @@
+"""The release pipeline's held-out layout: preprocessing from public segments at the whole
+(ε, δ), the statistic from the other rows at the whole (ε, δ) (parallel composition)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import dp_accounting
+import numpy as np
+import pytest
+
+from privpca import AnalyzeGaussPCA, BinghamPCA, ModSuLQPCA, NoisyPowerPCA, PrivacyLedger
+from privpca.accounting.composition import compose_epsilon
+from privpca.pipeline.budget import BudgetPlan
+from privpca.pipeline.release import (
+    HOLDOUT_AUTO_FRACTION,
+    HOLDOUT_AUTO_MIN_ROWS,
+    ReleasePipeline,
+    Statistic,
+)
+from privpca.streaming import ArraySource, ChunkSource
+from privpca.streaming.holdout import segment_split
+
+ESTIMATORS = [AnalyzeGaussPCA, ModSuLQPCA, NoisyPowerPCA, BinghamPCA]
+_SHORT = {BinghamPCA: dict(burn_in=0, n_iter=20)}
+
+
+@pytest.fixture(scope="module")
+def table():
+    """Mixed units, not centred, 60 000 rows."""
+    rng = np.random.default_rng(31)
+    Z = rng.standard_normal((60_000, 8))
+    Z[:, 1] += 0.9 * Z[:, 0]
+    return Z * np.geomspace(0.5, 8, 8) + np.linspace(-20, 300, 8)
+
+
+def _fit(cls, X, ledger=None, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cls(2, random_state=7, ledger=PrivacyLedger() if ledger is None else ledger,
+                   **_SHORT.get(cls, {}),
+                   **kw).fit(X)
+
+
+class _Owner:
+    epsilon, delta, centering, data_norm, scale, budget_shares = 1.0, 1e-5, "private", "auto", \
+        False, None
+
+    def __init__(self, holdout):
+        self.holdout_fraction = holdout
+
+
+def _pipeline(n, holdout="auto", **owner):
+    o = _Owner(holdout)
+    for key, value in owner.items():
+        setattr(o, key, value)
+    return ReleasePipeline(o, n, 5, Statistic("gaussian: test", lambda D: D**2,
+                                              releases_spectrum=True))
+
+
+def test_plan_without_statistic_composes_to_exactly_epsilon_delta():
+    parts = ("bound_raw", "mean", "bound_residual", "mean_refine", "bound")
+    plan = BudgetPlan.split(1.0, 1e-5, parts, include_statistic=False)
+    assert "statistic" not in plan
+    assert sum(p.weight for p in plan.parts.values()) == pytest.approx(1.0)
+    events = [p.dp_event() for p in plan.parts.values()]
+    tail = sum(p.tail * p.count for p in plan.parts.values())
+    assert compose_epsilon(events, 1e-5, tail=tail) == pytest.approx(1.0, abs=2e-3)
+    with pytest.raises(ValueError, match="active part"):
+        BudgetPlan.split(1.0, 1e-5, (), include_statistic=False)
+
+
+def test_auto_holds_out_from_ten_million_rows_on_and_only_with_preprocessing():
+    assert _pipeline(HOLDOUT_AUTO_MIN_ROWS - 1).holdout_fraction is None
+    big = _pipeline(HOLDOUT_AUTO_MIN_ROWS)
+    assert big.holdout_fraction == HOLDOUT_AUTO_FRACTION
+    held = segment_split(HOLDOUT_AUTO_MIN_ROWS, HOLDOUT_AUTO_FRACTION, None,
+                         segments=10_000).n_held
+    assert big.n_statistic == HOLDOUT_AUTO_MIN_ROWS - held == 9_800_000
+    # The statistic's plan is the whole budget, alone: the single-mechanism calibration.
+    assert big.plan["statistic"].multiplier == pytest.approx(
+        dp_accounting.get_sigma_gaussian(1.0, 1e-5), rel=1e-12)
+    paper = _pipeline(HOLDOUT_AUTO_MIN_ROWS, centering=None, data_norm=1.0)
+    assert paper.holdout_fraction is None and paper.n_statistic == HOLDOUT_AUTO_MIN_ROWS
+    assert _pipeline(HOLDOUT_AUTO_MIN_ROWS, holdout=None).holdout_fraction is None
+
+
+@pytest.mark.parametrize("bad", [0, 0.0, 0.51, 1.0, -0.1, "half", True, [0.1]])
+def test_invalid_holdout_fraction_is_refused(bad, table):
+    with pytest.raises(ValueError, match="holdout_fraction"):
+        AnalyzeGaussPCA(2, holdout_fraction=bad).fit(table)
+
+
+def test_a_split_too_small_is_refused_before_the_ledger_is_charged():
+    ledger = PrivacyLedger()
+    X = np.random.default_rng(0).standard_normal((60, 3))
+    with pytest.raises(ValueError, match="holds out 1 of n_samples=60"):
+        AnalyzeGaussPCA(2, holdout_fraction=0.01, ledger=ledger).fit(X)
+    assert len(ledger) == 0
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_held_out_fit_spends_exactly_the_request_and_composes_as_one_pair(cls, table):
+    ledger = PrivacyLedger(epsilon_budget=5.0, delta_budget=1e-4)
+    est = _fit(cls, table, ledger=ledger, holdout_fraction=0.05)
+    rec = est.privacy_
+    assert (rec.epsilon, rec.delta) == (1.0, 1e-5)
+    names = [s.mechanism.split(":")[0] for s in rec.spends]
+    assert names[:5] == ["bound_raw", "mean", "bound_residual", "mean_refine", "bound"]
+    assert "statistic" in names
+    assert "Held-out preprocessing (holdout_fraction=0.05)" in rec.notes
+    assert "3000 of the 60000 rows" in rec.notes
+    # The held-out parts alone compose to (ε, δ); so does the statistic on the rest: the
+    # ledger books the fit as its pair, not as the (larger) sequential composition.
+    held = [s for s in rec.spends if s.mechanism.split(":")[0] not in ("statistic", "variance")]
+    eps_held = compose_epsilon([s.event() for s in held], 1e-5,
+                               tail=sum(s.tail * s.count for s in held))
+    assert eps_held == pytest.approx(1.0, abs=2e-3)
+    assert ledger.epsilon() == pytest.approx(1.0)
+    assert len(ledger) == 1
+    assert np.isfinite(est.explained_variance_ratio_).all()
+
+
+def test_the_statistic_reads_only_the_other_rows_and_gets_the_whole_budget(table):
+    a = _fit(AnalyzeGaussPCA, table, holdout_fraction=0.05)
+    b = _fit(AnalyzeGaussPCA, table, holdout_fraction=None)
+    # Whole budget: the noise multiplier of the statistic is the single mechanism's.
+    sigma_a = a.noise_scale_ / a.privacy_.sensitivity
+    assert sigma_a == pytest.approx(dp_accounting.get_sigma_gaussian(1.0, 1e-5), rel=1e-9)
+    assert a.noise_scale_ / a.privacy_.sensitivity < b.noise_scale_ / b.privacy_.sensitivity
+    m = _fit(ModSuLQPCA, table, holdout_fraction=0.05)
+    n_rest = table.shape[0] - 3000
+    assert m.privacy_.sensitivity == pytest.approx(math.sqrt(2) * m.data_norm_**2 / n_rest)
+
+
+class _CountingArray:
+    """An array that records how many rows each slice reads (the passes over the table)."""
+
+    def __init__(self, X):
+        self.X, self.shape, self.ndim, self.dtype, self.rows_read = X, X.shape, 2, X.dtype, 0
+
+    def __getitem__(self, key):
+        out = self.X[key]
+        self.rows_read += out.shape[0]
+        return out
+
+
+def test_preprocessing_reads_only_the_held_out_rows(table):
+    """Three passes over the held-out 5 % (two mean rounds, the bound), one over the rest."""
+    counting = _CountingArray(table)
+    _fit(AnalyzeGaussPCA, ArraySource(counting), holdout_fraction=0.05)
+    n, n_held = table.shape[0], 3000
+    assert counting.rows_read == 3 * n_held + (n - n_held)
+    full = _CountingArray(table)
+    _fit(AnalyzeGaussPCA, ArraySource(full), holdout_fraction=None)
+    assert full.rows_read == 4 * n
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_streamed_and_dask_held_out_fits_equal_the_in_memory_fit(cls, table, tmp_path):
+    da = pytest.importorskip("dask.array")
+    from privpca.streaming.dask_io import dask_table
+
+    ref = _fit(cls, table, holdout_fraction=0.05)
+    path = tmp_path / "X.npy"
+    np.save(path, table)
+    others = [np.load(path, mmap_mode="r"),
+              ChunkSource([table[i:i + 7_000] for i in range(0, table.shape[0], 7_000)]),
+              da.from_array(table, chunks=(9_000, 8)), dask_table(path, chunk_rows=11_000)]
+    atol = 1e-6 if cls is BinghamPCA else 1e-8
+    for X in others:
+        other = _fit(cls, X, holdout_fraction=0.05)
+        np.testing.assert_allclose(other.components_, ref.components_, rtol=0, atol=atol)
+        np.testing.assert_allclose(other.mean_, ref.mean_, rtol=1e-10, atol=1e-10)
+        assert other.privacy_.spends == ref.privacy_.spends
+        np.testing.assert_allclose(other.explained_variance_, ref.explained_variance_,
+                                   rtol=1e-8)
+
+
+def test_dask_table_selection_reads_only_the_selected_rows(table, tmp_path):
+    pytest.importorskip("dask.array")
+    from privpca.streaming.dask_io import dask_table, dask_table_rows
+    from privpca.streaming.sources import DaskSource, select_rows
+
+    path = tmp_path / "X.npy"
+    np.save(path, table)
+    X = dask_table(path, chunk_rows=20_000)
+    ranges = [(5, 17), (30_000, 30_100)]
+    picked = select_rows(DaskSource(X), ranges)
+    assert picked.X.chunks[0] == (12, 100)  # one task per range: no whole block read
+    np.testing.assert_array_equal(picked.X.compute(),
+                                  np.concatenate([table[5:17], table[30_000:30_100]]))
+    assert dask_table_rows(X[1:], ranges) is None  # any other array: sliced by Dask
+
+
+def test_paper_setting_ignores_the_holdout(table):
+    kw = dict(centering=None, data_norm=float(np.quantile(np.linalg.norm(table, axis=1), 0.99)))
+    a = _fit(AnalyzeGaussPCA, table, holdout_fraction=0.1, **kw)
+    b = _fit(AnalyzeGaussPCA, table, holdout_fraction=None, **kw)
+    np.testing.assert_array_equal(a.components_, b.components_)
+    assert a.privacy_ == b.privacy_
+
+
+def test_auto_below_the_threshold_is_the_whole_table_bitwise(table):
+    a = _fit(AnalyzeGaussPCA, table)  # holdout_fraction="auto", n = 60 000
+    b = _fit(AnalyzeGaussPCA, table, holdout_fraction=None)
+    np.testing.assert_array_equal(a.components_, b.components_)
+    assert a.privacy_ == b.privacy_
