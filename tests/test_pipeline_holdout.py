@@ -78,8 +78,9 @@ def test_auto_holds_out_from_ten_million_rows_on_and_only_with_preprocessing():
     held = segment_split(HOLDOUT_AUTO_MIN_ROWS, HOLDOUT_AUTO_FRACTION, None,
                          segments=10_000).n_held
     assert big.n_statistic == HOLDOUT_AUTO_MIN_ROWS - held == 9_800_000
-    # The statistic's plan is the whole budget, alone: the single-mechanism calibration.
-    assert big.plan["statistic"].multiplier == pytest.approx(
+    # The statistic's plan (the statistic and its re-centring sum) is the whole budget.
+    assert sorted(big.plan.parts) == ["centre", "statistic"]
+    assert big.plan.total_multiplier == pytest.approx(
         dp_accounting.get_sigma_gaussian(1.0, 1e-5), rel=1e-12)
     paper = _pipeline(HOLDOUT_AUTO_MIN_ROWS, centering=None, data_norm=1.0)
     assert paper.holdout_fraction is None and paper.n_statistic == HOLDOUT_AUTO_MIN_ROWS
@@ -113,7 +114,8 @@ def test_held_out_fit_spends_exactly_the_request_and_composes_as_one_pair(cls, t
     assert "3000 of the 60000 rows" in rec.notes
     # The held-out parts alone compose to (ε, δ); so does the statistic on the rest: the
     # ledger books the fit as its pair, not as the (larger) sequential composition.
-    held = [s for s in rec.spends if s.mechanism.split(":")[0] not in ("statistic", "variance")]
+    held = [s for s in rec.spends
+            if s.mechanism.split(":")[0] not in ("centre", "statistic", "variance")]
     eps_held = compose_epsilon([s.event() for s in held], 1e-5,
                                tail=sum(s.tail * s.count for s in held))
     assert eps_held == pytest.approx(1.0, abs=2e-3)
@@ -122,16 +124,42 @@ def test_held_out_fit_spends_exactly_the_request_and_composes_as_one_pair(cls, t
     assert np.isfinite(est.explained_variance_ratio_).all()
 
 
-def test_the_statistic_reads_only_the_other_rows_and_gets_the_whole_budget(table):
+def test_the_statistic_and_its_recentring_get_the_whole_budget(table):
     a = _fit(AnalyzeGaussPCA, table, holdout_fraction=0.05)
     b = _fit(AnalyzeGaussPCA, table, holdout_fraction=None)
-    # Whole budget: the noise multiplier of the statistic is the single mechanism's.
-    sigma_a = a.noise_scale_ / a.privacy_.sensitivity
-    assert sigma_a == pytest.approx(dp_accounting.get_sigma_gaussian(1.0, 1e-5), rel=1e-9)
+    spends = {s.mechanism.split(":")[0]: s for s in a.privacy_.spends}
+    rest = [spends["centre"], spends["statistic"]]
+    assert compose_epsilon([s.event() for s in rest], 1e-5) == pytest.approx(1.0, rel=1e-6)
+    assert spends["centre"].sensitivity == pytest.approx(2 * a.data_norm_)
+    # Less noise per unit of sensitivity than the whole-table layout's statistic.
     assert a.noise_scale_ / a.privacy_.sensitivity < b.noise_scale_ / b.privacy_.sensitivity
     m = _fit(ModSuLQPCA, table, holdout_fraction=0.05)
     n_rest = table.shape[0] - 3000
     assert m.privacy_.sensitivity == pytest.approx(math.sqrt(2) * m.data_norm_**2 / n_rest)
+
+
+def test_recentring_removes_the_held_out_means_sampling_error():
+    """A 1 % hold-out's mean is off by its sampling error; without the re-centring that adds
+    n·δμδμᵀ to the Gram. With it, the components match the whole-table layout's accuracy."""
+    from sklearn.decomposition import PCA
+
+    from privpca.metrics import subspace_distance
+
+    rng = np.random.default_rng(5)
+    n, p = 400_000, 30
+    basis = np.linalg.qr(rng.standard_normal((p, 2)))[0]
+    X = rng.standard_normal((n, p)) + (rng.standard_normal((n, 2)) * [2.0, 1.6]) @ basis.T
+    X = X * np.geomspace(0.5, 2.0, p) + np.linspace(0, 500, p)
+    truth = PCA(2).fit(X).components_.T
+    errors = {}
+    for h in (None, 0.01):
+        est = AnalyzeGaussPCA(2, epsilon=2.0, holdout_fraction=h,
+                              random_state=np.random.default_rng(1),
+                              ledger=PrivacyLedger()).fit(X)
+        errors[h] = subspace_distance(est.components_.T, truth)
+        np.testing.assert_allclose(est.mean_, X.mean(axis=0), atol=0.05)
+        assert errors[h] <= est.expected_error_
+    assert errors[0.01] < 2 * errors[None] + 0.01
 
 
 class _CountingArray:

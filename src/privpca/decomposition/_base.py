@@ -102,7 +102,10 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
     def _set_preprocessing(self, prepared: Any) -> None:
         """``mean_`` (zeros when uncentred), ``scale_`` (None unless scaled), ``data_norm_``."""
         p = prepared.n_features
-        self.mean_ = np.zeros(p) if prepared.mean is None else np.asarray(prepared.mean)
+        mean = getattr(prepared, "reported_mean", None)
+        if mean is None:
+            mean = prepared.mean
+        self.mean_ = np.zeros(p) if mean is None else np.asarray(mean)
         self.scale_ = None if prepared.scale is None else np.asarray(prepared.scale)
         self.data_norm_ = float(prepared.data_norm)
 

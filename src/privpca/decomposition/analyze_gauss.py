@@ -280,7 +280,7 @@ class AnalyzeGaussPCA(BasePrivatePCA):
         sensitivity = gram_sensitivity(prepared.data_norm, relation)
         if not run.paper_mode:
             sigma = run.statistic_multiplier() * sensitivity
-        noisy = prepared.gram()
+        noisy = run.recentred_gram(prepared, pre_rng) if run.recentre else prepared.gram()
         noisy += symmetric_gaussian_noise(p, sigma, rng)
         fit = fit_noisy_matrix(noisy, k, noise_sd=sigma, denominator=run.denominator(prepared),
                                extra_perturbation=run.mean_perturbation(prepared))

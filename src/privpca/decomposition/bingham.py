@@ -367,7 +367,10 @@ class BinghamPCA(BasePrivatePCA):
 
         inv_temp = eps / (2.0 * data_norm**2)
         # A streamed table: one Gram pass on the workers; the sampler runs here.
-        B = prepared.gram() if prepared.streamed else gram_matrix(prepared.rows)
+        if run.recentre:  # held-out layout: re-centred on the statistic's own rows
+            B = run.recentred_gram(prepared, pre_rng)
+        else:
+            B = prepared.gram() if prepared.streamed else gram_matrix(prepared.rows)
         B *= inv_temp
         # Up to p ≈ 10³ this eigh is milliseconds on one BLAS thread, and a second thread
         # only adds contention: measured at p = 200 on a loaded 2-core machine, 0.01 s on one

@@ -237,7 +237,7 @@ class ModSuLQPCA(BasePrivatePCA):
         scale = data_norm**2 * beta
         sensitivity = math.sqrt(2.0) * data_norm**2 / n
         eps_gauss = certified_epsilon(scale, delta_s, sensitivity)
-        A = prepared.gram()
+        A = run.recentred_gram(prepared, pre_rng) if run.recentre else prepared.gram()
         A /= n
         A += symmetric_gaussian_noise(d, scale, rng)
         fit = fit_noisy_matrix(A, k, noise_sd=scale, denominator=run.denominator(prepared) / n,

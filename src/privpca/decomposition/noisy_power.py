@@ -285,8 +285,12 @@ class NoisyPowerPCA(BasePrivatePCA):
         if solver == "auto":
             solver = "gram" if _use_gram(n, p, k, T) else "data"
         operator: Any
-        if solver == "gram":  # a streamed table: one pass on the workers, noise added here
+        if solver == "gram" and run.recentre:  # held-out layout: re-centred Gram, one pass
+            operator = run.recentred_gram(prepared, pre_rng)
+        elif solver == "gram":  # a streamed table: one pass on the workers, noise added here
             operator = prepared.gram() if prepared.streamed else gram_matrix(prepared.rows)
+        elif run.recentre:  # one pass for Σ y, then one per step
+            operator = run.recentred_product(prepared, pre_rng)
         else:  # XᵀXQ without the Gram: one pass over the rows (or the stream) per step
             operator = prepared.product
 

@@ -64,6 +64,7 @@ PART_NAMES: tuple[str, ...] = (
     "scale_bound",  # per-feature quantiles of |x_j − μ_j| (clipping of the variances)
     "scale",  # per-feature Σ (x_j − μ_j)²: the private standard deviations
     "bound",  # quantile of ‖(x − μ)/s‖: the statistic's data_norm
+    "centre",  # Σ y over the statistic's rows (held-out layout: re-centres the statistic)
     "statistic",  # the estimator's own release
     "variance",  # component and total variances (estimators whose statistic has no spectrum)
 )
@@ -77,6 +78,7 @@ DEFAULT_SHARES: Mapping[str, float] = {
     "scale_bound": 0.02,
     "scale": 0.05,
     "bound": 0.015,
+    "centre": 0.02,
     "variance": 0.02,
 }
 

@@ -196,6 +196,9 @@ class PreparedRows:
     details: dict[str, Any] = field(default_factory=dict)
     source: Any = None  # the table X (ndarray) or a privpca.streaming.RowSource
     warned_clipping: bool = field(default=False, repr=False)
+    #: The released Σ y of the statistic's rows (held-out layout), and the mean it gives.
+    centre_sum: NDArray[np.float64] | None = None
+    reported_mean: NDArray[np.float64] | None = None
 
     @property
     def rows(self) -> NDArray[np.float64]:
@@ -356,15 +359,21 @@ class ReleasePipeline:
             check_holdout(getattr(owner, "holdout_fraction", None), owner), held_parts)
         #: The held-out rows' plan (preprocessing only, the whole (ε, δ)), or None.
         self.held_plan: BudgetPlan | None = None
+        statistic_parts = self.active
         if self.holdout_fraction is not None:
             self.held_out_split(None)  # sizes only: refuses a split too small, before the data
             self.held_plan = BudgetPlan.split(self.epsilon, self.delta, held_parts,
                                               shares=shares, include_statistic=False)
+            statistic_parts = tuple(part for part in self.active if part not in held_parts)
+            if isinstance(self.centering, str):
+                # The held-out mean is off the statistic's rows' own mean by its sampling
+                # error (a rank-one term ∝ tr Σ / fraction, as large as the noise at 2 %):
+                # the statistic's pass also releases Σ y, which re-centres it exactly.
+                statistic_parts = ("centre", *statistic_parts)
         self.plan = BudgetPlan.split(
             self.epsilon,
             self.delta,
-            self.active if self.held_plan is None else tuple(
-                part for part in self.active if part not in held_parts),
+            statistic_parts,
             statistic_count=statistic.count,
             statistic_gaussian=statistic.kind == "gaussian",
             statistic_pure=pure,
@@ -411,6 +420,70 @@ class ReleasePipeline:
                 f"{split.n_rest}; both need at least 2. Use holdout_fraction=None."
             )
         return split
+
+    @property
+    def recentre(self) -> bool:
+        """Whether the statistic re-centres on its own rows (the "centre" part)."""
+        return "centre" in self.plan
+
+    def recentred_gram(self, prepared: PreparedRows,
+                       rng: np.random.Generator) -> NDArray[np.float64]:
+        """``Σ yyᵀ − s̃s̃ᵀ/n`` from one pass over the statistic's rows, ``s̃`` the released
+        ``Σ y`` (the "centre" part): the Gram of the rows centred on their own private mean.
+        """
+        from privpca.streaming.reductions import clipped_gram_and_sum
+
+        gram, total, prepared.n_clipped = clipped_gram_and_sum(
+            prepared.source, prepared.mean, prepared.scale, prepared.data_norm)
+        prepared._warn_if_clipped(stacklevel=4)
+        s = self._release_centre(prepared, total, rng)
+        gram -= np.outer(s, s) / prepared.n_samples
+        return gram
+
+    def recentred_product(self, prepared: PreparedRows, rng: np.random.Generator
+                          ) -> Callable[[NDArray[np.float64]], NDArray[np.float64]]:
+        """``Q ↦ Σ y(yᵀQ) − s̃(s̃ᵀQ)/n``: :meth:`recentred_gram` without the p×p matrix (one
+        more pass, for ``Σ y``)."""
+        from privpca.streaming.reductions import scaled_clipped_sum
+
+        total = scaled_clipped_sum(prepared.source, prepared.mean, prepared.scale,
+                                   prepared.data_norm)
+        s = self._release_centre(prepared, total, rng)
+        n = prepared.n_samples
+
+        def product(Q: NDArray[np.float64]) -> NDArray[np.float64]:
+            return prepared.product(Q) - np.outer(s, s @ Q) / n
+
+        return product
+
+    def _release_centre(self, prepared: PreparedRows, total: NDArray[np.float64],
+                        rng: np.random.Generator) -> NDArray[np.float64]:
+        """The "centre" part: ``s̃ = Σ y + N(0, σ²I)``, Δ = 2D (replace one row of norm ≤ D).
+
+        The reported ``mean_`` becomes the held-out mean plus ``s̃/n`` (in the table's units);
+        the rows keep their clipping centre. The error the re-centring leaves in the Gram,
+        ``(ssᵀ − s̃s̃ᵀ)/n`` with ``s = s̃ − e``, is at most ``(2‖s̃‖‖e‖ + ‖e‖²)/n`` and ‖e‖ is
+        bounded w.p. 1 − α from σ: released quantities only (``expected_error_``).
+        """
+        from privpca.decomposition._spectrum import ERROR_ALPHA
+
+        b = self.plan["centre"]
+        sensitivity = 2.0 * prepared.data_norm
+        sigma = b.multiplier * sensitivity
+        noisy = total + sigma * rng.standard_normal(total.shape[0])
+        n = prepared.n_samples
+        prepared.centre_sum = noisy
+        shift = noisy / n if prepared.scale is None else noisy / n * prepared.scale
+        base = np.zeros(prepared.n_features) if prepared.mean is None else prepared.mean
+        prepared.reported_mean = base + shift
+        radius = sigma * (math.sqrt(prepared.n_features)
+                          + math.sqrt(2.0 * math.log(1.0 / ERROR_ALPHA)))
+        prepared.details["centre_error"] = (2.0 * float(np.linalg.norm(noisy)) * radius
+                                            + radius**2) / n
+        prepared.spends.append(self._spend(
+            "centre", "gaussian: Σ clip_D((x − μ̂)/s) over the statistic's rows (re-centres "
+            "the statistic on their own private mean)", sensitivity, sigma))
+        return noisy
 
     @property
     def n_statistic(self) -> int:
@@ -759,6 +832,10 @@ class ReleasePipeline:
         k = components.shape[0]
         b = self.plan["variance"]
         matrix, total = prepared.projected_moments(components)
+        if prepared.centre_sum is not None:  # re-centred on the released Σ y (free)
+            v = components @ prepared.centre_sum
+            matrix -= np.outer(v, v) / prepared.n_samples
+            total -= float(prepared.centre_sum @ prepared.centre_sum) / prepared.n_samples
         sensitivity = math.sqrt(2.0) * prepared.data_norm**2
         sigma = b.multiplier * sensitivity
         iu = np.triu_indices(k)
@@ -802,6 +879,8 @@ class ReleasePipeline:
         the Gram matrix; its size follows from the mean's released noise level (0 when the
         mean is public or absent).
         """
+        if "centre_error" in prepared.details:  # re-centred: what the re-centring leaves
+            return float(prepared.details["centre_error"])
         if "mean_noise_scale" not in prepared.details:
             return 0.0
         from privpca.decomposition._spectrum import mean_perturbation_bound
@@ -883,6 +962,11 @@ class ReleasePipeline:
                     "record enters one of the two (parallel composition). A ledger composes "
                     "this fit as its (epsilon, delta), not as its parts in sequence."
                 )
+                if self.recentre:
+                    split += (" The statistic's pass also released the sum of its clipped rows "
+                              "(the centre part, sensitivity 2D): the statistic is re-centred "
+                              "on its own rows' private mean (post-processing), which is "
+                              "mean_.")
         return PrivacyRecord(
             epsilon=self.epsilon if epsilon is None else float(epsilon),
             delta=self.delta if delta is None else float(delta),

@@ -217,6 +217,47 @@ def clipped_gram(
     return np.array(gram, order="C"), n_clipped
 
 
+def _block_clipped_gram_sum(
+    block: NDArray[np.float64], *, centre: NDArray[np.float64] | None,
+    scale: NDArray[np.float64] | None, bound: float,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
+    rows, n_over = _clipped_rows(block, None, centre=centre, scale=scale, bound=bound)
+    return rows.T @ rows, rows.sum(axis=0), n_over
+
+
+def _add_gram_sum(a: tuple[NDArray[np.float64], NDArray[np.float64], int],
+                  b: tuple[NDArray[np.float64], NDArray[np.float64], int],
+                  ) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
+    return a[0] + b[0], a[1] + b[1], a[2] + b[2]
+
+
+def clipped_gram_and_sum(
+    source: RowSource, centre: NDArray[np.float64] | None,
+    scale: NDArray[np.float64] | None, bound: float,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
+    """``(Σᵢ yᵢyᵢᵀ, Σᵢ yᵢ)`` with ``yᵢ = clip_bound((xᵢ − centre)/scale)`` in one pass, and
+    how many rows were clipped (the held-out layout re-centres the Gram on its own rows)."""
+    gram, total, n_clipped = source.reduce(
+        partial(_block_clipped_gram_sum, centre=centre, scale=scale, bound=bound),
+        _add_gram_sum, desc="Gram")
+    return np.array(gram, order="C"), np.asarray(total, dtype=np.float64), n_clipped
+
+
+def _block_scaled_clipped_sum(
+    block: NDArray[np.float64], *, centre: NDArray[np.float64] | None,
+    scale: NDArray[np.float64] | None, bound: float,
+) -> NDArray[np.float64]:
+    rows, _ = _clipped_rows(block, None, centre=centre, scale=scale, bound=bound)
+    return np.asarray(rows.sum(axis=0))
+
+
+def scaled_clipped_sum(source: RowSource, centre: NDArray[np.float64] | None,
+                       scale: NDArray[np.float64] | None, bound: float) -> NDArray[np.float64]:
+    """``Σᵢ clip_bound((xᵢ − centre)/scale)`` (one pass)."""
+    return source.reduce(partial(_block_scaled_clipped_sum, centre=centre, scale=scale,
+                                 bound=bound), _add, desc="clipped sum")
+
+
 def _block_clipped_product(
     block: NDArray[np.float64], *, centre: NDArray[np.float64] | None,
     scale: NDArray[np.float64] | None, bound: float, Q: NDArray[np.float64],
