@@ -28,11 +28,6 @@ _NPY_TABLES: dict[str, tuple[str, Any, int]] = {}
 _NPY_TABLES_MAX = 256
 
 
-def _npy_rows(path: str, start: int, stop: int, dtype: Any) -> NDArray[Any]:
-    """Rows ``start:stop`` of a ``.npy`` file, read where the task runs (a copy, not a view)."""
-    return np.array(np.load(path, mmap_mode="r", allow_pickle=False)[start:stop], dtype=dtype)
-
-
 def _parquet_rows(path: str, columns: list[str]) -> NDArray[np.float64]:
     import pyarrow.parquet as pq
 
@@ -98,18 +93,42 @@ def dask_table(path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_
     return da.concatenate(parts, axis=0)
 
 
+def _npy_range_rows(path: str, ranges: list[tuple[int, int]], dtype: Any) -> NDArray[Any]:
+    """The rows of several ``(start, stop)`` ranges of a ``.npy`` file, stacked (one read)."""
+    table = np.load(path, mmap_mode="r", allow_pickle=False)
+    if len(ranges) == 1:
+        return np.array(table[ranges[0][0]:ranges[0][1]], dtype=dtype)
+    return np.concatenate([np.asarray(table[a:b], dtype=dtype) for a, b in ranges])
+
+
 def _npy_blocks(path: str, ranges: list[tuple[int, int]], p: int, dtype: Any,
                 chunk_rows: int) -> Any:
-    """The rows of ``ranges`` of a ``.npy`` file, each range cut into ``chunk_rows`` blocks,
-    every block one task that reads only its rows."""
+    """The rows of ``ranges`` of a ``.npy`` file in blocks of at most ``chunk_rows`` rows, each
+    block one task that reads only its rows (a block may gather several short ranges: a
+    held-out share of many small segments is then a few tasks, not one per segment)."""
     import dask
     import dask.array as da
 
-    parts = [da.from_delayed(dask.delayed(_npy_rows)(path, a, min(a + chunk_rows, stop), dtype),
-                             shape=(min(a + chunk_rows, stop) - a, p), dtype=dtype)
-             for start, stop in ranges for a in range(start, stop, chunk_rows)]
-    if not parts:
+    groups: list[list[tuple[int, int]]] = []
+    current: list[tuple[int, int]] = []
+    filled = 0
+    for start, stop in ranges:
+        a = start
+        while a < stop:
+            take = min(stop - a, chunk_rows - filled)
+            current.append((a, a + take))
+            filled += take
+            a += take
+            if filled == chunk_rows:
+                groups.append(current)
+                current, filled = [], 0
+    if current:
+        groups.append(current)
+    if not groups:
         raise ValueError(f"{path}: the table has no rows.")
+    parts = [da.from_delayed(dask.delayed(_npy_range_rows)(path, group, dtype),
+                             shape=(sum(b - a for a, b in group), p), dtype=dtype)
+             for group in groups]
     return da.concatenate(parts, axis=0)
 
 
