@@ -239,6 +239,10 @@ def test_fit_refuses_text_columns_and_ragged_rows(runner, tmp_path):
         (["--epsilon", "1", "--data-norm", "-2"], "expected 'auto' or a float in (0, inf)"),
         (["--epsilon", "1", "--data-norm", "big"], "Got 'big'"),
         (["--epsilon", "1", "--centering", "mean"], "Invalid value for '--centering'"),
+        (["--epsilon", "1", "--holdout-fraction", "1.5"],
+         "expected 'auto', 'none' or a float in (0, 1)"),
+        (["--epsilon", "1", "--holdout-fraction", "0.7"],
+         "must be 'auto', None or a float in (0, 0.5]"),
     ],
 )
 def test_fit_refuses_bad_options(runner, customers_csv, option, message):
@@ -402,3 +406,23 @@ def test_unwritable_output_fails_before_anything_is_read(runner, tmp_path):
     assert result.exit_code == 1 and "Nothing was fitted" in result.output, result.output
     result = runner.invoke(main, [*FIT, str(data), "-o", str(tmp_path)])  # a directory
     assert result.exit_code == 2 and "directory" in result.output
+
+
+def test_fit_holdout_fraction_releases_the_preprocessing_from_held_out_rows(runner,
+                                                                           customers_csv):
+    path, X = customers_csv
+    args = ["fit", str(path), "-k", "2", "--epsilon", "1", "--seed", "3"]
+    held = runner.invoke(main, [*args, "--holdout-fraction", "0.05"])
+    assert held.exit_code == 0, held.output
+    payload = json.loads(held.stdout)
+    assert payload["params"]["holdout_fraction"] == 0.05
+    privacy = payload["privacy"]
+    assert "Held-out preprocessing (holdout_fraction=0.05)" in privacy["notes"]
+    assert "1000 of the 20000 rows" in privacy["notes"]
+    parts = [s["mechanism"].split(":")[0] for s in privacy["spends"]]
+    assert parts[-2:] == ["centre", "statistic"]
+    assert privacy["epsilon"] == pytest.approx(1.0) and privacy["delta"] == pytest.approx(1e-5)
+    whole = json.loads(runner.invoke(main, [*args, "--holdout-fraction", "none"]).stdout)
+    default = json.loads(runner.invoke(main, args).stdout)  # 20 000 rows: 'auto' holds none
+    assert whole["components"] == default["components"]
+    assert "Held-out" not in default["privacy"]["notes"]

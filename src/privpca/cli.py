@@ -334,6 +334,24 @@ class _DataNorm(click.ParamType):
         return number
 
 
+class _HoldoutFraction(click.ParamType):
+    """``auto``, ``none`` or a fraction in (0, 1) of the rows held out for the preprocessing."""
+
+    name = "auto|none|FLOAT"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str | float | None:
+        if isinstance(value, str) and value.strip().lower() in ("auto", "none"):
+            return None if value.strip().lower() == "none" else "auto"
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not (0.0 < number < 1.0):
+            self.fail(f"expected 'auto', 'none' or a float in (0, 1). Got {value!r}.", param,
+                      ctx)
+        return number
+
+
 def _finite_or_none(value: Any) -> Any:
     """JSON-safe numbers: arrays to lists, NaN and infinities to None (JSON ``null``)."""
     if value is None:
@@ -465,6 +483,14 @@ def _summary(payload: dict[str, Any], est: Any) -> str:
     "(with a warning). private-oja clips gradients at its square.",
 )
 @click.option(
+    "--holdout-fraction",
+    type=_HoldoutFraction(),
+    default=None,
+    help="Rows held out for the private mean and bound, released at the whole (ε, δ) while "
+    "the statistic reads the rest (parallel composition). Default: the method's own ('auto' "
+    "for the Gram-based methods: 2 %% from 10⁷ rows on, else none).",
+)
+@click.option(
     "--scale",
     is_flag=True,
     help="Divide each feature by a private standard deviation first (a correlation PCA, "
@@ -532,6 +558,7 @@ def fit(
     delta: float,
     centering: str,
     data_norm: str | float,
+    holdout_fraction: str | float | None,
     scale: bool,
     calibration: str,
     amplification: str,
@@ -583,6 +610,8 @@ def fit(
         "amplification": ("amplification", amplification),
         "random_state": ("seed", seed),
     }
+    if ctx.get_parameter_source("holdout_fraction") is not click.core.ParameterSource.DEFAULT:
+        wanted["holdout_fraction"] = ("holdout_fraction", holdout_fraction)
     if "clip_norm" in accepted and "data_norm" not in accepted:
         # Private Oja clips gradients x xᵀw, whose norm is ≤ ‖x‖²: the same bound, squared.
         del wanted["data_norm"]
