@@ -410,7 +410,7 @@ def test_unwritable_output_fails_before_anything_is_read(runner, tmp_path):
 
 def test_fit_holdout_fraction_releases_the_preprocessing_from_held_out_rows(runner,
                                                                            customers_csv):
-    path, X = customers_csv
+    path, _ = customers_csv
     args = ["fit", str(path), "-k", "2", "--epsilon", "1", "--seed", "3"]
     held = runner.invoke(main, [*args, "--holdout-fraction", "0.05"])
     assert held.exit_code == 0, held.output
