@@ -21,6 +21,8 @@ from sklearn.decomposition import PCA
 
 from privpca import AnalyzeGaussPCA, PrivacyLedger
 from privpca.metrics import subspace_distance
+from privpca.pipeline.release import PIPELINE_HOLDOUT_SEGMENTS
+from privpca.streaming.holdout import segment_split
 
 
 def table(n: int, p: int, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -53,9 +55,11 @@ def main() -> None:
     print(f"AnalyzeGaussPCA({args.k}) on defaults, epsilon={args.epsilon}, delta=1e-5, "
           f"p={args.p}; distance to scikit-learn's PCA({args.k}), mean ± s.e. over "
           f"{args.repetitions} runs")
-    print(f"{'n':>11} " + " ".join(f"{'holdout ' + str(f):>22}" for f in layouts))
+    print(f"{'n':>11} " + " ".join(f"{'holdout ' + str(f):>22}" for f in layouts)
+          + " " + " ".join(f"{'(sub-sample ' + str(f) + ')':>22}" for f in args.fractions))
     for n, size_seq in zip(args.sizes, root.spawn(len(args.sizes)), strict=True):
         errors: dict[float | None, list[float]] = {f: [] for f in layouts}
+        subsample: dict[float, list[float]] = {f: [] for f in args.fractions}
         t0 = time.perf_counter()
         for rep_seq in size_seq.spawn(args.repetitions):
             data_seq, *fit_seqs = rep_seq.spawn(1 + len(layouts))
@@ -66,10 +70,17 @@ def main() -> None:
                                       random_state=np.random.default_rng(seq),
                                       ledger=PrivacyLedger()).fit(X)
                 errors[f].append(subspace_distance(est.components_.T, truth))
+            for f in args.fractions:  # any public draw of segments: the size is what matters
+                split = segment_split(n, f, np.random.default_rng(0),
+                                      segments=PIPELINE_HOLDOUT_SEGMENTS)
+                rest = np.concatenate([X[a:b] for a, b in split.rest])
+                sub = PCA(args.k, svd_solver="covariance_eigh").fit(rest).components_.T
+                subsample[f].append(subspace_distance(sub, truth))
+                del rest
             del X
         cells = []
-        for f in layouts:
-            e = np.asarray(errors[f])
+        for e_list in [*(errors[f] for f in layouts), *(subsample[f] for f in args.fractions)]:
+            e = np.asarray(e_list)
             se = e.std(ddof=1) / np.sqrt(len(e)) if len(e) > 1 else float("nan")
             cells.append(f"{e.mean():.5f} ± {se:.5f}")
         print(f"{n:>11,} " + " ".join(f"{c:>22}" for c in cells)
