@@ -19,6 +19,13 @@ norm bound D, number of releases) and computes it from :class:`PreparedRows` wit
 multiplier the plan gives it. The budget split (:mod:`privpca.pipeline.budget`), the clipping
 and the charge to the ledger all happen here.
 
+From 10⁷ rows on (``holdout_fraction="auto"``; any fraction on request) the Gram-based
+estimators run the **held-out layout**: the preprocessing reads a public 2 % of the rows (whole
+segments drawn from the estimator's generator) with its own plan at the whole (ε, δ), and the
+statistic reads the other rows with its own plan at the whole (ε, δ), releasing also their
+clipped sum (the ``"centre"`` part) to re-centre itself on their own mean. Each record enters
+one of the two: parallel composition (docs/PIPELINE.md).
+
 Neighbouring relation: replace one record (the number of records n is public). Every part is a
 Gaussian mechanism whose sensitivity is computed from earlier *released* values, so the whole
 fit is an adaptive composition, and the split makes it compose to exactly the requested
