@@ -216,9 +216,13 @@ def test_dask_table_selection_reads_only_the_selected_rows(table, tmp_path):
     X = dask_table(path, chunk_rows=20_000)
     ranges = [(5, 17), (30_000, 30_100)]
     picked = select_rows(DaskSource(X), ranges)
-    assert picked.X.chunks[0] == (12, 100)  # one task per range: no whole block read
+    assert picked.X.chunks[0] == (112,)  # short ranges gathered: one task reads both
     np.testing.assert_array_equal(picked.X.compute(),
                                   np.concatenate([table[5:17], table[30_000:30_100]]))
+    long = select_rows(DaskSource(X), [(0, 10), (100, 45_100)])  # cut into 20 000-row blocks
+    assert long.X.chunks[0] == (20_000, 20_000, 5_010)
+    np.testing.assert_array_equal(long.X.compute(),
+                                  np.concatenate([table[0:10], table[100:45_100]]))
     assert dask_table_rows(X[1:], ranges) is None  # any other array: sliced by Dask
 
 
