@@ -68,8 +68,9 @@ def test_n_components_out_of_range(k, p):
 
 
 def test_check_data_refuses_nan_inf_and_bad_shapes():
-    with pytest.raises(ValueError, match=r"NaN or infinity in 2 row\(s\)"):
+    with pytest.raises(ValueError, match=r"contains NaN or infinity\. ") as err:
         check_data([[1.0, np.nan], [0.0, 1.0], [np.inf, 0.0]])
+    assert "2" not in str(err.value)  # no count of the data in the message
     with pytest.raises(ValueError, match="2-D"):
         check_data([1.0, 2.0])
     with pytest.raises(ValueError, match="empty"):
@@ -119,7 +120,7 @@ def test_clip_rows_no_warning_when_within_bound(recwarn):
 
 
 def test_clip_rows_refuses_nan():
-    with pytest.raises(ValueError, match=r"NaN or infinity in 1 row"):
+    with pytest.raises(ValueError, match=r"contains NaN or infinity\. "):
         clip_rows(np.array([[np.nan, 0.0], [0.1, 0.1]]), 1.0)
 
 
