@@ -102,9 +102,8 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
     def _set_preprocessing(self, prepared: Any) -> None:
         """``mean_`` (zeros when uncentred), ``scale_`` (None unless scaled), ``data_norm_``."""
         p = prepared.n_features
-        mean = getattr(prepared, "reported_mean", None)
-        if mean is None:
-            mean = prepared.mean
+        # Re-centred on the statistic's own rows (held-out layout), else the clipping centre.
+        mean = prepared.mean if prepared.reported_mean is None else prepared.reported_mean
         self.mean_ = np.zeros(p) if mean is None else np.asarray(mean)
         self.scale_ = None if prepared.scale is None else np.asarray(prepared.scale)
         self.data_norm_ = float(prepared.data_norm)

@@ -90,8 +90,9 @@ DEFAULT_NORM_QUANTILE = 0.99
 #: Quantile of |x_j − μ_j| used to clip each feature's variance when ``scale=True``.
 SCALE_QUANTILE = 0.99
 #: ``holdout_fraction="auto"`` holds out a share of the rows for the preprocessing from this
-#: many rows on (below it the whole table with a share of the budget is more accurate: the
-#: held-out mean's rank-one error, ∝ 1/(fraction²·n), is not yet negligible; docs/PIPELINE.md).
+#: many rows on. Below it the whole-table layout is more accurate: leaving the held-out rows
+#: out of the statistic costs about 1/√n, not yet small against the noise (measured,
+#: benchmarks/holdout_tradeoff.py, docs/PIPELINE.md).
 HOLDOUT_AUTO_MIN_ROWS = 10_000_000
 #: The share of the rows held out under ``holdout_fraction="auto"``.
 HOLDOUT_AUTO_FRACTION = 0.02
@@ -451,10 +452,10 @@ class ReleasePipeline:
                           ) -> Callable[[NDArray[np.float64]], NDArray[np.float64]]:
         """``Q ↦ Σ y(yᵀQ) − s̃(s̃ᵀQ)/n``: :meth:`recentred_gram` without the p×p matrix (one
         more pass, for ``Σ y``)."""
-        from privpca.streaming.reductions import scaled_clipped_sum
+        from privpca.streaming.reductions import clipped_sum
 
-        total = scaled_clipped_sum(prepared.source, prepared.mean, prepared.scale,
-                                   prepared.data_norm)
+        total = clipped_sum(prepared.source, prepared.mean, prepared.data_norm,
+                            scale=prepared.scale)
         s = self._release_centre(prepared, total, rng)
         n = prepared.n_samples
 
@@ -764,7 +765,6 @@ class ReleasePipeline:
         split = self.held_out_split(rng)
         prepared = self.prepare_streamed(select_rows(source, split.held), rng)
         prepared.source = select_rows(source, split.rest)
-        prepared.details["n_held"] = split.n_held
         return prepared
 
     # ------------------------------------------------------------------ streamed tables

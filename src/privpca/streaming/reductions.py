@@ -149,10 +149,11 @@ def _members(
 
 def _block_clipped_sum(block: NDArray[np.float64], mask: NDArray[np.bool_] | None = None, *,
                        centre: NDArray[np.float64] | None,
-                       bound: float) -> NDArray[np.float64]:
+                       bound: float,
+                       scale: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
     if mask is not None:
         block = block[mask]  # a copy: shifted in place
-    shifted = _shift(block, centre, inplace=mask is not None)
+    shifted = _shift(block, centre, scale, inplace=mask is not None)
     with np.errstate(divide="ignore"):
         weights = np.minimum(1.0, bound / _norms(shifted))
     return np.asarray(shifted.T @ weights)
@@ -164,10 +165,12 @@ def _add(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def clipped_sum(source: RowSource, centre: NDArray[np.float64] | None,
                 bound: float, *, labels: NDArray[np.int8] | None = None,
-                group: int = 0) -> NDArray[np.float64]:
-    """``Σᵢ clip_bound(xᵢ − centre)`` over every row (or the rows labelled ``group``)."""
-    return source.reduce(partial(_block_clipped_sum, centre=centre, bound=bound), _add,
-                         aux=_members(labels, group), desc="clipped sum")
+                group: int = 0, scale: NDArray[np.float64] | None = None,
+                ) -> NDArray[np.float64]:
+    """``Σᵢ clip_bound((xᵢ − centre)/scale)`` over every row (or the rows labelled
+    ``group``); no ``scale``: ``Σᵢ clip_bound(xᵢ − centre)``."""
+    return source.reduce(partial(_block_clipped_sum, centre=centre, bound=bound, scale=scale),
+                         _add, aux=_members(labels, group), desc="clipped sum")
 
 
 def _clipped_rows(
@@ -241,21 +244,6 @@ def clipped_gram_and_sum(
         partial(_block_clipped_gram_sum, centre=centre, scale=scale, bound=bound),
         _add_gram_sum, desc="Gram")
     return np.array(gram, order="C"), np.asarray(total, dtype=np.float64), n_clipped
-
-
-def _block_scaled_clipped_sum(
-    block: NDArray[np.float64], *, centre: NDArray[np.float64] | None,
-    scale: NDArray[np.float64] | None, bound: float,
-) -> NDArray[np.float64]:
-    rows, _ = _clipped_rows(block, None, centre=centre, scale=scale, bound=bound)
-    return np.asarray(rows.sum(axis=0))
-
-
-def scaled_clipped_sum(source: RowSource, centre: NDArray[np.float64] | None,
-                       scale: NDArray[np.float64] | None, bound: float) -> NDArray[np.float64]:
-    """``Σᵢ clip_bound((xᵢ − centre)/scale)`` (one pass)."""
-    return source.reduce(partial(_block_scaled_clipped_sum, centre=centre, scale=scale,
-                                 bound=bound), _add, desc="clipped sum")
 
 
 def _block_clipped_product(
