@@ -129,50 +129,44 @@ class ArraySource(RowSource):
         """Blocks reduced by one thread per core (NumPy releases the GIL; BLAS is limited to
         one thread per block meanwhile), combined in block order: the result does not depend
         on the scheduling, and at most one block per thread is in memory."""
-        bounds = [(a, min(a + self.block_rows, self.n_samples))
+        bounds = [(a, min(a + self.block_rows, self.n_samples), a)
                   for a in range(0, self.n_samples, self.block_rows)]
         if self.progress:
             return super().reduce(fn, combine, aux=aux, desc=desc)
         return _threaded_reduce(self, bounds, fn, combine, aux)
 
 
-def _threaded_reduce(array: ArraySource, bounds: Sequence[tuple[int, ...]],
+def _threaded_reduce(array: ArraySource, bounds: Sequence[tuple[int, int, int]],
                      fn: Callable[..., T], combine: Callable[[T, T], T],
                      aux: Callable[[int, int], tuple[Any, ...]] | None) -> T:
-    """``combine`` of ``fn`` over the blocks ``array.X[a:b]`` of ``bounds``, one thread per
-    core (NumPy releases the GIL; BLAS limited to one thread per block meanwhile), combined in
-    the order of ``bounds``. A bound ``(a, b, offset)`` passes ``aux(offset, offset + b − a)``
-    (the block's rows in a view's numbering); ``(a, b)`` passes ``aux(a, b)``."""
-    def part(bound: tuple[int, ...]) -> T:
-        a, b = bound[0], bound[1]
+    """``combine`` of ``fn`` over the blocks ``array.X[a:b]`` of ``bounds`` ``(a, b, start)``,
+    one thread per core (NumPy releases the GIL; BLAS limited to one thread per block
+    meanwhile), combined in the order of ``bounds``; ``aux(start, start + b − a)`` numbers the
+    block's rows as the caller's view does (a row range's own numbering)."""
+    def part(bound: tuple[int, int, int]) -> T:
+        a, b, start = bound
         block = array.X[a:b]
         if not array.validated:
             block = _check_block(block, array.n_features)
-        if aux is None:
-            return fn(block)
-        start = bound[2] if len(bound) > 2 else a
-        return fn(block, *aux(start, start + b - a))
+        return fn(block) if aux is None else fn(block, *aux(start, start + b - a))
 
-    workers = min(os.cpu_count() or 1, len(bounds))
-    if workers < 2:
+    def combined(pieces: Iterable[T]) -> T:
         out: T | None = None
-        for bound in bounds:
-            piece = part(bound)
+        for piece in pieces:
             out = piece if out is None else combine(out, piece)
         if out is None:
             raise ValueError("The table has no rows.")
         return out
+
+    workers = min(os.cpu_count() or 1, len(bounds))
+    if workers < 2:
+        return combined(map(part, bounds))
     from concurrent.futures import ThreadPoolExecutor
 
     from threadpoolctl import threadpool_limits
 
-    out = None
     with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
-        for piece in pool.map(part, bounds):
-            out = piece if out is None else combine(out, piece)
-    if out is None:
-        raise ValueError("The table has no rows.")
-    return out
+        return combined(pool.map(part, bounds))
 
 
 class ChunkSource(RowSource):
