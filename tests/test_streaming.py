@@ -151,6 +151,48 @@ def test_streamed_input_is_refused_clearly(table):
         as_row_source("table.csv")
 
 
+@pytest.mark.parametrize("reduction", ["gram", "gram_and_sum"])
+def test_statistic_pass_converts_checks_and_clips_raw_blocks(table, reduction):
+    # The statistic's pass takes blocks as stored (float32 from disk), converts and shifts
+    # them in one pass and checks finiteness through the row norms: same sums as float64
+    # blocks, NaN and infinity still refused, huge finite rows clipped, not refused.
+    from privpca.streaming.reductions import clipped_gram, clipped_gram_and_sum
+    from privpca.streaming.sources import DaskSource
+
+    def run(X, centre):
+        if reduction == "gram":
+            return clipped_gram(X, centre, None, 30.0)
+        return clipped_gram_and_sum(X, centre, None, 30.0)
+
+    X32 = table.astype(np.float32)
+    centre = X32.astype(np.float64).mean(axis=0)
+    for c in (centre, None):
+        ref = run(ArraySource(X32.astype(np.float64), validated=True), c)
+        Y = np.asarray(X32, dtype=np.float64) - (0.0 if c is None else c)
+        norms = np.linalg.norm(Y, axis=1)
+        Y *= np.minimum(1.0, 30.0 / norms)[:, None]
+        np.testing.assert_allclose(ref[0], Y.T @ Y, rtol=1e-12)
+        assert ref[-1] == int(np.count_nonzero(norms > 30.0)) > 0
+        if reduction == "gram_and_sum":
+            np.testing.assert_allclose(ref[1], Y.sum(axis=0), rtol=1e-9, atol=1e-6)
+        for X in (ArraySource(X32, block_rows=7_000),
+                  DaskSource(da.from_array(X32, chunks=(6_000, 9)))):
+            out = run(X, c)
+            for got, want in zip(out, ref, strict=True):
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9)
+    for value in (np.nan, np.inf, -np.inf):
+        bad = X32.copy()
+        bad[23_456, 4] = value
+        for X in (ArraySource(bad, block_rows=7_000), DaskSource(da.from_array(bad, 6_000))):
+            with pytest.raises(ValueError, match="NaN or infinity") as info:
+                run(X, centre)
+            assert not any(ch.isdigit() for ch in str(info.value))  # no count, no index
+    huge = table.copy()
+    huge[5, :] = 1e200  # finite: its norm overflows, the exact check lets it through
+    out = run(ArraySource(huge, block_rows=7_000), None)
+    assert np.isfinite(out[0]).all()
+
+
 def test_streamed_clipping_warns_after_the_statistic_pass(table):
     with pytest.warns(Warning, match="clipped"):
         AnalyzeGaussPCA(2, centering=None, data_norm=1.0, random_state=0,

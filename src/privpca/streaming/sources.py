@@ -50,8 +50,17 @@ T = TypeVar("T")
 Block = NDArray[np.float64]
 
 
-def _check_block(block: Any, n_features: int | None) -> Block:
-    arr = np.asarray(block, dtype=np.float64)
+#: The error for a table with NaN or infinity (it says nothing about how many, or where).
+NON_FINITE_MESSAGE = (
+    "The table contains NaN or infinity. Differentially private estimators cannot impute or "
+    "drop rows silently: remove or impute them first."
+)
+
+
+def check_shape(block: Any, n_features: int | None) -> NDArray[Any]:
+    """``block`` as an array of its own numeric dtype, checked 2-D with ``n_features``
+    columns (no copy, no finiteness check: see :func:`check_finite`)."""
+    arr = np.asarray(block)
     if arr.ndim != 2:
         raise ValueError(f"Every block of rows must be 2-D; got an array of shape {arr.shape}.")
     if n_features is not None and arr.shape[1] != n_features:
@@ -59,12 +68,23 @@ def _check_block(block: Any, n_features: int | None) -> Block:
             f"A block has {arr.shape[1]} columns; the table has {n_features}. Every block must "
             "have the same columns."
         )
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"Every block must be numeric; got dtype {arr.dtype}.")
+    return arr
+
+
+def check_finite(summary: Any, block: NDArray[Any]) -> None:
+    """Raise when ``block`` holds NaN or infinity. ``summary`` is a reduction that any NaN or
+    infinity of the block reaches (a sum, row norms); the exact, block-sized check runs only
+    when it is not finite (it may have overflowed on finite values)."""
+    if not np.isfinite(np.add.reduce(summary, axis=None)) and not np.isfinite(block).all():
+        raise ValueError(NON_FINITE_MESSAGE)
+
+
+def _check_block(block: Any, n_features: int | None) -> Block:
+    arr = np.asarray(check_shape(block, n_features), dtype=np.float64)
     # One pass without a block-sized temporary; the exact check only on the error path.
-    if not np.isfinite(np.add.reduce(arr, axis=None)) and not np.isfinite(arr).all():
-        raise ValueError(
-            "The table contains NaN or infinity. Differentially private estimators cannot "
-            "impute or drop rows silently: remove or impute them first."
-        )
+    check_finite(arr, arr)
     return arr
 
 
@@ -86,10 +106,16 @@ class RowSource(ABC):
 
     def reduce(self, fn: Callable[..., T], combine: Callable[[T, T], T], *,
                aux: Callable[[int, int], tuple[Any, ...]] | None = None,
-               desc: str = "pass") -> T:
+               desc: str = "pass", raw: bool = False) -> T:
         """``combine`` of ``fn(block, *aux(start, stop))`` over every block, in order (one
         pass). ``aux`` gives per-row public inputs of the block's rows ``start:stop`` (a
-        user's group, its assigned question), sliced on the caller's side."""
+        user's group, its assigned question), sliced on the caller's side.
+
+        ``raw=True`` declares that ``fn`` converts and validates blocks itself
+        (:func:`check_shape`, then :func:`check_finite` on a reduction it computes anyway):
+        a source may then hand it blocks of their stored dtype, unchecked, which saves the
+        float64 copy and the finiteness pass when ``fn`` makes its own copy. Sources that
+        validate while reading (chunks, Parquet) ignore it."""
         out: T | None = None
         bar = tqdm(total=self.n_samples, desc=desc, unit="row", unit_scale=True,
                    disable=not self.progress, leave=False)
@@ -125,7 +151,7 @@ class ArraySource(RowSource):
 
     def reduce(self, fn: Callable[..., T], combine: Callable[[T, T], T], *,
                aux: Callable[[int, int], tuple[Any, ...]] | None = None,
-               desc: str = "pass") -> T:
+               desc: str = "pass", raw: bool = False) -> T:
         """Blocks reduced by one thread per core (NumPy releases the GIL; BLAS is limited to
         one thread per block meanwhile), combined in block order: the result does not depend
         on the scheduling, and at most one block per thread is in memory."""
@@ -133,20 +159,22 @@ class ArraySource(RowSource):
                   for a in range(0, self.n_samples, self.block_rows)]
         if self.progress:
             return super().reduce(fn, combine, aux=aux, desc=desc)
-        return _threaded_reduce(self, bounds, fn, combine, aux)
+        return _threaded_reduce(self, bounds, fn, combine, aux, raw=raw)
 
 
 def _threaded_reduce(array: ArraySource, bounds: Sequence[tuple[int, int, int]],
                      fn: Callable[..., T], combine: Callable[[T, T], T],
-                     aux: Callable[[int, int], tuple[Any, ...]] | None) -> T:
+                     aux: Callable[[int, int], tuple[Any, ...]] | None, *,
+                     raw: bool = False) -> T:
     """``combine`` of ``fn`` over the blocks ``array.X[a:b]`` of ``bounds`` ``(a, b, start)``,
     one thread per core (NumPy releases the GIL; BLAS limited to one thread per block
     meanwhile), combined in the order of ``bounds``; ``aux(start, start + b − a)`` numbers the
-    block's rows as the caller's view does (a row range's own numbering)."""
+    block's rows as the caller's view does (a row range's own numbering). ``raw``: see
+    :meth:`RowSource.reduce`."""
     def part(bound: tuple[int, int, int]) -> T:
         a, b, start = bound
         block = array.X[a:b]
-        if not array.validated:
+        if not (array.validated or raw):
             block = _check_block(block, array.n_features)
         return fn(block) if aux is None else fn(block, *aux(start, start + b - a))
 
@@ -275,13 +303,13 @@ class DaskSource(RowSource):
 
     def reduce(self, fn: Callable[..., T], combine: Callable[[T, T], T], *,
                aux: Callable[[int, int], tuple[Any, ...]] | None = None,
-               desc: str = "pass") -> T:
+               desc: str = "pass", raw: bool = False) -> T:
         import dask
 
         p = self.n_features
 
         def part(chunk: Any, *args: Any) -> T:
-            return fn(_check_block(chunk, p), *args)
+            return fn(check_shape(chunk, p) if raw else _check_block(chunk, p), *args)
 
         bounds = np.concatenate([[0], np.cumsum(self.X.chunks[0])]).astype(int)
         parts = [dask.delayed(part)(c, *(() if aux is None else aux(int(bounds[i]),
@@ -401,11 +429,11 @@ class RowRanges(RowSource):
 
     def reduce(self, fn: Callable[..., T], combine: Callable[[T, T], T], *,
                aux: Callable[[int, int], tuple[Any, ...]] | None = None,
-               desc: str = "pass") -> T:
+               desc: str = "pass", raw: bool = False) -> T:
         """Over an :class:`ArraySource`, the selected blocks on one thread per core (as the
         array's own reduction); otherwise one pass of the parent, keeping the selected rows."""
         if isinstance(self.parent, ArraySource) and not self.progress:
-            return _threaded_reduce(self.parent, self._bounds(), fn, combine, aux)
+            return _threaded_reduce(self.parent, self._bounds(), fn, combine, aux, raw=raw)
         return super().reduce(fn, combine, aux=aux, desc=desc)
 
     def blocks(self) -> Iterator[Block]:
