@@ -193,9 +193,11 @@ def test_streamed_and_dask_held_out_fits_equal_the_in_memory_fit(cls, table, tmp
     ref = _fit(cls, table, holdout_fraction=0.05)
     path = tmp_path / "X.npy"
     np.save(path, table)
+    store = _zarr_store(table, tmp_path)
     others = [np.load(path, mmap_mode="r"),
               ChunkSource([table[i:i + 7_000] for i in range(0, table.shape[0], 7_000)]),
-              da.from_array(table, chunks=(9_000, 8)), dask_table(path, chunk_rows=11_000)]
+              da.from_array(table, chunks=(9_000, 8)), dask_table(path, chunk_rows=11_000),
+              store, dask_table(store, chunk_rows=11_000)]
     atol = 1e-6 if cls is BinghamPCA else 1e-8
     for X in others:
         other = _fit(cls, X, holdout_fraction=0.05)
@@ -206,14 +208,24 @@ def test_streamed_and_dask_held_out_fits_equal_the_in_memory_fit(cls, table, tmp
                                    rtol=1e-8)
 
 
-def test_dask_table_selection_reads_only_the_selected_rows(table, tmp_path):
+def _zarr_store(table, tmp_path):
+    zarr = pytest.importorskip("zarr")
+    store = tmp_path / "X.zarr"
+    out = zarr.create_array(store, shape=table.shape, chunks=(2_000, table.shape[1]),
+                            dtype=table.dtype, compressors=None)
+    out[:] = table
+    return store
+
+
+@pytest.mark.parametrize("kind", ["npy", "zarr"])
+def test_dask_table_selection_reads_only_the_selected_rows(table, tmp_path, kind):
     pytest.importorskip("dask.array")
     from privpca.streaming.dask_io import dask_table, dask_table_rows
     from privpca.streaming.sources import DaskSource, select_rows
 
     path = tmp_path / "X.npy"
     np.save(path, table)
-    X = dask_table(path, chunk_rows=20_000)
+    X = dask_table(path if kind == "npy" else _zarr_store(table, tmp_path), chunk_rows=20_000)
     ranges = [(5, 17), (30_000, 30_100)]
     picked = select_rows(DaskSource(X), ranges)
     assert picked.X.chunks[0] == (112,)  # short ranges gathered: one task reads both

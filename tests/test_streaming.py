@@ -87,6 +87,22 @@ def _write_npy_and_parquet(table, tmp_path, rows_per_file):
     return path, folder
 
 
+def _write_zarr(table, tmp_path, chunk_rows):
+    """``table`` as an uncompressed Zarr store ``X.zarr`` of ``chunk_rows``-row chunks."""
+    zarr = pytest.importorskip("zarr")
+    store = tmp_path / "X.zarr"
+    out = zarr.create_array(store, shape=table.shape, chunks=(chunk_rows, table.shape[1]),
+                            dtype=table.dtype, compressors=None)
+    out[:] = table
+    return store
+
+
+def _open_zarr(store):
+    from privpca.streaming.sources import open_zarr
+
+    return open_zarr(store)
+
+
 @pytest.mark.parametrize("paper", [False, True], ids=["defaults", "paper"])
 @pytest.mark.parametrize("cls", ESTIMATORS)
 def test_dask_fit_on_a_local_cluster_equals_the_in_memory_fit(cls, paper, table, cluster_client):
@@ -100,9 +116,11 @@ def test_memmap_chunks_and_parquet_equal_the_in_memory_fit(cls, table, tmp_path)
     kw = _local_epsilon(cls, {})
     ref = _fit(cls, table, **kw)
     path, folder = _write_npy_and_parquet(table, tmp_path, 7_000)
+    store = _write_zarr(table, tmp_path, 4_000)
     chunks = [table[i:i + 5_000] for i in range(0, table.shape[0], 5_000)]
     for X in (path, np.load(path, mmap_mode="r"), ArraySource(table, block_rows=3_000),
-              ChunkSource(chunks), ChunkSource(lambda: iter(chunks)), folder):
+              ChunkSource(chunks), ChunkSource(lambda: iter(chunks)), folder, store,
+              _open_zarr(store)):
         assert is_streamed(X)
         fit = _fit(cls, X, **kw)
         _assert_same_fit(ref, fit)
@@ -242,11 +260,14 @@ def _cli_fit(args, tmp_path, name):
 def test_cli_streams_npy_and_parquet_and_runs_on_a_dask_scheduler(table, tmp_path,
                                                                    cluster_client):
     path, folder = _write_npy_and_parquet(table, tmp_path, 12_000)
+    store = _write_zarr(table, tmp_path, 5_000)
     ref, _ = _cli_fit([path], tmp_path, "memory")
     address = cluster_client.scheduler.address
     for name, args in [("stream", [path, "--stream"]), ("parquet", [folder]),
+                       ("zarr", [store]),
                        ("cluster", [path, "--scheduler", address, "--chunk-rows", 7_000]),
-                       ("cluster-parquet", [folder, "--scheduler", address])]:
+                       ("cluster-parquet", [folder, "--scheduler", address]),
+                       ("cluster-zarr", [store, "--scheduler", address])]:
         got, _ = _cli_fit(args, tmp_path, name)
         np.testing.assert_allclose(got["components"], ref["components"], rtol=0, atol=1e-8)
         assert got["privacy"]["epsilon"] == ref["privacy"]["epsilon"]

@@ -235,7 +235,8 @@ def _streamed_table(path: Path) -> tuple[Any, list[str]]:
         source = as_row_source(path)
     except (ValueError, ImportError, OSError) as exc:
         raise click.ClickException(f"{path}: cannot be streamed ({exc}). Stream a .npy "
-                                   "file, a .parquet file or a folder of them.") from exc
+                                   "file, a Zarr store, a .parquet file or a folder of "
+                                   "them.") from exc
     source.progress = True
     names = (list(source.columns) if isinstance(source, ParquetSource)
              else [f"x{j}" for j in range(source.n_features)])
@@ -263,9 +264,15 @@ def _cluster_table(path: Path, address: str, chunk_rows: int) -> tuple[Any, list
                                    "Nothing was fitted.") from exc
     source = DaskSource(X)
     source.progress = True
-    names = _parquet_names(path) if path.suffix == ".parquet" or path.is_dir() else [
+    names = _parquet_names(path) if _is_parquet(path) else [
         f"x{j}" for j in range(source.n_features)]
     return source, names, client
+
+
+def _is_parquet(path: Path) -> bool:
+    from privpca.streaming import is_zarr_path
+
+    return path.suffix == ".parquet" or (path.is_dir() and not is_zarr_path(path))
 
 
 def _parquet_names(path: Path) -> list[str]:
@@ -523,23 +530,24 @@ def _summary(payload: dict[str, Any], est: Any) -> str:
     "--stream",
     is_flag=True,
     help="Read DATA block by block instead of loading it (a .npy file is memory-mapped; "
-    "Parquet is always streamed): for tables larger than memory, with a progress bar per "
-    "pass. Methods whose statistic is a sum over rows only.",
+    "Parquet and Zarr are always streamed): for tables larger than memory, with a progress "
+    "bar per pass. Methods whose statistic is a sum over rows only.",
 )
 @click.option(
     "--scheduler",
     default=None,
     metavar="ADDRESS",
     help="A Dask scheduler (e.g. tcp://10.0.0.5:8786): the sums over rows run on its "
-    "workers, which read DATA (.npy or Parquet) at the same path; the noise is added here. "
-    "Needs pip install 'privpca[dask]'.",
+    "workers, which read DATA (.npy, Zarr or Parquet) at the same path; the noise is added "
+    "here. Needs pip install 'privpca[dask]'.",
 )
 @click.option(
     "--chunk-rows",
     type=click.IntRange(min=1),
     default=1_000_000,
     show_default=True,
-    help="Rows per block of a .npy file read by --scheduler.",
+    help="Rows per block of a .npy file or Zarr store read by --scheduler (Zarr: rounded up "
+    "to whole chunks).",
 )
 @click.option(
     "--plot",

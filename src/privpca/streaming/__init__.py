@@ -1,5 +1,5 @@
-"""Fits on tables that are not one in-memory array: memory maps, chunk iterators, Parquet,
-Dask arrays (:mod:`privpca.streaming.sources`), through the release pipeline's block
+"""Fits on tables that are not one in-memory array: memory maps, Zarr, chunk iterators,
+Parquet, Dask arrays (:mod:`privpca.streaming.sources`), through the release pipeline's block
 reductions (:mod:`privpca.streaming.reductions`)."""
 
 from privpca.streaming.sources import (
@@ -10,6 +10,8 @@ from privpca.streaming.sources import (
     RowSource,
     as_row_source,
     is_streamed,
+    is_zarr_path,
+    open_zarr,
 )
 
 __all__ = [
@@ -20,4 +22,6 @@ __all__ = [
     "RowSource",
     "as_row_source",
     "is_streamed",
+    "is_zarr_path",
+    "open_zarr",
 ]

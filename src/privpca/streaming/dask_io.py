@@ -4,7 +4,11 @@
 and ship it to the workers; here each block is a task that opens the file where it runs, so
 only the partial sums travel. The workers must see the file at the same path (a shared or
 replicated file system), as with any Dask cluster reading from disk. Only the shape is read on
-the client: the ``.npy`` header or the Parquet footers (metadata, not data).
+the client: the ``.npy`` header, the Zarr metadata or the Parquet footers (not data).
+
+A ``.npy`` or Zarr table is registered by its Dask name, so that a selection of its rows (the
+held-out share of a fit) is read by tasks that read only those rows (:func:`dask_table_rows`);
+Dask's own slicing of a block would read the whole block first.
 """
 
 from __future__ import annotations
@@ -21,11 +25,11 @@ __all__ = ["dask_table", "dask_table_rows"]
 #: Rows per Dask block by default: ~800 MB of float64 at p = 100, one task per block.
 DEFAULT_CHUNK_ROWS = 1_000_000
 
-#: ``.npy`` tables made by :func:`dask_table`, by Dask array name: ``(path, dtype, chunk_rows)``,
-#: so that a selection of rows (a held-out share) reads only those rows (Dask's own slicing of
-#: a block reads the whole block first). Bounded: the oldest entries are dropped.
-_NPY_TABLES: dict[str, tuple[str, Any, int]] = {}
-_NPY_TABLES_MAX = 256
+#: ``.npy`` and Zarr tables made by :func:`dask_table`, by Dask array name:
+#: ``(kind, path, dtype, chunk_rows)``, so that a selection of rows (a held-out share) reads only
+#: those rows. Bounded: the oldest entries are dropped.
+_TABLES: dict[str, tuple[str, str, Any, int]] = {}
+_TABLES_MAX = 256
 
 
 def _parquet_rows(path: str, columns: list[str]) -> NDArray[np.float64]:
@@ -42,10 +46,11 @@ def dask_table(path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_
     Parameters
     ----------
     path : str or path-like
-        A ``.npy`` file (read memory-mapped, ``chunk_rows`` rows per block), a ``.parquet``
-        file or a folder of them (one block per file; every column must be numeric).
+        A ``.npy`` file (read memory-mapped, ``chunk_rows`` rows per block), a Zarr store
+        (``chunk_rows`` rounded up to whole Zarr chunks), a ``.parquet`` file or a folder of
+        them (one block per file; every column must be numeric).
     chunk_rows : int, default=1_000_000
-        Rows per block of a ``.npy`` file.
+        Rows per block of a ``.npy`` file or a Zarr store.
 
     Returns
     -------
@@ -56,25 +61,37 @@ def dask_table(path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_
     import dask
     import dask.array as da
 
-    from privpca.streaming.sources import ParquetSource
+    from privpca.streaming.sources import (
+        ParquetSource,
+        is_zarr_path,
+        open_zarr,
+        zarr_block_rows,
+    )
 
     chunk_rows = int(chunk_rows)
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be a positive int; got {chunk_rows}.")
     root = Path(path)
-    if root.suffix == ".npy":
-        header = np.load(root, mmap_mode="r", allow_pickle=False)
-        if header.ndim != 2 or header.dtype.kind not in "biuf":
-            raise ValueError(f"{root}: expected a 2-D numeric array; got shape "
-                             f"{header.shape} and dtype {header.dtype}.")
-        n, p = header.shape
+    if root.suffix == ".npy" or is_zarr_path(root):
+        kind = "npy" if root.suffix == ".npy" else "zarr"
+        if kind == "npy":
+            header = np.load(root, mmap_mode="r", allow_pickle=False)
+            if header.ndim != 2 or header.dtype.kind not in "biuf":
+                raise ValueError(f"{root}: expected a 2-D numeric array; got shape "
+                                 f"{header.shape} and dtype {header.dtype}.")
+        else:
+            header = open_zarr(root)
+            chunk_rows = zarr_block_rows(header, chunk_rows)
+        n, p = (int(d) for d in header.shape)
+        stored = np.dtype(header.dtype)
         # Floats keep their width (the reductions convert block by block, so a float32 table
         # moves half the bytes); integers become float64.
-        dtype = header.dtype if header.dtype.kind == "f" else np.dtype(np.float64)
-        out = _npy_blocks(str(root.resolve()), [(0, n)], p, dtype, chunk_rows)
-        if len(_NPY_TABLES) >= _NPY_TABLES_MAX:
-            del _NPY_TABLES[next(iter(_NPY_TABLES))]
-        _NPY_TABLES[out.name] = (str(root.resolve()), dtype, chunk_rows)
+        dtype = stored if stored.kind == "f" else np.dtype(np.float64)
+        location = str(root.resolve())
+        out = _table_blocks(kind, location, [(0, n)], p, dtype, chunk_rows)
+        if len(_TABLES) >= _TABLES_MAX:
+            del _TABLES[next(iter(_TABLES))]
+        _TABLES[out.name] = (kind, location, dtype, chunk_rows)
         return out
     elif root.suffix == ".parquet" or root.is_dir():
         meta = ParquetSource(root)  # checks the columns, counts the rows from the footers
@@ -86,26 +103,37 @@ def dask_table(path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_
                                  dtype=np.float64)
                  for f in meta.files]
     else:
-        raise ValueError(f"Cannot read {root} as a Dask table: expected a .npy file, a "
-                         ".parquet file or a folder of .parquet files.")
+        raise ValueError(f"Cannot read {root} as a Dask table: expected a .npy file, a Zarr "
+                         "store, a .parquet file or a folder of .parquet files.")
     if not parts:
         raise ValueError(f"{root}: the table has no rows.")
     return da.concatenate(parts, axis=0)
 
 
-def _npy_range_rows(path: str, ranges: list[tuple[int, int]], dtype: Any) -> NDArray[Any]:
-    """The rows of several ``(start, stop)`` ranges of a ``.npy`` file, stacked (one read)."""
-    table = np.load(path, mmap_mode="r", allow_pickle=False)
+def _range_rows(kind: str, path: str, ranges: list[tuple[int, int]],
+                dtype: Any) -> NDArray[Any]:
+    """The rows of several ``(start, stop)`` ranges of a ``.npy`` file or a Zarr store,
+    stacked (each range one read; a Zarr read decodes only the chunks it overlaps)."""
+    if kind == "npy":
+        table: Any = np.load(path, mmap_mode="r", allow_pickle=False)
+    else:
+        from privpca.streaming.sources import open_zarr
+
+        table = open_zarr(path)
     if len(ranges) == 1:
-        return np.array(table[ranges[0][0]:ranges[0][1]], dtype=dtype)
+        rows = table[ranges[0][0]:ranges[0][1]]
+        # A memory map's rows are copied here, in the task (a view would be read later);
+        # Zarr returns a fresh array already.
+        return np.array(rows, dtype=dtype) if kind == "npy" else np.asarray(rows, dtype=dtype)
     return np.concatenate([np.asarray(table[a:b], dtype=dtype) for a, b in ranges])
 
 
-def _npy_blocks(path: str, ranges: list[tuple[int, int]], p: int, dtype: Any,
-                chunk_rows: int) -> Any:
-    """The rows of ``ranges`` of a ``.npy`` file in blocks of at most ``chunk_rows`` rows, each
-    block one task that reads only its rows (a block may gather several short ranges: a
-    held-out share of many small segments is then a few tasks, not one per segment)."""
+def _table_blocks(kind: str, path: str, ranges: list[tuple[int, int]], p: int, dtype: Any,
+                  chunk_rows: int) -> Any:
+    """The rows of ``ranges`` of a ``.npy`` file or a Zarr store in blocks of at most
+    ``chunk_rows`` rows, each block one task that reads only its rows (a block may gather
+    several short ranges: a held-out share of many small segments is then a few tasks, not
+    one per segment)."""
     import dask
     import dask.array as da
 
@@ -126,18 +154,18 @@ def _npy_blocks(path: str, ranges: list[tuple[int, int]], p: int, dtype: Any,
         groups.append(current)
     if not groups:
         raise ValueError(f"{path}: the table has no rows.")
-    parts = [da.from_delayed(dask.delayed(_npy_range_rows)(path, group, dtype),
+    parts = [da.from_delayed(dask.delayed(_range_rows)(kind, path, group, dtype),
                              shape=(sum(b - a for a, b in group), p), dtype=dtype)
              for group in groups]
     return da.concatenate(parts, axis=0)
 
 
 def dask_table_rows(X: Any, ranges: list[tuple[int, int]]) -> Any:
-    """The rows ``ranges`` of a :func:`dask_table` ``.npy`` array, read by tasks that read only
-    those rows; None for any other Dask array (slice it instead)."""
-    entry = _NPY_TABLES.get(getattr(X, "name", ""))
+    """The rows ``ranges`` of a :func:`dask_table` ``.npy`` or Zarr array, read by tasks that
+    read only those rows; None for any other Dask array (slice it instead)."""
+    entry = _TABLES.get(getattr(X, "name", ""))
     if entry is None:
         return None
-    path, dtype, chunk_rows = entry
-    return _npy_blocks(path, [(int(a), int(b)) for a, b in ranges if b > a], int(X.shape[1]),
-                       dtype, chunk_rows)
+    kind, path, dtype, chunk_rows = entry
+    return _table_blocks(kind, path, [(int(a), int(b)) for a, b in ranges if b > a],
+                         int(X.shape[1]), dtype, chunk_rows)

@@ -9,7 +9,8 @@ random happens in a block). So a streamed fit and an in-memory fit of the same t
 same seed agree to rounding, and memory is one block, whatever n.
 
 * :class:`ArraySource`: an ndarray or a ``numpy.memmap`` (a ``.npy`` too large for memory:
-  ``np.load(path, mmap_mode="r")``), read in slices;
+  ``np.load(path, mmap_mode="r")``), or a Zarr array (a ``.zarr`` store, see
+  :func:`open_zarr`), read in slices (a Zarr array in whole chunks);
 * :class:`ChunkSource`: a re-iterable of 2-D arrays (a list, or a function returning a fresh
   iterator — every fit makes several passes, so a one-shot generator is refused);
 * :class:`ParquetSource`: a Parquet file or a folder of them (all-numeric columns), read by
@@ -44,6 +45,8 @@ __all__ = [
     "RowSource",
     "as_row_source",
     "is_streamed",
+    "is_zarr_path",
+    "open_zarr",
 ]
 
 T = TypeVar("T")
@@ -133,7 +136,7 @@ class RowSource(ABC):
 
 
 class ArraySource(RowSource):
-    """An in-memory array or a memory map, read ``block_rows`` rows at a time."""
+    """An in-memory array, a memory map or a Zarr array, read ``block_rows`` rows at a time."""
 
     def __init__(self, X: Any, *, block_rows: int = BLOCK_ROWS, validated: bool = False) -> None:
         if getattr(X, "ndim", None) != 2:
@@ -363,21 +366,53 @@ def _is_dask_array(X: Any) -> bool:
     return type(X).__module__.startswith("dask.array") and hasattr(X, "to_delayed")
 
 
+def _is_zarr_array(X: Any) -> bool:
+    return type(X).__module__.startswith("zarr") and hasattr(X, "chunks") and hasattr(X, "ndim")
+
+
+def is_zarr_path(path: Path) -> bool:
+    """Whether ``path`` is a Zarr store (a ``.zarr`` folder, or any folder with Zarr's
+    metadata file)."""
+    return path.suffix == ".zarr" or (
+        path.is_dir() and ((path / "zarr.json").exists() or (path / ".zarray").exists()))
+
+
+def open_zarr(path: str | os.PathLike[str]) -> Any:
+    """A 2-D numeric Zarr array, opened read-only (nothing is read but its metadata)."""
+    try:
+        import zarr
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("Reading Zarr needs zarr: pip install 'privpca[dask]'.") from exc
+    arr = zarr.open_array(str(path), mode="r")
+    if arr.ndim != 2 or np.dtype(arr.dtype).kind not in "biuf":
+        raise ValueError(f"{path}: expected a 2-D numeric Zarr array; got shape {arr.shape} "
+                         f"and dtype {arr.dtype}.")
+    return arr
+
+
+def zarr_block_rows(arr: Any, rows: int = BLOCK_ROWS) -> int:
+    """About ``rows`` rows, rounded up to whole Zarr chunks (a partly read chunk is still
+    decoded whole)."""
+    chunk = int(arr.chunks[0])
+    return chunk * max(1, -(-int(rows) // chunk))
+
+
 def is_streamed(X: Any) -> bool:
     """Whether ``fit`` should take the streamed path (anything but an in-memory array-like).
 
     A ``numpy.memmap`` counts as streamed: it is read block by block, never copied whole.
     """
     return (isinstance(X, RowSource | np.memmap | str | os.PathLike) or _is_dask_array(X)
-            or callable(X))
+            or _is_zarr_array(X) or callable(X))
 
 
 def as_row_source(X: Any) -> RowSource:
     """Wrap a table for a streamed fit.
 
-    ``X`` may be a :class:`RowSource`, a ``dask.array.Array``, a ``numpy.memmap``, a path to a
-    ``.npy`` file (memory-mapped), to a Parquet file or a folder of them, a list of 2-D chunks,
-    or a function returning a fresh iterator of chunks.
+    ``X`` may be a :class:`RowSource`, a ``dask.array.Array``, a ``numpy.memmap``, a Zarr
+    array, a path to a ``.npy`` file (memory-mapped), to a Zarr store, to a Parquet file or
+    a folder of them, a list of 2-D chunks, or a function returning a fresh iterator of
+    chunks.
     """
     if isinstance(X, RowSource):
         return X
@@ -385,15 +420,22 @@ def as_row_source(X: Any) -> RowSource:
         return DaskSource(X)
     if isinstance(X, np.memmap):
         return ArraySource(X)
+    if _is_zarr_array(X):
+        if X.ndim != 2:
+            raise ValueError(f"Expected a 2-D Zarr array; got shape {X.shape}.")
+        return ArraySource(X, block_rows=zarr_block_rows(X))
     if isinstance(X, str | os.PathLike):
         path = Path(X)
         if path.suffix == ".npy":
             arr = np.load(path, mmap_mode="r", allow_pickle=False)
             return ArraySource(arr)
+        if is_zarr_path(path):
+            zarr_array = open_zarr(path)
+            return ArraySource(zarr_array, block_rows=zarr_block_rows(zarr_array))
         if path.suffix == ".parquet" or path.is_dir():
             return ParquetSource(path)
-        raise ValueError(f"Cannot stream {path}: expected a .npy file, a .parquet file or a "
-                         "folder of .parquet files.")
+        raise ValueError(f"Cannot stream {path}: expected a .npy file, a Zarr store, a "
+                         ".parquet file or a folder of .parquet files.")
     if callable(X) or isinstance(X, list | tuple):
         return ChunkSource(X)
     raise ValueError(f"Cannot stream an object of type {type(X).__name__}.")
