@@ -1,8 +1,9 @@
 """Streamed private fits against Dask's own ``X.T @ X`` on the same on-disk table.
 
-Writes an n × p float32 table (shifted, mixed units) to disk as ``.npy`` (memory-mapped) or
-Parquet, then prints, side by side in one run, rows per second and peak Python-heap memory
-(``tracemalloc``; the OS page cache is not counted) of:
+Writes an n × p float32 table (shifted, mixed units) to disk as ``.npy`` (memory-mapped),
+an uncompressed Zarr store (``--zarr-chunk-rows`` rows per chunk) or Parquet, then prints,
+side by side in one run, rows per second and peak Python-heap memory (``tracemalloc``; the
+OS page cache is not counted) of:
 
 * Dask's ``(X.T @ X).compute()`` — the reduction itself, the physical limit here;
 * ``AnalyzeGaussPCA`` on defaults on the same Dask array (from 10⁷ rows the defaults hold out
@@ -10,13 +11,15 @@ Parquet, then prints, side by side in one run, rows per second and peak Python-h
   over those rows, then one over the rest; ``--whole-table`` adds the whole-table layout,
   ``holdout_fraction=None``: four passes over every row);
 * ``AnalyzeGaussPCA`` in the papers' setting (public bound, uncentred: the Gram alone);
-* ``AnalyzeGaussPCA`` on defaults reading the memory map directly (no Dask);
+* ``AnalyzeGaussPCA`` on defaults reading the memory map or the Zarr store directly (no Dask);
 
 and the ratios to the Dask Gram. ``--rows 100000000`` gives 40 GB at p = 100, more than this
 machine's memory (so every pass reads the disk); the script checks the free disk first.
 
-Run: ``python benchmarks/bench_stream.py --rows 10000000`` (add ``--format parquet`` for
-Parquet, ``--keep`` to keep the file, ``--dir`` to choose where it is written).
+Run: ``python benchmarks/bench_stream.py --rows 10000000`` (add ``--format zarr`` or
+``--format parquet``, ``--keep`` to keep the file, ``--dir`` to choose where it is written).
+Zarr's chunks default to n/10 000 rows, the held-out layout's segment: each held-out segment
+is then whole chunks, and its passes read only those.
 """
 
 from __future__ import annotations
@@ -37,11 +40,25 @@ import numpy as np
 from privpca import AnalyzeGaussPCA, PrivacyLedger
 
 
-def write_table(path: Path, n: int, p: int, fmt: str, block: int) -> Path:
+def write_table(path: Path, n: int, p: int, fmt: str, block: int, zarr_rows: int) -> Path:
     rng = np.random.default_rng(0)
     scales = np.geomspace(0.1, 10.0, p).astype(np.float32)
     shifts = np.linspace(0.0, 100.0, p).astype(np.float32)
     mix = rng.standard_normal((p, p)).astype(np.float32) / np.sqrt(p)
+    if fmt == "zarr":
+        import zarr
+
+        target = path / "table.zarr"
+        # Uncompressed: Gaussian floats barely compress, and decoding would add CPU to both
+        # sides of the comparison.
+        out = zarr.create_array(target, shape=(n, p), chunks=(zarr_rows, p),
+                                dtype=np.float32, compressors=None)
+        step = zarr_rows * max(1, block // zarr_rows)  # whole chunks per write
+        for start in range(0, n, step):
+            stop = min(start + step, n)
+            z = rng.standard_normal((stop - start, p), dtype=np.float32)
+            out[start:stop] = (z + z @ mix) * scales + shifts
+        return target
     if fmt == "npy":
         target = path / "table.npy"
         out = np.lib.format.open_memmap(target, mode="w+", dtype=np.float32, shape=(n, p))
@@ -67,9 +84,9 @@ def write_table(path: Path, n: int, p: int, fmt: str, block: int) -> Path:
 
 
 def dask_array(target: Path, fmt: str, block: int) -> Any:
-    if fmt == "npy":
+    if fmt in ("npy", "zarr"):
         # Each block read by the task that uses it: dask.array.from_array copies a memory
-        # map into memory first (all 37 GiB at 10^8 rows).
+        # map into memory first (all 37 GiB at 10^8 rows). Zarr: whole chunks per block.
         from privpca.streaming.dask_io import dask_table
 
         return dask_table(target, chunk_rows=block)
@@ -92,8 +109,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--cols", type=int, default=100)
-    parser.add_argument("--format", choices=("npy", "parquet"), default="npy")
+    parser.add_argument("--format", choices=("npy", "zarr", "parquet"), default="npy")
     parser.add_argument("--block", type=int, default=131_072, help="rows per chunk")
+    parser.add_argument("--zarr-chunk-rows", type=int, default=None,
+                        help="rows per Zarr chunk (default: n/10 000, at least 1 000)")
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--whole-table", action="store_true",
@@ -117,12 +136,17 @@ def main() -> None:
             target = args.reuse
             if args.format == "npy":
                 n, p = np.load(target, mmap_mode="r").shape
+            elif args.format == "zarr":
+                from privpca.streaming import open_zarr
+
+                n, p = open_zarr(target).shape
             print(f"Reusing {target} ({n:,} x {p})", flush=True)
         else:
             print(f"Writing {n:,} x {p} float32 ({size / 2**30:.1f} GiB) as {args.format} "
                   f"to {work} ...", flush=True)
             t0 = time.perf_counter()
-            target = write_table(work, n, p, args.format, args.block)
+            zarr_rows = args.zarr_chunk_rows or max(1_000, n // 10_000)
+            target = write_table(work, n, p, args.format, args.block, zarr_rows)
             print(f"  written in {time.perf_counter() - t0:.1f} s")
         print(f"  load average {os.getloadavg()[0]:.2f}", flush=True)
         X = dask_array(target, args.format, args.block)
@@ -136,22 +160,31 @@ def main() -> None:
                     AnalyzeGaussPCA(2, random_state=0, ledger=ledger, **kw).fit(X)
             return run
 
+        if args.format == "zarr":
+            import dask.array as da
+
+            # Dask's own reader, the same blocks (whole Zarr chunks) as the fits read.
+            Xz = da.from_zarr(str(target), chunks=(X.chunks[0][0], p))
+            gram = ("dask (X.T @ X).compute()", lambda: (Xz.T @ Xz).compute())
+        else:
+            gram = ("dask (X.T @ X).compute()", lambda: (X.T @ X).compute())
         cases: list[tuple[str, Callable[[], Any]]] = [
-            ("dask (X.T @ X).compute()", lambda: (X.T @ X).compute()),
+            gram,
             ("AnalyzeGaussPCA defaults (dask)", fit()),
             ("AnalyzeGaussPCA papers' setting (dask)", fit(centering=None, data_norm=norm)),
         ]
         if args.whole_table:
             cases.append(("AnalyzeGaussPCA defaults, whole table (dask)",
                           fit(holdout_fraction=None)))
-        if args.format == "npy":
-            mm = np.load(target, mmap_mode="r")
+        if args.format in ("npy", "zarr"):
+            direct: Any = np.load(target, mmap_mode="r") if args.format == "npy" else target
 
-            def memmap_fit() -> None:
+            def direct_fit() -> None:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    AnalyzeGaussPCA(2, random_state=0, ledger=ledger).fit(mm)
-            cases.append(("AnalyzeGaussPCA defaults (memmap)", memmap_fit))
+                    AnalyzeGaussPCA(2, random_state=0, ledger=ledger).fit(direct)
+            label = "memmap" if args.format == "npy" else "Zarr, no Dask"
+            cases.append((f"AnalyzeGaussPCA defaults ({label})", direct_fit))
         # Compile the pipeline's numba kernels first (once per process; not a pass over X).
         t0 = time.perf_counter()
         with warnings.catch_warnings():
