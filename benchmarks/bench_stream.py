@@ -18,8 +18,9 @@ machine's memory (so every pass reads the disk); the script checks the free disk
 
 Run: ``python benchmarks/bench_stream.py --rows 10000000`` (add ``--format zarr`` or
 ``--format parquet``, ``--keep`` to keep the file, ``--dir`` to choose where it is written).
-Zarr's chunks default to n/10 000 rows, the held-out layout's segment: each held-out segment
-is then whole chunks, and its passes read only those.
+Zarr's chunks and Parquet's row groups default to n/10 000 rows (at least 1 000), the held-out
+layout's segment: each held-out segment is then whole chunks or groups, and its passes read
+only those.
 """
 
 from __future__ import annotations
@@ -39,12 +40,29 @@ import numpy as np
 
 from privpca import AnalyzeGaussPCA, PrivacyLedger
 
+POOL_ROWS = 1 << 20
+
 
 def write_table(path: Path, n: int, p: int, fmt: str, block: int, zarr_rows: int) -> Path:
+    """Write the benchmark's table. Its rows are windows, at random offsets, of a pool of
+    2²⁰ mixed Gaussian rows, each window shifted by its own random vector: generating 10⁸
+    fresh rows would take longer than every timed pass together (the values do not affect
+    the throughput, only the bytes on disk do)."""
     rng = np.random.default_rng(0)
     scales = np.geomspace(0.1, 10.0, p).astype(np.float32)
     shifts = np.linspace(0.0, 100.0, p).astype(np.float32)
     mix = rng.standard_normal((p, p)).astype(np.float32) / np.sqrt(p)
+    z = rng.standard_normal((min(n, POOL_ROWS), p), dtype=np.float32)
+    pool = (z + z @ mix) * scales + shifts
+    del z
+
+    def rows(m: int) -> np.ndarray:
+        reps = -(-m // len(pool))
+        base = pool if reps == 1 else np.concatenate([pool] * reps)
+        offset = int(rng.integers(0, len(base) - m + 1))
+        jitter = (rng.standard_normal(p).astype(np.float32) * scales * np.float32(0.5))
+        return base[offset:offset + m] + jitter
+
     if fmt == "zarr":
         import zarr
 
@@ -56,16 +74,14 @@ def write_table(path: Path, n: int, p: int, fmt: str, block: int, zarr_rows: int
         step = zarr_rows * max(1, block // zarr_rows)  # whole chunks per write
         for start in range(0, n, step):
             stop = min(start + step, n)
-            z = rng.standard_normal((stop - start, p), dtype=np.float32)
-            out[start:stop] = (z + z @ mix) * scales + shifts
+            out[start:stop] = rows(stop - start)
         return target
     if fmt == "npy":
         target = path / "table.npy"
         out = np.lib.format.open_memmap(target, mode="w+", dtype=np.float32, shape=(n, p))
         for start in range(0, n, block):
             stop = min(start + block, n)
-            z = rng.standard_normal((stop - start, p), dtype=np.float32)
-            out[start:stop] = (z + z @ mix) * scales + shifts
+            out[start:stop] = rows(stop - start)
         out.flush()
         del out
         return target
@@ -76,10 +92,9 @@ def write_table(path: Path, n: int, p: int, fmt: str, block: int, zarr_rows: int
     folder.mkdir()
     for i, start in enumerate(range(0, n, block * 8)):
         stop = min(start + block * 8, n)
-        z = rng.standard_normal((stop - start, p), dtype=np.float32)
-        x = (z + z @ mix) * scales + shifts
+        x = rows(stop - start)
         pq.write_table(pa.table({f"x{j}": x[:, j] for j in range(p)}),
-                       folder / f"part-{i:05d}.parquet")
+                       folder / f"part-{i:05d}.parquet", row_group_size=zarr_rows)
     return folder
 
 
@@ -112,7 +127,8 @@ def main() -> None:
     parser.add_argument("--format", choices=("npy", "zarr", "parquet"), default="npy")
     parser.add_argument("--block", type=int, default=131_072, help="rows per chunk")
     parser.add_argument("--zarr-chunk-rows", type=int, default=None,
-                        help="rows per Zarr chunk (default: n/10 000, at least 1 000)")
+                        help="rows per Zarr chunk or Parquet row group (default: n/10 000, "
+                        "at least 1 000)")
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--whole-table", action="store_true",

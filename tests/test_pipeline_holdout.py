@@ -251,3 +251,63 @@ def test_auto_below_the_threshold_is_the_whole_table_bitwise(table):
     b = _fit(AnalyzeGaussPCA, table, holdout_fraction=None)
     np.testing.assert_array_equal(a.components_, b.components_)
     assert a.privacy_ == b.privacy_
+
+
+def test_parquet_selections_read_only_the_row_groups_they_overlap(table, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pytest.importorskip("dask.array")
+    from privpca.streaming.dask_io import dask_table, dask_table_rows
+    from privpca.streaming.sources import DaskSource, ParquetSource, select_rows
+
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i, start in enumerate(range(0, table.shape[0], 25_000)):  # 1 000-row groups
+        part = table[start:start + 25_000]
+        pq.write_table(pa.table({f"c{j}": part[:, j] for j in range(part.shape[1])}),
+                       folder / f"part-{i:03d}.parquet", row_group_size=1_000)
+    ranges = [(5, 17), (24_990, 26_010), (59_000, 59_500)]
+    want = np.concatenate([table[a:b] for a, b in ranges])
+    source = ParquetSource(folder)
+    assert [(g, a, b) for _, g, a, b in source.pieces(ranges)] == [
+        (0, 5, 17), (24, 990, 1_000), (0, 0, 1_000), (1, 0, 10), (9, 0, 500)]
+    read: list[tuple[str, int]] = []
+    original = pq.ParquetFile.read_row_group
+
+    def counting(self, i, *args, **kwargs):
+        read.append((str(self.metadata), i))
+        return original(self, i, *args, **kwargs)
+
+    pq.ParquetFile.read_row_group = counting
+    try:
+        picked = select_rows(source, ranges)
+        np.testing.assert_array_equal(np.concatenate(list(picked.blocks())), want)
+        assert len(read) == 5  # the five row groups overlapped, each read once
+        X = dask_table(folder, chunk_rows=600)
+        lazy = select_rows(DaskSource(X), ranges)
+        read.clear()
+        np.testing.assert_array_equal(lazy.X.compute(scheduler="sync"), want)
+        assert len(read) == 5
+        assert lazy.X.chunks[0] == (1_022, 510)  # pieces gathered until chunk_rows rows
+    finally:
+        pq.ParquetFile.read_row_group = original
+    assert dask_table_rows(X[1:], ranges) is None
+
+
+def test_parquet_held_out_fits_equal_the_in_memory_fit(table, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pytest.importorskip("dask.array")
+    from privpca.streaming.dask_io import dask_table
+
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i, start in enumerate(range(0, table.shape[0], 20_000)):
+        part = table[start:start + 20_000]
+        pq.write_table(pa.table({f"c{j}": part[:, j] for j in range(part.shape[1])}),
+                       folder / f"part-{i:03d}.parquet", row_group_size=3_000)
+    ref = _fit(AnalyzeGaussPCA, table, holdout_fraction=0.05)
+    for X in (folder, dask_table(folder, chunk_rows=4_000)):
+        other = _fit(AnalyzeGaussPCA, X, holdout_fraction=0.05)
+        np.testing.assert_allclose(other.components_, ref.components_, rtol=0, atol=1e-8)
+        assert other.privacy_.spends == ref.privacy_.spends

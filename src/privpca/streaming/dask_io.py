@@ -6,7 +6,7 @@ only the partial sums travel. The workers must see the file at the same path (a 
 replicated file system), as with any Dask cluster reading from disk. Only the shape is read on
 the client: the ``.npy`` header, the Zarr metadata or the Parquet footers (not data).
 
-A ``.npy`` or Zarr table is registered by its Dask name, so that a selection of its rows (the
+A table is registered by its Dask name, so that a selection of its rows (the
 held-out share of a fit) is read by tasks that read only those rows (:func:`dask_table_rows`);
 Dask's own slicing of a block would read the whole block first.
 """
@@ -25,7 +25,7 @@ __all__ = ["dask_table", "dask_table_rows"]
 #: Rows per Dask block by default: ~800 MB of float64 at p = 100, one task per block.
 DEFAULT_CHUNK_ROWS = 1_000_000
 
-#: ``.npy`` and Zarr tables made by :func:`dask_table`, by Dask array name:
+#: Tables made by :func:`dask_table` (``.npy``, Zarr, Parquet), by Dask array name:
 #: ``(kind, path, dtype, chunk_rows)``, so that a selection of rows (a held-out share) reads only
 #: those rows. Bounded: the oldest entries are dropped.
 _TABLES: dict[str, tuple[str, str, Any, int]] = {}
@@ -50,7 +50,8 @@ def dask_table(path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_
         (``chunk_rows`` rounded up to whole Zarr chunks), a ``.parquet`` file or a folder of
         them (one block per file; every column must be numeric).
     chunk_rows : int, default=1_000_000
-        Rows per block of a ``.npy`` file or a Zarr store.
+        Rows per block of a ``.npy`` file or a Zarr store (Parquet: of a selection of rows,
+        such as a held-out share, which reads only the row groups it overlaps).
 
     Returns
     -------
@@ -89,9 +90,7 @@ def dask_table(path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_
         dtype = stored if stored.kind == "f" else np.dtype(np.float64)
         location = str(root.resolve())
         out = _table_blocks(kind, location, [(0, n)], p, dtype, chunk_rows)
-        if len(_TABLES) >= _TABLES_MAX:
-            del _TABLES[next(iter(_TABLES))]
-        _TABLES[out.name] = (kind, location, dtype, chunk_rows)
+        _register(out.name, (kind, location, dtype, chunk_rows))
         return out
     elif root.suffix == ".parquet" or root.is_dir():
         meta = ParquetSource(root)  # checks the columns, counts the rows from the footers
@@ -102,11 +101,64 @@ def dask_table(path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_
                                  shape=(pq.ParquetFile(f).metadata.num_rows, p),
                                  dtype=np.float64)
                  for f in meta.files]
+        if parts:
+            out = da.concatenate(parts, axis=0)
+            _register(out.name, ("parquet", str(root.resolve()), np.dtype(np.float64),
+                                 chunk_rows))
+            return out
     else:
         raise ValueError(f"Cannot read {root} as a Dask table: expected a .npy file, a Zarr "
                          "store, a .parquet file or a folder of .parquet files.")
     if not parts:
         raise ValueError(f"{root}: the table has no rows.")
+    return da.concatenate(parts, axis=0)
+
+
+def _register(name: str, entry: tuple[str, str, Any, int]) -> None:
+    if len(_TABLES) >= _TABLES_MAX:
+        del _TABLES[next(iter(_TABLES))]
+    _TABLES[name] = entry
+
+
+def _parquet_pieces_rows(pieces: list[tuple[str, int, int, int]],
+                         columns: list[str]) -> NDArray[np.float64]:
+    """The rows of ``pieces`` (parts of Parquet row groups), stacked; each group read once."""
+    from privpca.streaming.sources import parquet_row_group
+
+    out, cached = [], None
+    for f, g, a, b in pieces:
+        if cached is None or cached[0] != (f, g):
+            cached = ((f, g), parquet_row_group(f, g, columns))
+        out.append(cached[1][a:b])
+    return out[0] if len(out) == 1 else np.concatenate(out)
+
+
+def _parquet_selection(path: str, ranges: list[tuple[int, int]], chunk_rows: int) -> Any:
+    """The rows of ``ranges`` of a Parquet table as a Dask array whose tasks read only the row
+    groups the ranges overlap (each task about ``chunk_rows`` selected rows)."""
+    import dask
+    import dask.array as da
+
+    from privpca.streaming.sources import ParquetSource
+
+    meta = ParquetSource(path)  # footers only
+    groups: list[list[tuple[str, int, int, int]]] = []
+    current: list[tuple[str, int, int, int]] = []
+    filled = 0
+    for piece in meta.pieces(ranges):
+        current.append(piece)
+        filled += piece[3] - piece[2]
+        if filled >= chunk_rows:
+            groups.append(current)
+            current, filled = [], 0
+    if current:
+        groups.append(current)
+    if not groups:
+        raise ValueError(f"{path}: no rows selected.")
+    parts = [da.from_delayed(dask.delayed(_parquet_pieces_rows)(group, meta.columns),
+                             shape=(sum(b - a for _, _, a, b in group), meta.n_features),
+                             dtype=np.float64)
+             for group in groups]
     return da.concatenate(parts, axis=0)
 
 
@@ -161,11 +213,14 @@ def _table_blocks(kind: str, path: str, ranges: list[tuple[int, int]], p: int, d
 
 
 def dask_table_rows(X: Any, ranges: list[tuple[int, int]]) -> Any:
-    """The rows ``ranges`` of a :func:`dask_table` ``.npy`` or Zarr array, read by tasks that
-    read only those rows; None for any other Dask array (slice it instead)."""
+    """The rows ``ranges`` of a :func:`dask_table` array, read by tasks that read only those
+    rows (a ``.npy`` file, a Zarr store: the chunks they overlap; Parquet: the row groups they
+    overlap); None for any other Dask array (slice it instead)."""
     entry = _TABLES.get(getattr(X, "name", ""))
     if entry is None:
         return None
     kind, path, dtype, chunk_rows = entry
-    return _table_blocks(kind, path, [(int(a), int(b)) for a, b in ranges if b > a],
-                         int(X.shape[1]), dtype, chunk_rows)
+    selected = [(int(a), int(b)) for a, b in ranges if b > a]
+    if kind == "parquet":
+        return _parquet_selection(path, selected, chunk_rows)
+    return _table_blocks(kind, path, selected, int(X.shape[1]), dtype, chunk_rows)

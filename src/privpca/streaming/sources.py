@@ -235,7 +235,11 @@ class ChunkSource(RowSource):
 
 
 class ParquetSource(RowSource):
-    """A Parquet file or a folder of ``*.parquet`` files, all columns numeric, by batches."""
+    """A Parquet file or a folder of ``*.parquet`` files, all columns numeric, by batches.
+
+    A selection of rows (:func:`select_rows`: the held-out share of a fit) reads only the row
+    groups it overlaps, located from the files' footers.
+    """
 
     def __init__(self, path: str | os.PathLike[str], *, block_rows: int = BLOCK_ROWS) -> None:
         try:
@@ -257,6 +261,14 @@ class ParquetSource(RowSource):
         self.columns = [f.name for f in schema]
         self.n_samples = sum(m.metadata.num_rows for m in metas)
         self.n_features = len(self.columns)
+        #: ``(file, row group, first row, end row)`` in the table's numbering (footers only).
+        self.row_groups: list[tuple[str, int, int, int]] = []
+        start = 0
+        for f, meta in zip(files, metas, strict=True):
+            for g in range(meta.metadata.num_row_groups):
+                rows = meta.metadata.row_group(g).num_rows
+                self.row_groups.append((str(f), g, start, start + rows))
+                start += rows
 
     def blocks(self) -> Iterator[Block]:
         import pyarrow.parquet as pq
@@ -267,6 +279,49 @@ class ParquetSource(RowSource):
                 arr = np.column_stack([c.to_numpy(zero_copy_only=False)
                                        for c in batch.columns])
                 yield _check_block(arr, self.n_features)
+
+    def pieces(self, ranges: Sequence[tuple[int, int]]) -> list[RowGroupPiece]:
+        """The row groups that the increasing, disjoint ``ranges`` overlap, each with the
+        rows wanted from it (``(file, group, local start, local stop)``, in table order)."""
+        out: list[RowGroupPiece] = []
+        groups = self.row_groups
+        i = 0
+        for a, b in ranges:
+            while i < len(groups) and groups[i][3] <= a:
+                i += 1
+            j = i
+            while j < len(groups) and groups[j][2] < b:
+                f, g, lo, hi = groups[j]
+                out.append((f, g, max(a, lo) - lo, min(b, hi) - lo))
+                j += 1
+        return out
+
+    def blocks_in(self, ranges: Sequence[tuple[int, int]]) -> Iterator[Block]:
+        """The rows of ``ranges``, reading only the row groups they overlap."""
+        pieces = self.pieces(ranges)
+        k = 0
+        while k < len(pieces):  # the pieces of one row group: one read
+            f, g = pieces[k][0], pieces[k][1]
+            m = k
+            while m < len(pieces) and pieces[m][:2] == (f, g):
+                m += 1
+            group = parquet_row_group(f, g, self.columns)
+            for _, _, a, b in pieces[k:m]:
+                yield _check_block(group[a:b], self.n_features)
+            k = m
+
+
+#: A part of one Parquet row group: ``(file, group, first row, end row)`` within the group.
+RowGroupPiece = tuple[str, int, int, int]
+
+
+def parquet_row_group(path: str, group: int, columns: list[str]) -> NDArray[np.float64]:
+    """One row group of a Parquet file as a float64 array (rows × columns)."""
+    import pyarrow.parquet as pq
+
+    table = pq.ParquetFile(path).read_row_group(group, columns=columns)
+    return np.column_stack([c.to_numpy(zero_copy_only=False)
+                            for c in table.columns]).astype(np.float64, copy=False)
 
 
 def _numeric_arrow_ids() -> frozenset[int]:
@@ -446,9 +501,10 @@ class RowRanges(RowSource):
     """The rows of ``parent`` in the public half-open ``ranges`` ``[(a, b), …]`` (increasing,
     disjoint), in the parent's order: the held-out share of a streamed fit, or the rest.
 
-    An :class:`ArraySource` (memory map) is sliced, so only the selected rows are read; any
-    other source is read whole and the selected rows kept (one full pass per pass of the
-    view). Use :func:`select_rows`, which also keeps a :class:`DaskSource` lazy.
+    An :class:`ArraySource` (memory map, Zarr) is sliced, so only the selected rows are read;
+    a :class:`ParquetSource` reads only the row groups they overlap; any other source is read
+    whole and the selected rows kept (one full pass per pass of the view). Use
+    :func:`select_rows`, which also keeps a :class:`DaskSource` lazy.
     """
 
     def __init__(self, parent: RowSource, ranges: Sequence[tuple[int, int]]) -> None:
@@ -485,6 +541,9 @@ class RowRanges(RowSource):
                 for start in range(a, b, parent.block_rows):
                     block = parent.X[start:min(start + parent.block_rows, b)]
                     yield block if parent.validated else _check_block(block, self.n_features)
+            return
+        if isinstance(parent, ParquetSource):  # only the row groups the ranges overlap
+            yield from parent.blocks_in(self.ranges)
             return
         ranges = iter(self.ranges)
         current = next(ranges, None)
