@@ -181,8 +181,10 @@ def test_passes_flag_non_finite_rows(rng, k):
     table = np.empty((6 * k, kernels.WINDOW + 2), dtype=np.int64)
 
     def flags(Y):
-        return (kernels.pair_top_eigenvalues(Y, rows, centre, W, 4, 20, lam),
-                kernels.gradient_counts(Y, rows, centre, W, 0.5, G, base, table))
+        return (
+            kernels.pair_top_eigenvalues(Y, rows, centre, W, 4, 20, lam),
+            kernels.gradient_counts(Y, rows, centre, W, 0.5, G, base, table),
+        )
 
     assert flags(X) == (False, False)
     for row, value in [(0, np.nan), (17, np.inf), (31, -np.inf)]:
@@ -199,8 +201,15 @@ def test_passes_flag_non_finite_rows(rng, k):
 def _ledger_fit(X, **kw):
     ledger = PrivacyLedger()
     kw = {"epsilon": 1.0, "delta": 1e-6, **kw}
-    est = DPPCA(centering=None, shuffle=False, batch_size=200, n_subsets=4, random_state=0,
-                ledger=ledger, **kw)
+    est = DPPCA(
+        centering=None,
+        shuffle=False,
+        batch_size=200,
+        n_subsets=4,
+        random_state=0,
+        ledger=ledger,
+        **kw,
+    )
     return est, ledger
 
 
@@ -218,7 +227,7 @@ def test_dppca_refuses_non_finite_rows_before_charging(k, epsilon, delta, row):
     assert est.fit(X).n_iter_ == 5 and len(ledger) == 1
     released = est.history_["eigen_released"]
     # (30, 0.3): a release at step 1 (k = 2) or 2 (k = 1), Algorithm 5 at step 5; 1e-3: none
-    assert (released[2 - k] and not released[:2 - k].any()) if epsilon > 1 else not any(released)
+    assert (released[2 - k] and not released[: 2 - k].any()) if epsilon > 1 else not any(released)
     Y = X.copy()
     Y[row, 2] = np.inf if row % 2 else np.nan
     est, ledger = _ledger_fit(Y, n_components=k, epsilon=epsilon, delta=delta)

@@ -328,8 +328,9 @@ def gradient_counts(
     """
     n_chunks = _chunks(rows.shape[0], _MIN_CHUNK)
     if n_chunks > 1:
-        return bool(_gradient_counts_parallel(X, rows, centre, W, inv_width, G, base, table,
-                                              n_chunks))
+        return bool(
+            _gradient_counts_parallel(X, rows, centre, W, inv_width, G, base, table, n_chunks)
+        )
     return bool(_gradient_counts(X, rows, centre, W, inv_width, G, base, table))
 
 
@@ -637,6 +638,7 @@ def pair_top_eigenvalues(
     work = n_subsets * s * W.size * (n_iter + 1)
     n_chunks = min(_chunks(work, 1 << 18), n_subsets)
     if n_chunks > 1:
-        return bool(_pair_top_eigenvalues_parallel(X, rows, centre, W, n_subsets, n_iter, out,
-                                                   n_chunks))
+        return bool(
+            _pair_top_eigenvalues_parallel(X, rows, centre, W, n_subsets, n_iter, out, n_chunks)
+        )
     return bool(_pair_top_eigenvalues(X, rows, centre, W, n_subsets, n_iter, out))
