@@ -708,8 +708,11 @@ def _run(
     Each step's first half-batch feeds Algorithm 4 only, its second half Algorithm 5 only:
     every record's gradient is formed once, by one mechanism (the parallel composition of the
     module docstring needs the halves disjoint, so they are never shared). On a
-    :class:`_RowStream` the gradients are formed by compiled passes straight from the table,
-    into two buffers reused by every step.
+    :class:`_RowStream` the gradients are formed by compiled passes straight from the table:
+    Algorithm 4's pairs subset by subset in cache, Algorithm 5's into one buffer reused by
+    every step. A stream with ``verify`` has its rows checked for NaN/inf by those passes
+    (and the rows no step reads by :meth:`_RowStream.batches`), each before its mechanism
+    releases anything.
     """
     n_order = source.n_samples if order is None else len(order)
     B, T = plan.batch_size, min(plan.n_steps, n_order // plan.batch_size)

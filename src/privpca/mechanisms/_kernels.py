@@ -2,14 +2,15 @@
 
 Each function here is one pass over a block of per-record gradients, doing what several NumPy
 passes (and temporaries the size of the block) did: per step, one pass forms Algorithm 4's
-pair differences (:func:`pair_gradients`), one finds their subsets' top eigenvalues
-(:func:`top_eigenvalues`, on blocks that stay in cache), one forms Algorithm 5's gradients and
-counts their bins (:func:`gradient_counts`) and one truncates and sums them
-(:func:`truncated_sums`). Every pass is deterministic arithmetic on public parameters and the
-data; all randomness stays with the callers (NumPy Generators). Gradients, pairs, counts and
-sums are the same arithmetic in the same order as the NumPy passes they replaced; the subset
-eigenvalues differ from NumPy's by rounding only (~1e-15 relative), which changes DP-PCA's
-output only if one lies within that of a √2 bin edge (not seen: the same outputs bit for bit).
+pair differences subset by subset and finds each subset's top eigenvalue while its block is in
+cache (:func:`pair_top_eigenvalues`; :func:`pair_gradients` then :func:`top_eigenvalues` is
+the same in two passes), one forms Algorithm 5's gradients and counts their bins
+(:func:`gradient_counts`) and one truncates and sums them (:func:`truncated_sums`). Every
+pass is deterministic arithmetic on public parameters and the data; all randomness stays with
+the callers (NumPy Generators). Gradients, pairs, counts and sums are the same arithmetic in
+the same order as the NumPy passes they replaced; the subset eigenvalues differ from NumPy's
+by rounding only (~1e-15 relative), which changes DP-PCA's output only if one lies within
+that of a √2 bin edge (not seen: the same outputs bit for bit).
 
 Gradients are ``g_i = A_i W`` flattened row-major (``q = p·k`` entries, entry ``a·k + c`` is
 ``(A_i W)[a, c]``), for vector records ``A_i = y_i y_iᵀ`` with ``y_i = x_{row_i} − centre``:
@@ -23,15 +24,21 @@ The passes over rows of ``X`` read rows in a random (public) order, one row per 
 row is a cache and TLB miss, so they prefetch the rows a few records ahead (a hint to the
 cache only; no effect on any result).
 
+Non-finite rows: the passes over rows of ``X`` return whether a projection ``yᵀW`` was not
+finite. A row holding NaN or ±inf always makes it so (``inf·0`` is NaN, NaN propagates), so
+``False`` proves every row read finite; ``True`` may also be an overflow of finite values, and
+the caller then checks the rows exactly. DP-PCA's papers' setting uses this instead of a pass
+over ``X`` before the fit.
+
 Threads (opt-in)
 ----------------
-:func:`gradient_counts`, :func:`pair_gradients` and :func:`top_eigenvalues` run on one thread
-unless the environment variable ``PRIVPCA_NUM_THREADS`` (or :func:`set_num_threads`) asks for
-more; then they split their records (or subsets) into one chunk per thread (numba
-``prange``). The results are the same bit for bit: every gradient, pair and eigenvalue is
-computed as on one thread, and the chunks' integer counts are added. numba's default
-threading layer must not be entered from two Python threads at once: leave this at 1 when
-fitting from several threads.
+:func:`gradient_counts`, :func:`pair_top_eigenvalues`, :func:`pair_gradients` and
+:func:`top_eigenvalues` run on one thread unless the environment variable
+``PRIVPCA_NUM_THREADS`` (or :func:`set_num_threads`) asks for more; then they split their
+records (or subsets) into one chunk per thread (numba ``prange``). The results are the same
+bit for bit: every gradient, pair and eigenvalue is computed as on one thread, and the
+chunks' integer counts are added. numba's default threading layer must not be entered from
+two Python threads at once: leave this at 1 when fitting from several threads.
 """
 
 from __future__ import annotations
