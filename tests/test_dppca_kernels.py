@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from privpca import DPPCA
+from privpca.accounting.ledger import PrivacyLedger
 from privpca.mechanisms import _kernels as kernels
 from privpca.mechanisms.gradient_statistics import PrivateMean, subset_top_eigenvalues
 from privpca.mechanisms.histogram import _column_counts, linear_bins, window_bin_counts
@@ -138,13 +140,107 @@ def test_threads_give_the_same_bits(rng, k):
         kernels.pair_gradients(X, rows, centre, W, P)
         lam = np.empty(30)
         kernels.top_eigenvalues(P, 30, 20, lam)
-        return G, base, table, P, lam
+        fused = np.empty(30)
+        kernels.pair_top_eigenvalues(X, rows, centre, W, 30, 20, fused)
+        return G, base, table, P, lam, fused
 
     parallel = run()
     kernels.set_num_threads(1)
     serial = run()
     for a, b in zip(parallel, serial, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize(("n_rows", "p", "m"), [(1003, 7, 5), (300, 40, 6), (9, 5, 4), (5, 3, 4)])
+def test_pair_top_eigenvalues_are_pairs_then_eigenvalues(rng, k, n_rows, p, m):
+    """The fused pass gives the two-pass result bit for bit (q×q and Gram iterations, one
+    pair per subset, no pair per subset), and reports finite rows as finite."""
+    X = rng.standard_normal((n_rows + 20, p)) * rng.uniform(0.5, 2.0, size=p)
+    rows = rng.permutation(n_rows + 20)[:n_rows].astype(np.intp)
+    centre = rng.standard_normal(p)
+    W = np.ascontiguousarray(np.linalg.qr(rng.standard_normal((p, k)))[0])
+    P = np.empty((n_rows // 2, p * k))
+    kernels.pair_gradients(X, rows, centre, W, P)
+    want = subset_top_eigenvalues(P, m)
+    got = np.full(m, np.nan)
+    assert not kernels.pair_top_eigenvalues(X, rows, centre, W, m, 20, got)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_passes_flag_non_finite_rows(rng, k):
+    """NaN/inf in any row a pass reads (paired, unpaired, counted) is flagged; so is an
+    overflow of finite values (the caller then checks exactly); finite rows are not."""
+    X = rng.standard_normal((40, 6))
+    rows = np.arange(33, dtype=np.intp)  # 16 pairs, 4 subsets of 4 pairs: rows 32 unpaired
+    W = np.ascontiguousarray(np.linalg.qr(rng.standard_normal((6, k)))[0])
+    centre = np.zeros(6)
+    lam = np.empty(4)
+    G, base = np.empty((33, 6 * k)), np.empty(6 * k, dtype=np.int64)
+    table = np.empty((6 * k, kernels.WINDOW + 2), dtype=np.int64)
+
+    def flags(Y):
+        return (
+            kernels.pair_top_eigenvalues(Y, rows, centre, W, 4, 20, lam),
+            kernels.gradient_counts(Y, rows, centre, W, 0.5, G, base, table),
+        )
+
+    assert flags(X) == (False, False)
+    for row, value in [(0, np.nan), (17, np.inf), (31, -np.inf)]:
+        Y = X.copy()
+        Y[row, 3] = value
+        assert flags(Y) == (True, True)
+    Y = X.copy()
+    Y[32, 0] = np.nan  # read by the counts; unpaired, so only checked by the pairs' pass
+    assert flags(Y) == (True, True)
+    sign = np.where(W[:, 0] < 0, -1.0, 1.0)
+    assert flags(np.tile(1.7e308 * sign, (40, 1))) == (True, True)  # finite: yᵀW overflows
+
+
+def _ledger_fit(X, **kw):
+    ledger = PrivacyLedger()
+    kw = {"epsilon": 1.0, "delta": 1e-6, **kw}
+    est = DPPCA(
+        centering=None,
+        shuffle=False,
+        batch_size=200,
+        n_subsets=4,
+        random_state=0,
+        ledger=ledger,
+        **kw,
+    )
+    return est, ledger
+
+
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize(("epsilon", "delta"), [(30.0, 0.3), (1e-3, 1e-6)])
+@pytest.mark.parametrize("row", [3, 97, 150, 999, 1020])
+def test_dppca_refuses_non_finite_rows_before_charging(k, epsilon, delta, row):
+    """In the papers' setting the stream's passes check the rows (no pass over X first):
+    NaN/inf is refused wherever it is — paired (3), unpaired in Algorithm 4's half (97),
+    Algorithm 5's half (150: counted, or, before any eigenvalue is released, read by no
+    pass; 999: counted), or after the last step (1020) — and nothing is charged."""
+    X = np.random.default_rng(0).standard_normal((1050, 5))
+    # shuffle=False, B = 200: T = 5; each half of 100 rows gives 50 pairs, 4 subsets of 12
+    est, ledger = _ledger_fit(X, n_components=k, epsilon=epsilon, delta=delta)
+    assert est.fit(X).n_iter_ == 5 and len(ledger) == 1
+    released = est.history_["eigen_released"]
+    # (30, 0.3): a release at step 1 (k = 2) or 2 (k = 1), Algorithm 5 at step 5; 1e-3: none
+    assert (released[2 - k] and not released[: 2 - k].any()) if epsilon > 1 else not any(released)
+    Y = X.copy()
+    Y[row, 2] = np.inf if row % 2 else np.nan
+    est, ledger = _ledger_fit(Y, n_components=k, epsilon=epsilon, delta=delta)
+    with pytest.raises(ValueError, match="X contains NaN or infinity"):
+        est.fit(Y)
+    assert len(ledger) == 0 and not hasattr(est, "privacy_")
+
+
+def test_dppca_fits_huge_finite_rows():
+    """Projections that overflow are flagged, checked exactly and found finite: no refusal."""
+    X = np.random.default_rng(0).standard_normal((1050, 5)) * 1e200
+    est, ledger = _ledger_fit(X)
+    assert est.fit(X).n_iter_ == 5 and len(ledger) == 1
 
 
 def test_top_eigenvalues_of_empty_blocks_are_zero():

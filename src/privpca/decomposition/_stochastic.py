@@ -298,9 +298,11 @@ class StochasticPCA(BasePrivatePCA):
                 return self
             return self._fit_stream_table(rows)
         Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
-        refuse_non_finite(Xv, "X")
+        paper = self._paper_mode(Xv.shape[1])
+        if not (paper and self._stream_checks_finite()):
+            refuse_non_finite(Xv, "X")
         shuffle = self._resolve_shuffle(streamed=False)
-        if self._paper_mode(Xv.shape[1]):
+        if paper:
             source = VectorGradients(Xv)
             self._fit_source(source, shuffle=shuffle)
             self._set_paper_attributes(source)
@@ -374,6 +376,11 @@ class StochasticPCA(BasePrivatePCA):
                 "rows are sorted: shuffle them first), or fit an in-memory array."
             )
         return bool(value)
+
+    def _stream_checks_finite(self) -> bool:
+        """Whether ``_fit_source`` refuses NaN/inf in ``X`` itself, in passes that read the
+        records anyway, before anything is charged or released (instead of a pass first)."""
+        return False
 
     def _paper_mode(self, n_features: int) -> bool:
         """Whether ``fit(X)`` runs the papers' algorithm unchanged (no preprocessing)."""

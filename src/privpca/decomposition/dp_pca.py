@@ -88,6 +88,7 @@ from privpca._validation import (
     check_n_components,
     check_options,
     check_random_state,
+    refuse_non_finite,
 )
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
@@ -452,7 +453,9 @@ class DPPCA(StochasticPCA):
         n, p = source.n_samples, source.n_features
         setup = self._setup(n, p)
         if isinstance(source, VectorGradients):
-            source = _RowStream(source.X)
+            # NaN/inf: refused by the stream's passes (_stream_checks_finite), before the
+            # charge below and before any mechanism's release.
+            source = _RowStream(source.X, verify=self._stream_checks_finite())
         W, history, lr = self._stream(source, setup, shuffle=shuffle)
         self.privacy_ = self._record(setup.plan, n, search=setup.search)
         self._charge(self.privacy_, self.ledger)
@@ -461,6 +464,11 @@ class DPPCA(StochasticPCA):
 
     def _paper_noise_level(self) -> float:
         return _noise_level(self.history_)
+
+    def _stream_checks_finite(self) -> bool:
+        # A fixed learning rate: every record is read by one compiled pass of one step (or
+        # checked by _RowStream.batches); the search reads validation rows in NumPy.
+        return not (isinstance(self.learning_rate, str) and self.learning_rate == "search")
 
     def _fit_table(self, X: NDArray[np.float64]) -> DPPCA:
         """Held-out share (mean, bound, variances) + Algorithm 3 on the (derived) rest."""
@@ -700,8 +708,11 @@ def _run(
     Each step's first half-batch feeds Algorithm 4 only, its second half Algorithm 5 only:
     every record's gradient is formed once, by one mechanism (the parallel composition of the
     module docstring needs the halves disjoint, so they are never shared). On a
-    :class:`_RowStream` the gradients are formed by compiled passes straight from the table,
-    into two buffers reused by every step.
+    :class:`_RowStream` the gradients are formed by compiled passes straight from the table:
+    Algorithm 4's pairs subset by subset in cache, Algorithm 5's into one buffer reused by
+    every step. A stream with ``verify`` has its rows checked for NaN/inf by those passes
+    (and the rows no step reads by :meth:`_RowStream.batches`), each before its mechanism
+    releases anything.
     """
     n_order = source.n_samples if order is None else len(order)
     B, T = plan.batch_size, min(plan.n_steps, n_order // plan.batch_size)
@@ -722,14 +733,13 @@ def _run(
     batches = (source.batches(order, B, T) if isinstance(source, _RowStream | _StreamedRows)
                else None)
     if batches is not None:
-        pair_buffer = np.empty((half // 2, p * k))
         gradient_buffer = np.empty((B - half, p * k))
     last: float | None = None
     for t in range(1, T + 1):
         if batches is not None:
             src, batch = next(batches)
-            eigenvalue = plan.eigen.estimate_pairs(
-                src.pair_gradients(batch[:half], W, pair_buffer), rng)
+            eigenvalue = plan.eigen.estimate_rows(src.X, batch[:half], src.centre,
+                                                  np.ascontiguousarray(W), rng)
         else:
             assert order is not None
             batch = order[(t - 1) * B : t * B]
@@ -755,6 +765,8 @@ def _run(
             hist["noise_scale"][t - 1] = release.noise_scale
             hist["radius"][t - 1] = release.radius
             hist["centre_failures"][t - 1] = release.n_centre_failures
+        elif batches is not None and src.verify:
+            refuse_non_finite(src.X[batch[half:]], "X")  # rows no pass read this step
         if keep:
             hist["components"][t - 1] = W.T
     return W, hist
@@ -775,7 +787,12 @@ class _RowStream:
         X: NDArray[np.float64],
         index: NDArray[np.intp] | None = None,
         centre: Any = None,
+        *,
+        verify: bool = False,
     ) -> None:
+        #: ``X`` has not been checked for NaN/inf: :meth:`batches` checks the rows no step
+        #: reads, the steps' compiled passes the others (each before its mechanism releases).
+        self.verify = verify
         self.X = np.ascontiguousarray(X, dtype=np.float64)
         self.index = None if index is None else np.asarray(index, dtype=np.intp)
         self.n_samples = self.X.shape[0] if index is None else len(index)
@@ -793,6 +810,9 @@ class _RowStream:
                 T: int) -> Iterator[tuple[_RowStream, NDArray[np.intp]]]:
         """``(self, rows of X)`` of each of the T minibatches of B records of ``order``
         (None: the records in their order)."""
+        if self.verify:  # the records after T·B are read by no step
+            refuse_non_finite(self.X[self.rows(np.arange(T * B, self.n_samples) if order is None
+                                               else order[T * B:])], "X")
         rows = self.rows(order[: T * B] if order is not None else np.arange(T * B))
         for t in range(T):
             yield self, rows[t * B : (t + 1) * B]
@@ -802,16 +822,6 @@ class _RowStream:
         Y = self.X[self.rows(positions)]
         Y -= self.centre
         return Y
-
-    def pair_gradients(
-        self, rows: NDArray[np.intp], W: NDArray[np.float64], out: NDArray[np.float64]
-    ) -> NDArray[np.float64]:
-        """Algorithm 4's ``(g_{2i+1} − g_{2i})/√2`` for the records in rows ``rows`` of X."""
-        from privpca.mechanisms._kernels import pair_gradients
-
-        n_pairs = len(rows) // 2
-        pair_gradients(self.X, rows, self.centre, np.ascontiguousarray(W), out)
-        return out[:n_pairs]
 
     def gradients(self, index: NDArray[np.intp], W: NDArray[np.float64]) -> NDArray[np.float64]:
         return VectorGradients(self.records(index)).gradients(np.arange(len(index)), W)

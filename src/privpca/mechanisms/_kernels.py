@@ -2,14 +2,15 @@
 
 Each function here is one pass over a block of per-record gradients, doing what several NumPy
 passes (and temporaries the size of the block) did: per step, one pass forms Algorithm 4's
-pair differences (:func:`pair_gradients`), one finds their subsets' top eigenvalues
-(:func:`top_eigenvalues`, on blocks that stay in cache), one forms Algorithm 5's gradients and
-counts their bins (:func:`gradient_counts`) and one truncates and sums them
-(:func:`truncated_sums`). Every pass is deterministic arithmetic on public parameters and the
-data; all randomness stays with the callers (NumPy Generators). Gradients, pairs, counts and
-sums are the same arithmetic in the same order as the NumPy passes they replaced; the subset
-eigenvalues differ from NumPy's by rounding only (~1e-15 relative), which changes DP-PCA's
-output only if one lies within that of a √2 bin edge (not seen: the same outputs bit for bit).
+pair differences subset by subset and finds each subset's top eigenvalue while its block is in
+cache (:func:`pair_top_eigenvalues`; :func:`pair_gradients` then :func:`top_eigenvalues` is
+the same in two passes), one forms Algorithm 5's gradients and counts their bins
+(:func:`gradient_counts`) and one truncates and sums them (:func:`truncated_sums`). Every
+pass is deterministic arithmetic on public parameters and the data; all randomness stays with
+the callers (NumPy Generators). Gradients, pairs, counts and sums are the same arithmetic in
+the same order as the NumPy passes they replaced; the subset eigenvalues differ from NumPy's
+by rounding only (~1e-15 relative), which changes DP-PCA's output only if one lies within
+that of a √2 bin edge (not seen: the same outputs bit for bit).
 
 Gradients are ``g_i = A_i W`` flattened row-major (``q = p·k`` entries, entry ``a·k + c`` is
 ``(A_i W)[a, c]``), for vector records ``A_i = y_i y_iᵀ`` with ``y_i = x_{row_i} − centre``:
@@ -23,15 +24,21 @@ The passes over rows of ``X`` read rows in a random (public) order, one row per 
 row is a cache and TLB miss, so they prefetch the rows a few records ahead (a hint to the
 cache only; no effect on any result).
 
+Non-finite rows: the passes over rows of ``X`` return whether a projection ``yᵀW`` was not
+finite. A row holding NaN or ±inf always makes it so (``inf·0`` is NaN, NaN propagates), so
+``False`` proves every row read finite; ``True`` may also be an overflow of finite values, and
+the caller then checks the rows exactly. DP-PCA's papers' setting uses this instead of a pass
+over ``X`` before the fit.
+
 Threads (opt-in)
 ----------------
-:func:`gradient_counts`, :func:`pair_gradients` and :func:`top_eigenvalues` run on one thread
-unless the environment variable ``PRIVPCA_NUM_THREADS`` (or :func:`set_num_threads`) asks for
-more; then they split their records (or subsets) into one chunk per thread (numba
-``prange``). The results are the same bit for bit: every gradient, pair and eigenvalue is
-computed as on one thread, and the chunks' integer counts are added. numba's default
-threading layer must not be entered from two Python threads at once: leave this at 1 when
-fitting from several threads.
+:func:`gradient_counts`, :func:`pair_top_eigenvalues`, :func:`pair_gradients` and
+:func:`top_eigenvalues` run on one thread unless the environment variable
+``PRIVPCA_NUM_THREADS`` (or :func:`set_num_threads`) asks for more; then they split their
+records (or subsets) into one chunk per thread (numba ``prange``). The results are the same
+bit for bit: every gradient, pair and eigenvalue is computed as on one thread, and the
+chunks' integer counts are added. numba's default threading layer must not be entered from
+two Python threads at once: leave this at 1 when fitting from several threads.
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ __all__ = [
     "gradient_counts",
     "num_threads",
     "pair_gradients",
+    "pair_top_eigenvalues",
     "set_num_threads",
     "top_eigenvalues",
     "truncated_sums",
@@ -213,6 +221,7 @@ def _count_rows(X, rows, start, stop, centre, W, inv_width, G, base, fbase, tabl
     y = np.empty(p)
     proj = np.empty(k)
     slot = np.empty(q, dtype=np.int32)
+    check = 0.0  # NaN or inf once a projection is not finite (x·0 is 0 only for finite x)
     for r in range(start, stop):
         if r + _AHEAD < stop:
             _prefetch_row(X, rows[r + _AHEAD])
@@ -221,6 +230,7 @@ def _count_rows(X, rows, start, stop, centre, W, inv_width, G, base, fbase, tabl
             # spill slots; exact for every value in the window (integers below 2⁵³).
             i = rows[r]
             pc = _project1(X, i, centre, W)
+            check += pc * 0.0
             for a in range(p):
                 g = (X[i, a] - centre[a]) * pc
                 G[r, a] = g
@@ -235,6 +245,8 @@ def _count_rows(X, rows, start, stop, centre, W, inv_width, G, base, fbase, tabl
                 table[a, slot[a]] += 1
             continue
         _project(X, rows[r], centre, W, y, proj)
+        for c in range(k):
+            check += proj[c] * 0.0
         for a in range(p):
             for c in range(k):
                 j = a * k + c
@@ -246,6 +258,7 @@ def _count_rows(X, rows, start, stop, centre, W, inv_width, G, base, fbase, tabl
                 elif v > window:
                     v = window
                 table[j, v + 1] += 1
+    return check != 0.0
 
 
 @numba.njit(**_JIT)
@@ -253,10 +266,10 @@ def _gradient_counts(X, rows, centre, W, inv_width, G, base, table):
     table[:] = 0
     if rows.shape[0] == 0:
         base[:] = 0
-        return
+        return False
     fbase = np.empty(base.shape[0])
     _window_base(X, rows, centre, W, inv_width, base, fbase, table.shape[1] - 2)
-    _count_rows(X, rows, 0, rows.shape[0], centre, W, inv_width, G, base, fbase, table)
+    return _count_rows(X, rows, 0, rows.shape[0], centre, W, inv_width, G, base, fbase, table)
 
 
 @numba.njit(**_PARALLEL)
@@ -265,8 +278,9 @@ def _gradient_counts_parallel(X, rows, centre, W, inv_width, G, base, table, n_c
     fbase = np.empty(base.shape[0])
     _window_base(X, rows, centre, W, inv_width, base, fbase, table.shape[1] - 2)
     parts = np.zeros((n_chunks, table.shape[0], table.shape[1]), dtype=np.int64)
+    bad = 0
     for c in numba.prange(n_chunks):
-        _count_rows(
+        bad += _count_rows(
             X,
             rows,
             c * b // n_chunks,
@@ -282,11 +296,12 @@ def _gradient_counts_parallel(X, rows, centre, W, inv_width, G, base, table, n_c
     table[:] = 0
     for c in range(n_chunks):
         table += parts[c]
+    return bad > 0
 
 
 def gradient_counts(
     X: Any, rows: Any, centre: Any, W: Any, inv_width: float, G: Any, base: Any, table: Any
-) -> None:
+) -> bool:
     """Write ``G[r] = g(rows[r])`` and count each column's bins, in one pass.
 
     Each column ``j`` is counted in a window of :data:`WINDOW` bins starting at ``base[j]``
@@ -310,58 +325,82 @@ def gradient_counts(
         Output: the bin counted in ``table[j, 1]``.
     table : ndarray of int64, shape (p·k, WINDOW + 2), C-ordered
         Output (overwritten).
+
+    Returns
+    -------
+    bool
+        Whether some row's projection ``yᵀW`` was not finite: a row read holds NaN or
+        infinity, or finite values overflowed (the caller checks the rows exactly). False:
+        every row read is finite.
     """
     n_chunks = _chunks(rows.shape[0], _MIN_CHUNK)
     if n_chunks > 1:
-        _gradient_counts_parallel(X, rows, centre, W, inv_width, G, base, table, n_chunks)
-    else:
-        _gradient_counts(X, rows, centre, W, inv_width, G, base, table)
+        return bool(
+            _gradient_counts_parallel(X, rows, centre, W, inv_width, G, base, table, n_chunks)
+        )
+    return bool(_gradient_counts(X, rows, centre, W, inv_width, G, base, table))
 
 
 @numba.njit(**_JIT)
-def _pair_rows(X, rows, start, stop, centre, W, P):
-    """:func:`pair_gradients` for the pairs ``start ≤ i < stop``."""
+def _pair_rows(X, rows, start, stop, limit, centre, W, P, o):
+    """:func:`pair_gradients` for the pairs ``start ≤ i < stop``, into ``P[i − o]``.
+
+    Rows are prefetched ahead up to the pair ``limit`` (the next call's rows too). Returns
+    whether a projection was not finite (as :func:`gradient_counts`).
+    """
     p, k = W.shape
     y0 = np.empty(p)
     y1 = np.empty(p)
     proj0 = np.empty(k)
     proj1 = np.empty(k)
+    check = 0.0
     for i in range(start, stop):
-        if i + _AHEAD < stop:
+        if i + _AHEAD < limit:
             _prefetch_row(X, rows[2 * (i + _AHEAD)])
             _prefetch_row(X, rows[2 * (i + _AHEAD) + 1])
         if k == 1:  # no copies of the rows: one read each, from the cache
             i0, i1 = rows[2 * i], rows[2 * i + 1]
             p0, p1 = _project1(X, i0, centre, W), _project1(X, i1, centre, W)
+            check += p0 * 0.0 + p1 * 0.0
             for a in range(p):
-                P[i, a] = ((X[i1, a] - centre[a]) * p1 - (X[i0, a] - centre[a]) * p0) / _SQRT2
+                P[i - o, a] = ((X[i1, a] - centre[a]) * p1 - (X[i0, a] - centre[a]) * p0) / _SQRT2
             continue
         _project(X, rows[2 * i], centre, W, y0, proj0)
         _project(X, rows[2 * i + 1], centre, W, y1, proj1)
+        for c in range(k):
+            check += proj0[c] * 0.0 + proj1[c] * 0.0
         for a in range(p):
             for c in range(k):
-                P[i, a * k + c] = (y1[a] * proj1[c] - y0[a] * proj0[c]) / _SQRT2
+                P[i - o, a * k + c] = (y1[a] * proj1[c] - y0[a] * proj0[c]) / _SQRT2
+    return check != 0.0
 
 
 @numba.njit(**_JIT)
 def _pair_gradients(X, rows, centre, W, P):
-    _pair_rows(X, rows, 0, rows.shape[0] // 2, centre, W, P)
+    n = rows.shape[0] // 2
+    return _pair_rows(X, rows, 0, n, n, centre, W, P, 0)
 
 
 @numba.njit(**_PARALLEL)
 def _pair_gradients_parallel(X, rows, centre, W, P, n_chunks):
     n = rows.shape[0] // 2
+    bad = 0
     for c in numba.prange(n_chunks):
-        _pair_rows(X, rows, c * n // n_chunks, (c + 1) * n // n_chunks, centre, W, P)
+        stop = (c + 1) * n // n_chunks
+        bad += _pair_rows(X, rows, c * n // n_chunks, stop, stop, centre, W, P, 0)
+    return bad > 0
 
 
-def pair_gradients(X: Any, rows: Any, centre: Any, W: Any, P: Any) -> None:
-    """``P[i] = (g(rows[2i+1]) − g(rows[2i]))/√2``, ``i < len(rows)//2``: Algorithm 4's pairs."""
+def pair_gradients(X: Any, rows: Any, centre: Any, W: Any, P: Any) -> bool:
+    """``P[i] = (g(rows[2i+1]) − g(rows[2i]))/√2``, ``i < len(rows)//2``: Algorithm 4's pairs.
+
+    Returns whether a projection was not finite (as :func:`gradient_counts`). DP-PCA forms
+    the pairs with their eigenvalues (:func:`pair_top_eigenvalues`); this is the reference.
+    """
     n_chunks = _chunks(rows.shape[0] // 2, _MIN_CHUNK // 2)
     if n_chunks > 1:
-        _pair_gradients_parallel(X, rows, centre, W, P, n_chunks)
-    else:
-        _pair_gradients(X, rows, centre, W, P)
+        return bool(_pair_gradients_parallel(X, rows, centre, W, P, n_chunks))
+    return bool(_pair_gradients(X, rows, centre, W, P))
 
 
 @numba.njit(**_JIT)
@@ -520,3 +559,93 @@ def top_eigenvalues(pairs: Any, n_subsets: int, n_iter: int, out: Any) -> None:
         _top_eigenvalues_parallel(pairs, n_subsets, n_iter, out, n_chunks)
     else:
         _top_eigenvalues(pairs, n_subsets, n_iter, out)
+
+
+@numba.njit(**_JIT)
+def _rows_check(X, rows, start, stop):
+    """0 when the rows ``rows[start:stop]`` of ``X`` are finite, else NaN or inf (x·0 ≠ 0)."""
+    check = 0.0
+    for r in range(start, stop):
+        i = rows[r]
+        for a in range(X.shape[1]):
+            check += X[i, a] * 0.0
+    return check
+
+
+@numba.njit(**_JIT)
+def _pair_subsets(X, rows, centre, W, s, first, stop, n_iter, out):
+    """:func:`pair_top_eigenvalues` for the subsets ``first ≤ m < stop``."""
+    q = W.size
+    S = np.empty((s, q))
+    x, y, d = np.empty(q), np.empty(q), np.empty(s)
+    bad = False
+    for m in range(first, stop):
+        bad |= _pair_rows(X, rows, m * s, (m + 1) * s, stop * s, centre, W, S, m * s)
+        if m + 1 < stop:
+            # The next subset's rows (beyond those _pair_rows prefetched) arrive from memory
+            # while this subset's power iteration computes on the cache.
+            for j in range(2 * ((m + 1) * s + _AHEAD), 2 * (m + 2) * s):
+                _prefetch_row(X, rows[j])
+        out[m] = _top_one(S, 0, s, n_iter, x, y, d)
+    return bad
+
+
+@numba.njit(**_JIT)
+def _pair_top_eigenvalues(X, rows, centre, W, n_subsets, n_iter, out):
+    s = rows.shape[0] // 2 // n_subsets
+    bad = _pair_subsets(X, rows, centre, W, s, 0, n_subsets, n_iter, out)
+    return bad or _rows_check(X, rows, 2 * n_subsets * s, rows.shape[0]) != 0.0
+
+
+@numba.njit(**_PARALLEL)
+def _pair_top_eigenvalues_parallel(X, rows, centre, W, n_subsets, n_iter, out, n_chunks):
+    s = rows.shape[0] // 2 // n_subsets
+    bad = 0
+    for c in numba.prange(n_chunks):
+        first, stop = c * n_subsets // n_chunks, (c + 1) * n_subsets // n_chunks
+        bad += _pair_subsets(X, rows, centre, W, s, first, stop, n_iter, out)
+    return bad > 0 or _rows_check(X, rows, 2 * n_subsets * s, rows.shape[0]) != 0.0
+
+
+def pair_top_eigenvalues(
+    X: Any, rows: Any, centre: Any, W: Any, n_subsets: int, n_iter: int, out: Any
+) -> bool:
+    """Algorithm 4's subset eigenvalues straight from rows of ``X``, one subset at a time.
+
+    The same values as :func:`pair_gradients` into ``P`` followed by
+    ``top_eigenvalues(P, n_subsets, n_iter, out)``, bit for bit (the same arithmetic), in one
+    pass: each subset's ``s = (len(rows)//2)//n_subsets`` pairs are formed into a small block
+    that stays in cache for its power iteration, while the next subset's rows are fetched
+    from memory. No ``(len(rows)//2) × p·k`` table of pairs is written and read back.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, p), C-ordered
+    rows : ndarray of intp, shape (b,)
+        Rows of ``X``; pair ``i`` is ``(rows[2i], rows[2i+1])``; pairs beyond
+        ``n_subsets·s`` are not formed (as in :func:`top_eigenvalues`), but their rows are
+        checked.
+    centre : ndarray of shape (p,)
+    W : ndarray of shape (p, k), C-ordered
+    n_subsets, n_iter : int
+    out : ndarray of shape (≥ n_subsets,)
+        Output: ``out[j]`` is subset ``j``'s eigenvalue (0 when ``s = 0``).
+
+    Returns
+    -------
+    bool
+        Whether some row of ``rows`` may hold NaN or infinity: a projection was not finite
+        (or finite values overflowed) or an unpaired row is not finite; the caller checks
+        the rows exactly. False: every row of ``rows`` is finite.
+    """
+    s = (rows.shape[0] // 2) // max(n_subsets, 1)
+    if s == 0:
+        out[:n_subsets] = 0.0
+        return bool(_rows_check(X, rows, 0, rows.shape[0]) != 0.0)
+    work = n_subsets * s * W.size * (n_iter + 1)
+    n_chunks = min(_chunks(work, 1 << 18), n_subsets)
+    if n_chunks > 1:
+        return bool(
+            _pair_top_eigenvalues_parallel(X, rows, centre, W, n_subsets, n_iter, out, n_chunks)
+        )
+    return bool(_pair_top_eigenvalues(X, rows, centre, W, n_subsets, n_iter, out))

@@ -47,7 +47,12 @@ import dp_accounting
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca._validation import check_delta, check_epsilon, check_in_range
+from privpca._validation import (
+    check_delta,
+    check_epsilon,
+    check_in_range,
+    refuse_non_finite,
+)
 from privpca.mechanisms.histogram import (
     StabilityHistogram,
     column_bin_counts,
@@ -58,9 +63,12 @@ from privpca.mechanisms.histogram import (
 
 __all__ = ["MeanRelease", "PrivateMean", "PrivateTopEigenvalue"]
 
+#: Power-iteration steps for each subset eigenvalue of Algorithm 4 (a fixed, public count).
+POWER_ITERATIONS = 20
+
 
 def subset_top_eigenvalues(
-    pairs: NDArray[np.float64], n_subsets: int, *, n_iter: int = 20
+    pairs: NDArray[np.float64], n_subsets: int, *, n_iter: int = POWER_ITERATIONS
 ) -> NDArray[np.float64]:
     """Top eigenvalue of each of ``n_subsets`` consecutive blocks' second-moment matrices.
 
@@ -154,7 +162,48 @@ class PrivateTopEigenvalue:
         float or None
         """
         self._check_pairs(pairs.shape[0])
-        lambdas = subset_top_eigenvalues(pairs, self.n_subsets)
+        return self._release(subset_top_eigenvalues(pairs, self.n_subsets), rng)
+
+    def estimate_rows(
+        self,
+        X: NDArray[np.float64],
+        rows: NDArray[np.intp],
+        centre: NDArray[np.float64],
+        W: NDArray[np.float64],
+        rng: np.random.Generator,
+    ) -> float | None:
+        """:meth:`estimate` on the gradients ``yᵢ(yᵢᵀW)``, ``yᵢ = X[rows[i]] − centre``.
+
+        One compiled pass (:func:`privpca.mechanisms._kernels.pair_top_eigenvalues`) forms
+        the pair differences subset by subset with their eigenvalues: the same values as
+        :meth:`estimate` on those gradients. A row holding NaN or infinity is refused
+        (``ValueError``) before the histogram is released.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, p), C-ordered float64
+        rows : ndarray of intp
+            Rows of ``X``, paired in order: ``(rows[2i], rows[2i+1])``.
+        centre : ndarray of shape (p,)
+            Subtracted from every row (zeros: no centring).
+        W : ndarray of shape (p, k)
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        float or None
+        """
+        from privpca.mechanisms._kernels import pair_top_eigenvalues
+
+        self._check_pairs(rows.shape[0] // 2)
+        lambdas = np.zeros(self.n_subsets)
+        if pair_top_eigenvalues(X, rows, centre, np.ascontiguousarray(W), self.n_subsets,
+                                POWER_ITERATIONS, lambdas):
+            refuse_non_finite(X[rows], "X")  # else finite values overflowed: go on
+        return self._release(lambdas, rng)
+
+    def _release(self, lambdas: NDArray[np.float64], rng: np.random.Generator) -> float | None:
+        """Step 3: the histogram of the subset eigenvalues ``lambdas``."""
         release = self.histogram.release_modes(geometric_bin(lambdas)[:, None], rng)
         if not release.released[0]:
             return None
@@ -276,7 +325,8 @@ class PrivateMean:
 
         The gradients are formed in the same compiled pass that counts each coordinate's
         bins, into ``out`` when given (a reusable ``(≥ len(rows), p·k)`` C-ordered buffer),
-        then read once more for the truncated sums: two passes in all.
+        then read once more for the truncated sums: two passes in all. A row holding NaN or
+        infinity is refused (``ValueError``) before anything is released.
 
         Parameters
         ----------
@@ -302,7 +352,8 @@ class PrivateMean:
         scale, h = self._bin_width(eigenvalue)
         G = np.empty((b, q)) if out is None else out
         base, table = np.empty(q, dtype=np.int64), np.empty((q, WINDOW + 2), dtype=np.int64)
-        gradient_counts(X, rows, centre, np.ascontiguousarray(W), 1.0 / h, G, base, table)
+        if gradient_counts(X, rows, centre, np.ascontiguousarray(W), 1.0 / h, G, base, table):
+            refuse_non_finite(X[rows], "X")  # else finite values overflowed: go on
         return self._release(G, b, scale, h, window_bin_counts(G, b, h, base, table), rng)
 
     def _release(
