@@ -253,19 +253,27 @@ def test_auto_below_the_threshold_is_the_whole_table_bitwise(table):
     assert a.privacy_ == b.privacy_
 
 
-def test_parquet_selections_read_only_the_row_groups_they_overlap(table, tmp_path):
+def _parquet_folder(table, tmp_path, *, rows_per_file, group_rows):
+    """``table`` as a folder of Parquet files (columns ``c0, c1, …``) of ``group_rows``-row
+    groups."""
     pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i, start in enumerate(range(0, table.shape[0], rows_per_file)):
+        part = table[start:start + rows_per_file]
+        pq.write_table(pa.table({f"c{j}": part[:, j] for j in range(part.shape[1])}),
+                       folder / f"part-{i:03d}.parquet", row_group_size=group_rows)
+    return folder
+
+
+def test_parquet_selections_read_only_the_row_groups_they_overlap(table, tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     pytest.importorskip("dask.array")
     from privpca.streaming.dask_io import dask_table, dask_table_rows
     from privpca.streaming.sources import DaskSource, ParquetSource, select_rows
 
-    folder = tmp_path / "parts"
-    folder.mkdir()
-    for i, start in enumerate(range(0, table.shape[0], 25_000)):  # 1 000-row groups
-        part = table[start:start + 25_000]
-        pq.write_table(pa.table({f"c{j}": part[:, j] for j in range(part.shape[1])}),
-                       folder / f"part-{i:03d}.parquet", row_group_size=1_000)
+    folder = _parquet_folder(table, tmp_path, rows_per_file=25_000, group_rows=1_000)
     ranges = [(5, 17), (24_990, 26_010), (59_000, 59_500)]
     want = np.concatenate([table[a:b] for a, b in ranges])
     source = ParquetSource(folder)
@@ -295,17 +303,10 @@ def test_parquet_selections_read_only_the_row_groups_they_overlap(table, tmp_pat
 
 
 def test_parquet_held_out_fits_equal_the_in_memory_fit(table, tmp_path):
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
     pytest.importorskip("dask.array")
     from privpca.streaming.dask_io import dask_table
 
-    folder = tmp_path / "parts"
-    folder.mkdir()
-    for i, start in enumerate(range(0, table.shape[0], 20_000)):
-        part = table[start:start + 20_000]
-        pq.write_table(pa.table({f"c{j}": part[:, j] for j in range(part.shape[1])}),
-                       folder / f"part-{i:03d}.parquet", row_group_size=3_000)
+    folder = _parquet_folder(table, tmp_path, rows_per_file=20_000, group_rows=3_000)
     ref = _fit(AnalyzeGaussPCA, table, holdout_fraction=0.05)
     for X in (folder, dask_table(folder, chunk_rows=4_000)):
         other = _fit(AnalyzeGaussPCA, X, holdout_fraction=0.05)
