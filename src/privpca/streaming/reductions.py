@@ -183,12 +183,18 @@ def _clipped_rows(
     if mask is not None:
         block = block[mask]  # a copy already: shifted in place
     rows = _shift(block, centre, scale, inplace=mask is not None)
-    norms = _norms(rows)
+    return _clip(rows, _norms(rows), bound, copy=shared)
+
+
+def _clip(rows: NDArray[np.float64], norms: NDArray[np.float64], bound: float, *,
+          copy: bool) -> tuple[NDArray[np.float64], int]:
+    """``rows`` with every row whose norm exceeds ``bound`` scaled onto it (on a copy when
+    ``copy`` and some row is: never modify the caller's block), and how many were."""
     over = norms > bound
     n_over = int(np.count_nonzero(over))
     if n_over:
-        if shared:
-            rows = rows.copy()  # never modify the caller's block
+        if copy:
+            rows = rows.copy()
         rows[over] *= (bound / norms[over])[:, None]
     return rows, n_over
 
@@ -229,11 +235,7 @@ def _raw_clipped_gram(
             rows /= scale
         norms = _norms(rows)
         check_finite(norms, part)
-        over = norms > bound
-        count = int(np.count_nonzero(over))
-        if count:
-            n_over += count
-            rows[over] *= (bound / norms[over])[:, None]
+        n_over += _clip(rows, norms, bound, copy=False)[1]  # in the buffer
         total += full.T @ full
     if with_sum:
         return total[:p, :p], total[p, :p].copy(), n_over
@@ -261,11 +263,7 @@ def _block_raw_clipped_gram(
         rows = check_shape(block, None)
         norms = _norms(rows)
         check_finite(norms, rows)
-        over = norms > bound
-        n_over = int(np.count_nonzero(over))
-        if n_over:
-            rows = rows.copy()  # never modify the caller's block
-            rows[over] *= (bound / norms[over])[:, None]
+        rows, n_over = _clip(rows, norms, bound, copy=True)
         return rows.T @ rows, n_over
     gram, _, n_over = _raw_clipped_gram(block, centre=centre, scale=scale, bound=bound,
                                         with_sum=False)
