@@ -28,7 +28,10 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["ZERO_BIN", "binned_norm_sums", "log_bin_counts", "row_norm_bin_counts"]
+__all__ = [
+    "ZERO_BIN", "binned_norm_sums", "log_bin_counts", "row_norm_bin_counts",
+    "shifted_clipped_rows",
+]
 
 #: Bin index of the zero values (below every other bin), as in ``geometric_bin``.
 ZERO_BIN = -(2**52)
@@ -233,3 +236,56 @@ def binned_norm_sums(
          else np.zeros(Xc.shape[1]))
     index, counts, S, T = _binned_norm_sums(Xc, c, has_centre, math.log(base))
     return np.asarray(index), np.asarray(counts), np.asarray(S), np.asarray(T)
+
+
+@numba.njit(**_JIT)
+def _shifted_clipped_rows(x, centre, has_centre, scale, has_scale, bound, out):
+    m, p = x.shape
+    q = p - p % 4
+    n_over = 0
+    finite = True
+    for i in range(m):
+        for j in range(p):  # vectorised: no reduction in this loop
+            d = np.float64(x[i, j])
+            if has_centre:
+                d -= centre[j]
+            if has_scale:
+                d /= scale[j]
+            out[i, j] = d
+        # Four partial sums: the squared norm is not one serial chain of additions.
+        a0 = a1 = a2 = a3 = 0.0
+        for j in range(0, q, 4):
+            a0 += out[i, j] * out[i, j]
+            a1 += out[i, j + 1] * out[i, j + 1]
+            a2 += out[i, j + 2] * out[i, j + 2]
+            a3 += out[i, j + 3] * out[i, j + 3]
+        for j in range(q, p):
+            a0 += out[i, j] * out[i, j]
+        r = math.sqrt((a0 + a1) + (a2 + a3))
+        if not math.isfinite(r):
+            finite = False
+        if r > bound:  # an infinite norm (overflow of finite values) zeroes the row
+            f = bound / r
+            for j in range(p):
+                out[i, j] *= f
+            n_over += 1
+    return n_over, finite
+
+
+def shifted_clipped_rows(
+    x: NDArray[Any], centre: NDArray[np.float64] | None, scale: NDArray[np.float64] | None,
+    bound: float, out: NDArray[np.float64],
+) -> tuple[int, bool]:
+    """Write ``clip_bound((x − centre)/scale)`` of the rows of ``x`` (any numeric dtype,
+    converted to float64 on the fly) into ``out`` (``x.shape``, float64), in one compiled pass
+    that stays in cache: conversion, shift, norm and clipping per row. Returns how many rows
+    were clipped and whether every norm was finite (any NaN or infinity in ``x`` makes its
+    row's norm NaN or infinite; so may overflow of huge finite values). The operations are
+    those of the NumPy path (subtract, then divide), so the rows agree with it bit for bit;
+    the norms are summed in four interleaved partial sums."""
+    p = x.shape[1]
+    c = np.zeros(p) if centre is None else np.ascontiguousarray(centre, dtype=np.float64)
+    sc = np.ones(p) if scale is None else np.ascontiguousarray(scale, dtype=np.float64)
+    n_over, finite = _shifted_clipped_rows(x, c, centre is not None, sc, scale is not None,
+                                           float(bound), out)
+    return int(n_over), bool(finite)

@@ -170,8 +170,19 @@ def _range_rows(kind: str, path: str, ranges: list[tuple[int, int]],
         table: Any = np.load(path, mmap_mode="r", allow_pickle=False)
     else:
         from privpca.streaming.sources import open_zarr
+        from privpca.streaming.zarr_rows import ZarrRows
 
         table = open_zarr(path)
+        direct = ZarrRows.of(table)
+        if direct is not None and np.dtype(dtype) == direct.dtype:
+            # The chunk files read straight into the task's block (zarr_rows: a fraction of
+            # Zarr's own CPU), each range into its rows: no concatenation.
+            out = np.empty((sum(b - a for a, b in ranges), direct.n_columns), dtype=dtype)
+            filled = 0
+            for a, b in ranges:
+                direct.read(a, b, out=out[filled:])
+                filled += b - a
+            return out
     if len(ranges) == 1:
         rows = table[ranges[0][0]:ranges[0][1]]
         # A memory map's rows are copied here, in the task (a view would be read later);

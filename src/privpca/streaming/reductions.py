@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privpca.mechanisms.histogram import _column_counts, geometric_bin
-from privpca.pipeline._kernels import row_norm_bin_counts
+from privpca.pipeline._kernels import row_norm_bin_counts, shifted_clipped_rows
 from privpca.pipeline.preprocessing import BinCounts, BinnedSums
 from privpca.streaming.sources import RowSource, check_finite, check_shape
 
@@ -210,10 +210,11 @@ def _raw_clipped_gram(
     scale: NDArray[np.float64] | None, bound: float, with_sum: bool,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, int]:
     """``Σ yyᵀ`` (and ``Σ y`` with ``with_sum``), ``y = clip_bound((x − centre)/scale)``, for
-    a raw block (any numeric dtype, unchecked), slice by slice: each slice converted and
-    shifted in one pass into a reused float64 buffer, its norms (which any NaN or infinity
-    reaches: the finiteness check) and its product. With ``with_sum`` the buffer has a
-    column of ones, so that the product's last row is ``Σ y`` (no other pass). Returns the
+    a raw block (any numeric dtype, unchecked), slice by slice: each slice converted,
+    shifted, normed and clipped in one compiled pass into a reused float64 buffer (its norms,
+    which any NaN or infinity reaches, are the finiteness check), then its product. With
+    ``with_sum`` the buffer has a column of ones, so that the product's last row is ``Σ y``
+    (no other pass). Returns the
     Gram, the sum (or None) and how many rows were clipped."""
     raw = check_shape(block, None)
     m, p = raw.shape
@@ -226,16 +227,10 @@ def _raw_clipped_gram(
     for a in range(0, m, SLICE_ROWS):
         part = raw[a:a + SLICE_ROWS]
         full = buf[:part.shape[0]]
-        rows = full[:, :p]
-        if centre is not None:
-            np.subtract(part, centre, out=rows)
-        else:
-            rows[...] = part
-        if scale is not None:
-            rows /= scale
-        norms = _norms(rows)
-        check_finite(norms, part)
-        n_over += _clip(rows, norms, bound, copy=False)[1]  # in the buffer
+        clipped, finite = shifted_clipped_rows(part, centre, scale, bound, full[:, :p])
+        if not finite:  # NaN or infinity, or finite rows whose squares overflowed
+            check_finite(np.array([np.inf]), part)
+        n_over += clipped
         total += full.T @ full
     if with_sum:
         return total[:p, :p], total[p, :p].copy(), n_over
