@@ -113,3 +113,12 @@ def test_threaded_reductions_reuse_buffers_without_mixing_blocks(tmp_path, table
     blocks = list(direct.blocks())  # the iterator: fresh arrays, never a shared buffer
     assert not np.shares_memory(blocks[0], blocks[1])
     np.testing.assert_array_equal(np.concatenate(blocks), table)
+
+
+def test_an_array_inside_a_group(tmp_path, table):
+    group = zarr.open_group(tmp_path / "g.zarr", mode="w")
+    out = group.create_array("sub/arr", shape=table.shape, chunks=(100, 7), dtype=table.dtype,
+                             compressors=None)
+    out[:] = table
+    for arr in (group["sub/arr"], zarr.open_array(tmp_path / "g.zarr" / "sub" / "arr", mode="r")):
+        np.testing.assert_array_equal(ZarrRows.of(arr).read(95, 1_003), table[95:])
