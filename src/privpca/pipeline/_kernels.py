@@ -281,8 +281,9 @@ def shifted_clipped_rows(
     that stays in cache: conversion, shift, norm and clipping per row. Returns how many rows
     were clipped and whether every norm was finite (any NaN or infinity in ``x`` makes its
     row's norm NaN or infinite; so may overflow of huge finite values). The operations are
-    those of the NumPy path (subtract, then divide), so the rows agree with it bit for bit;
-    the norms are summed in four interleaved partial sums."""
+    those of the NumPy path (subtract, then divide), so unclipped rows agree with it bit for
+    bit; the norms are summed in four interleaved partial sums (a clipped row's factor may
+    differ from NumPy's in the last bit)."""
     p = x.shape[1]
     c = np.zeros(p) if centre is None else np.ascontiguousarray(centre, dtype=np.float64)
     sc = np.ones(p) if scale is None else np.ascontiguousarray(scale, dtype=np.float64)

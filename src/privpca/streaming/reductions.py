@@ -214,8 +214,7 @@ def _raw_clipped_gram(
     shifted, normed and clipped in one compiled pass into a reused float64 buffer (its norms,
     which any NaN or infinity reaches, are the finiteness check), then its product. With
     ``with_sum`` the buffer has a column of ones, so that the product's last row is ``Σ y``
-    (no other pass). Returns the
-    Gram, the sum (or None) and how many rows were clipped."""
+    (no other pass). Returns the Gram, the sum (or None) and how many rows were clipped."""
     raw = check_shape(block, None)
     m, p = raw.shape
     q = p + 1 if with_sum else p
@@ -228,8 +227,8 @@ def _raw_clipped_gram(
         part = raw[a:a + SLICE_ROWS]
         full = buf[:part.shape[0]]
         clipped, finite = shifted_clipped_rows(part, centre, scale, bound, full[:, :p])
-        if not finite:  # NaN or infinity, or finite rows whose squares overflowed
-            check_finite(np.array([np.inf]), part)
+        if not finite:  # NaN or infinity, or finite rows whose squares overflowed:
+            check_finite(np.inf, part)  # the exact check on the slice decides
         n_over += clipped
         total += full.T @ full
     if with_sum:

@@ -155,8 +155,8 @@ class ArraySource(RowSource):
         self.direct = ZarrRows.of(X) if _is_zarr_array(X) else None
 
     def rows(self, start: int, stop: int, out: NDArray[Any] | None = None) -> NDArray[Any]:
-        """Rows ``start:stop`` as stored (``out``: a buffer that a direct Zarr read may fill
-        and return a view of)."""
+        """Rows ``start:stop`` as stored (``out``: a buffer that a direct Zarr read fills and
+        returns a view of; other arrays ignore it)."""
         if self.direct is not None:
             return self.direct.read(start, stop, out)
         return np.asarray(self.X[start:stop])
@@ -195,14 +195,13 @@ def _threaded_reduce(array: ArraySource, bounds: Sequence[tuple[int, int, int]],
 
     def part(bound: tuple[int, int, int]) -> T:
         a, b, start = bound
+        buffer = None
         if array.direct is not None:
             buffer = getattr(local, "buffer", None)
             if buffer is None or buffer.shape[0] < b - a:
                 buffer = local.buffer = np.empty((b - a, array.n_features),
                                                  dtype=array.direct.dtype)
-            block = array.direct.read(a, b, out=buffer)  # fn never keeps its block
-        else:
-            block = array.X[a:b]
+        block = array.rows(a, b, out=buffer)  # fn never keeps its block
         if not (array.validated or raw):
             block = _check_block(block, array.n_features)
         return fn(block) if aux is None else fn(block, *aux(start, start + b - a))
