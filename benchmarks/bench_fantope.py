@@ -140,6 +140,14 @@ def main() -> None:
         "--float64", action="store_true", help="capped path in float64 (default float32)"
     )
     ap.add_argument(
+        "--projection-dtype",
+        nargs="+",
+        choices=["float64", "float32"],
+        default=["float64"],
+        help="precision of the exact (LAPACK) projections; give both to run them side by "
+        "side on the same S and print how far apart the solutions are",
+    )
+    ap.add_argument(
         "--full-eigh",
         action="store_true",
         help="also time a full eigh at p > 2000 (slow: minutes at p = 7128)",
@@ -165,91 +173,108 @@ def main() -> None:
             f"delta={args.delta} sigma1={sigma1:.3f} lam={lam:.4f} "
             f"(built in {t_build:.1f} s; loadavg {os.getloadavg()[0]:.2f})"
         )
-        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        tracemalloc.start()
         max_eig: int | str | None = (
             None if args.max_eig == "none" else "auto" if args.max_eig == "auto"
             else int(args.max_eig)
         )
-        res = fantope_admm(
-            S,
-            args.k,
-            lam,
-            tol=args.tol,
-            max_iter=args.max_iter,
-            eig_method=args.eig_method,
-            max_eig=max_eig,  # type: ignore[arg-type]
-            capped_float32=not args.float64,
-        )
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        it = res.n_iter
-        per_it = res.seconds / it
-        per_proj = res.projection_seconds / it
-        counts = {
-            m: res.eig_method_history.count(m) for m in ("partial", "subset", "full", "capped")
-        }
-        secs = np.array(res.seconds_history)
-        print(
-            f"iterations={it} converged={res.converged} "
-            f"primal={res.primal_residual:.3g} dual={res.dual_residual:.3g} "
-            f"(target {math.sqrt(args.k) * args.tol:.3g}) final rho={res.rho:.4g}"
-        )
-        print(
-            f"seconds/iteration={per_it:.3f} (projection {per_proj:.3f}, rest "
-            f"{per_it - per_proj:.3f}); median {np.median(secs):.3f}; total {res.seconds:.1f} s"
-        )
-        print(
-            f"projection paths: {counts} (abandoned attempts: Krylov "
-            f"{res.failed_partial_attempts}, subset {res.failed_subset_attempts}); "
-            f"contributing eigenpairs min/median/max = {min(res.n_contrib_history)}/"
-            f"{int(np.median(res.n_contrib_history))}/{max(res.n_contrib_history)}"
-        )
-        by_path = ", ".join(
-            f"{m} {np.median(secs[[h == m for h in res.eig_method_history]]):.3f}"
-            for m, c in counts.items()
-            if c
-        )
-        print(f"  median s/iteration by path: {by_path}")
-        bounds = np.array(res.error_bound_history)
-        print(
-            f"  projection error bound (Frobenius, vs exact; max possible sqrt(2k) = "
-            f"{math.sqrt(2 * args.k):.3f}): max {bounds.max():.3g}, last {bounds[-1]:.3g} "
-            f"(max_eig={res.max_eig})"
-        )
-        print(
-            "  per iteration: path (p=partial, s=subset, f=full, c=capped), contributing "
-            "pairs / seconds:"
-        )
-        print("  " + _runs(res.eig_method_history, res.n_contrib_history, res.seconds_history))
-        print(
-            f"memory: S is {S.nbytes / 2**20:.0f} MiB; tracemalloc peak during solve "
-            f"{peak / 2**20:.0f} MiB ({peak / S.nbytes:.2f} x S); ru_maxrss high-water "
-            f"{rss0 / 1024:.0f} -> {rss1 / 1024:.0f} MiB"
-        )
-        Y = res.solution
-        row_norm = np.linalg.norm(Y, axis=1)
-        top = np.argsort(row_norm)[::-1][: args.s]
-        off = np.setdiff1d(np.arange(p), support)
-        print(
-            f"solution: nnz={np.count_nonzero(Y)} ({np.count_nonzero(Y) / Y.size:.2%}), "
-            f"support rows among top-{args.s} row norms: {np.intersect1d(top, support).size}"
-            f"/{args.s}, off-support Frobenius share "
-            f"{np.linalg.norm(Y[off]) / max(np.linalg.norm(Y), 1e-300):.3f}"
-        )
-        del S, Y, res
+        solutions = {}
+        for dtype in args.projection_dtype:
+            solutions[dtype] = _solve_and_report(args, S, lam, support, p, max_eig, dtype)
+        if len(solutions) == 2:
+            a, b = solutions["float64"], solutions["float32"]
+            print(f"\nfloat32 vs float64 projections, same S: ||Y32 - Y64||_F = "
+                  f"{np.linalg.norm(a - b):.3g} (||Y64||_F = {np.linalg.norm(a):.3g})")
+        del S, solutions
         if p <= 2000 or args.full_eigh:
-            te = time_full_eigh(p, np.random.default_rng(1))
-            for label, sec in te.items():
-                print(
-                    f"one full scipy.linalg.eigh {label} at p={p}: {sec:.2f} s; "
-                    f"ADMM iteration / full eigh = {per_it / sec:.2f}"
-                )
+            for label, sec in time_full_eigh(p, np.random.default_rng(1)).items():
+                print(f"one full scipy.linalg.eigh {label} at p={p}: {sec:.2f} s")
         else:
             print(f"(full eigh at p={p} not timed; pass --full-eigh)")
     print(f"\nloadavg at end {os.getloadavg()[0]:.2f}")
 
+
+def _solve_and_report(
+    args: argparse.Namespace,
+    S: np.ndarray,
+    lam: float,
+    support: np.ndarray,
+    p: int,
+    max_eig: int | str | None,
+    dtype: str,
+) -> np.ndarray:
+    """One ADMM solve with the given projection precision; prints its figures."""
+    print(f"\n--- projection_dtype={dtype}")
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    res = fantope_admm(
+        S,
+        args.k,
+        lam,
+        tol=args.tol,
+        max_iter=args.max_iter,
+        eig_method=args.eig_method,
+        max_eig=max_eig,  # type: ignore[arg-type]
+        capped_float32=not args.float64,
+        projection_dtype=dtype,
+    )
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    it = res.n_iter
+    per_it = res.seconds / it
+    per_proj = res.projection_seconds / it
+    counts = {
+        m: res.eig_method_history.count(m) for m in ("partial", "subset", "full", "capped")
+    }
+    secs = np.array(res.seconds_history)
+    print(
+        f"iterations={it} converged={res.converged} "
+        f"primal={res.primal_residual:.3g} dual={res.dual_residual:.3g} "
+        f"(target {math.sqrt(args.k) * args.tol:.3g}) final rho={res.rho:.4g}"
+    )
+    print(
+        f"seconds/iteration={per_it:.3f} (projection {per_proj:.3f}, rest "
+        f"{per_it - per_proj:.3f}); median {np.median(secs):.3f}; total {res.seconds:.1f} s"
+    )
+    print(
+        f"projection paths: {counts} (abandoned attempts: Krylov "
+        f"{res.failed_partial_attempts}, subset {res.failed_subset_attempts}); "
+        f"contributing eigenpairs min/median/max = {min(res.n_contrib_history)}/"
+        f"{int(np.median(res.n_contrib_history))}/{max(res.n_contrib_history)}"
+    )
+    by_path = ", ".join(
+        f"{m} {np.median(secs[[h == m for h in res.eig_method_history]]):.3f}"
+        for m, c in counts.items()
+        if c
+    )
+    print(f"  median s/iteration by path: {by_path}")
+    bounds = np.array(res.error_bound_history)
+    print(
+        f"  projection error bound (Frobenius, vs exact; max possible sqrt(2k) = "
+        f"{math.sqrt(2 * args.k):.3f}): max {bounds.max():.3g}, last {bounds[-1]:.3g} "
+        f"(max_eig={res.max_eig})"
+    )
+    print(
+        "  per iteration: path (p=partial, s=subset, f=full, c=capped), contributing "
+        "pairs / seconds:"
+    )
+    print("  " + _runs(res.eig_method_history, res.n_contrib_history, res.seconds_history))
+    print(
+        f"memory: S is {S.nbytes / 2**20:.0f} MiB; tracemalloc peak during solve "
+        f"{peak / 2**20:.0f} MiB ({peak / S.nbytes:.2f} x S); ru_maxrss high-water "
+        f"{rss0 / 1024:.0f} -> {rss1 / 1024:.0f} MiB"
+    )
+    Y = res.solution
+    row_norm = np.linalg.norm(Y, axis=1)
+    top = np.argsort(row_norm)[::-1][: args.s]
+    off = np.setdiff1d(np.arange(p), support)
+    print(
+        f"solution: nnz={np.count_nonzero(Y)} ({np.count_nonzero(Y) / Y.size:.2%}), "
+        f"support rows among top-{args.s} row norms: {np.intersect1d(top, support).size}"
+        f"/{args.s}, off-support Frobenius share "
+        f"{np.linalg.norm(Y[off]) / max(np.linalg.norm(Y), 1e-300):.3f}"
+    )
+    return Y
 
 if __name__ == "__main__":
     main()

@@ -13,6 +13,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from privpca import (
     DPPCA,
     BudgetExceededError,
+    NonFiniteInputError,
     OjaPCA,
     PrivacyLedger,
     PrivateOjaPCA,
@@ -388,6 +389,33 @@ def test_table_mode_refuses_over_budget_before_reading_data():
     with pytest.raises(BudgetExceededError):
         DPPCA(epsilon=4.0, delta=1e-6, ledger=ledger).fit(X)
     assert len(ledger) == 0
+
+
+@pytest.mark.parametrize("where", ["held out", "first record", "last record", "unread"])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_defaults_refuse_nan_wherever_it_is_and_charge_nothing(where, value):
+    """The defaults check X in the fit's own passes (held-out rows before the booking, the
+    stream's rows by its compiled passes, the unread rows at the start): a NaN or inf row
+    anywhere is refused, nothing is set on the estimator and the booking is withdrawn."""
+    from privpca._validation import check_random_state
+
+    n = 60_000
+    X, _ = shifted(n, 4, seed=6)
+    fitted = DPPCA(epsilon=2.0, random_state=4).fit(X)
+    n_held = math.ceil(0.1 * n)
+    TB = fitted.batch_size_ * fitted.n_iter_
+    assert n_held + TB < n  # some records are read by no step
+    # The held-out permutation, drawn as the fit draws it (from its own random stream).
+    perm = DPPCA._preprocessing_rng(check_random_state(4)).permutation(n)
+    row = {"held out": perm[0], "first record": perm[n_held],
+           "last record": perm[n_held + TB - 1], "unread": perm[-1]}[where]
+    X[row, 2] = value
+    ledger = PrivacyLedger()
+    est = DPPCA(epsilon=2.0, random_state=4, ledger=ledger)
+    with pytest.raises(NonFiniteInputError, match="NaN or infinity"):
+        est.fit(X)
+    assert len(ledger) == 0
+    assert not hasattr(est, "components_")
 
 
 @pytest.mark.parametrize(

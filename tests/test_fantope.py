@@ -488,6 +488,7 @@ def test_admm_zero_matrix() -> None:
         ({"max_eig": 1}, "max_eig"),
         ({"max_eig": "many"}, "max_eig"),
         ({"max_eig": 2.5}, "max_eig"),
+        ({"projection_dtype": "float16"}, "projection_dtype"),
     ],
 )
 def test_admm_invalid_inputs(kwargs: dict[str, object], match: str) -> None:
@@ -498,6 +499,44 @@ def test_admm_invalid_inputs(kwargs: dict[str, object], match: str) -> None:
     lam = args.pop("lam")
     with pytest.raises(ValueError, match=match):
         fantope_admm(S, k, lam, **args)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------------------
+# float32 LAPACK projections
+# ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["full", "subset"])
+def test_float32_projection_is_the_projection_up_to_float32_rounding(method: str) -> None:
+    # A flat spectrum with ~p/10 contributing pairs (the local-DP regime): eigenvectors in
+    # the bulk are ill-conditioned, but the projection is a Lipschitz function of A, so
+    # float32 rounding moves it by about p 2^-24 ||A|| only.
+    rng = np.random.default_rng(31)
+    p, k = 400, 5
+    A = _sym(rng, p, 0.2)
+    ref = _reference_projection(A, k)
+    state = FantopeState(lapack_float32=True)
+    fantope_projection(A, k, eig_state=state, method="full")  # sizes the subset request
+    P = fantope_projection(A, k, eig_state=state, method=method)
+    assert state.last_method == method
+    assert P.dtype == np.float64
+    err = np.linalg.norm(P - ref)
+    assert 1e-12 < err < 1e-4 * np.linalg.norm(ref)  # float32 rounding, not float64's
+    _assert_in_fantope(P, k, atol=1e-5)
+    # The warm start handed to the float64 Krylov path stays float64.
+    assert state.vectors is not None and state.vectors.dtype == np.float64
+
+
+def test_admm_float32_projections_reach_the_float64_solution() -> None:
+    rng = np.random.default_rng(2)
+    p, s, k, n = 400, 10, 2, 4000
+    S, _ = _row_sparse_covariance(rng, p, s, k, n)
+    S = S + _sym(rng, p, 0.05)  # noisy: many fractional eigenvalues, LAPACK paths
+    lam = 0.05
+    r64 = fantope_admm(S, k, lam, max_iter=30, eig_method="full")
+    r32 = fantope_admm(S, k, lam, max_iter=30, eig_method="full", projection_dtype="float32")
+    assert r32.n_iter == r64.n_iter
+    assert r32.rho_history == r64.rho_history
+    scale = np.linalg.norm(r64.solution)
+    assert 0.0 < np.linalg.norm(r32.solution - r64.solution) < 1e-4 * scale
 
 
 # ----------------------------------------------------------------------------------------

@@ -289,6 +289,25 @@ def test_sparse_convergence_warning(sparse_problem):
     assert est.n_iter_ == 1 and not est.converged_
 
 
+def test_sparse_float32_projections_from_the_auto_dimension(sparse_problem, monkeypatch):
+    """``projection_dtype="auto"`` is float64 below FLOAT32_PROJECTION_P and float32 from it
+    on; the same reports then give the same estimate up to float32 rounding."""
+    from privpca.decomposition import local
+
+    X, _ = sparse_problem
+    Xs = X[:5000] / 2.0
+    kw = dict(epsilon=4.0, max_iter=30, random_state=3, **PAPER)
+    f64 = LocalSparsePCA(2, **kw).fit(Xs)
+    assert f64.projection_dtype_ == "float64"  # p = 200 < 1000
+    monkeypatch.setattr(local, "FLOAT32_PROJECTION_P", 200)
+    f32 = LocalSparsePCA(2, **kw).fit(Xs)
+    assert f32.projection_dtype_ == "float32"
+    explicit = LocalSparsePCA(2, projection_dtype="float32", **kw).fit(Xs)
+    np.testing.assert_array_equal(explicit.components_, f32.components_)
+    assert f32.n_iter_ == f64.n_iter_
+    assert 0.0 < subspace_distance(f32.components_.T, f64.components_.T) < 1e-4
+
+
 @pytest.mark.parametrize(
     ("params", "match"),
     [
@@ -296,6 +315,7 @@ def test_sparse_convergence_warning(sparse_problem):
         ({"max_iter": 0}, "'max_iter'"),
         ({"tol": 0.0}, "'tol'"),
         ({"lam_scale": 0.0}, "'lam_scale'"),
+        ({"projection_dtype": "float16"}, "projection_dtype"),
     ],
 )
 def test_sparse_bad_parameters(params, match):

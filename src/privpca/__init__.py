@@ -21,6 +21,7 @@ from privpca.decomposition import (
 )
 from privpca.exceptions import (
     BudgetExceededError,
+    NonFiniteInputError,
     PrivacyLeakWarning,
     PrivacyWarning,
     RowClippingWarning,
@@ -40,6 +41,7 @@ __all__ = [
     "LocalSparsePCA",
     "ModSuLQPCA",
     "NoisyPowerPCA",
+    "NonFiniteInputError",
     "OjaPCA",
     "PrivacyLeakWarning",
     "PrivacyLedger",

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privpca.exceptions import RowClippingWarning
+from privpca.exceptions import NonFiniteInputError, RowClippingWarning
 
 __all__ = [
     "EPSILON_RANGE",
@@ -173,7 +173,8 @@ def check_data(X: ArrayLike, *, name: str = "X") -> NDArray[np.float64]:
 
 
 def refuse_non_finite(X: NDArray[np.float64], name: str = "X") -> None:
-    """Raise ``ValueError`` naming how many rows of ``X`` hold NaN or infinity.
+    """Raise :class:`~privpca.exceptions.NonFiniteInputError` (a ``ValueError``) if ``X``
+    holds NaN or infinity (no count or position: that would be an exact statistic).
 
     One pass: NaN/inf make a column sum non-finite; only then (or on overflow of finite
     values) is the element-wise check made.
@@ -183,7 +184,7 @@ def refuse_non_finite(X: NDArray[np.float64], name: str = "X") -> None:
             return
     if not np.isfinite(X).all():
         # How many rows would be an exact count of the data: not reported.
-        raise ValueError(
+        raise NonFiniteInputError(
             f"{name} contains NaN or infinity. Differentially private estimators cannot "
             "impute or drop rows silently: remove or impute them first."
         )

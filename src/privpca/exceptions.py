@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetExceededError",
+    "NonFiniteInputError",
     "PrivacyLeakWarning",
     "PrivacyWarning",
     "RowClippingWarning",
@@ -39,4 +40,12 @@ class BudgetExceededError(RuntimeError):
     """A spend would take a :class:`~privpca.accounting.PrivacyLedger` past its budget.
 
     Raised *before* anything computed from the data is released.
+    """
+
+
+class NonFiniteInputError(ValueError):
+    """The data hold NaN or infinity, which no estimator imputes or drops silently.
+
+    A ``ValueError``. Raised before anything computed from the data is released, and
+    without a count or position of the offending entries (that would be an exact statistic).
     """

@@ -187,6 +187,22 @@ class PrivacyLedger:
                     return
         raise ValueError("The record to amend is not in this ledger.")
 
+    def withdraw(self, record: PrivacyRecord) -> None:
+        """Remove a booked record whose fit refused its input before returning anything.
+
+        For an estimator that books its planned spend, then finds NaN or infinity in a
+        pass over records it reads anyway, and raises before any attribute is set: nothing
+        was released, as when its input is refused before the booking. Raises ValueError if
+        ``record`` is not booked in this ledger.
+        """
+        with self._lock:
+            for i, (_, booked) in enumerate(self._records):
+                if booked is record:
+                    del self._records[i]
+                    self._reps.pop(id(record), None)
+                    return
+        raise ValueError("The record to withdraw is not in this ledger.")
+
     def spend(self, record: PrivacyRecord, label: str = "") -> None:
         """Check the budget, then record ``record`` under ``label``."""
         with self._lock:

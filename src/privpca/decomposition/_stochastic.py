@@ -299,9 +299,12 @@ class StochasticPCA(BasePrivatePCA):
             return self._fit_stream_table(rows)
         Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
         paper = self._paper_mode(Xv.shape[1])
-        if not (paper and self._stream_checks_finite()):
-            refuse_non_finite(Xv, "X")
         shuffle = self._resolve_shuffle(streamed=False)
+        # NaN/inf: one pass first, unless the fit's own passes refuse them before anything
+        # is released (the papers' stream; the defaults' held-out rows and stream).
+        if not (self._stream_checks_finite() if paper
+                else shuffle and self._table_checks_finite()):
+            refuse_non_finite(Xv, "X")
         if paper:
             source = VectorGradients(Xv)
             self._fit_source(source, shuffle=shuffle)
@@ -380,6 +383,12 @@ class StochasticPCA(BasePrivatePCA):
     def _stream_checks_finite(self) -> bool:
         """Whether ``_fit_source`` refuses NaN/inf in ``X`` itself, in passes that read the
         records anyway, before anything is charged or released (instead of a pass first)."""
+        return False
+
+    def _table_checks_finite(self) -> bool:
+        """Whether ``_fit_table`` refuses NaN/inf in ``X`` itself: the held-out rows before
+        the booking, the stream's rows by passes that read them anyway, before each release
+        (withdrawing the booking when it refuses)."""
         return False
 
     def _paper_mode(self, n_features: int) -> bool:

@@ -101,6 +101,7 @@ from privpca.decomposition._stochastic import (
     stream_blocks,
 )
 from privpca.decomposition.oja import REPLACE_ONE
+from privpca.exceptions import NonFiniteInputError
 from privpca.mechanisms.gradient_statistics import PrivateMean, PrivateTopEigenvalue
 from privpca.pipeline.release import check_centering
 from privpca.solvers.eigen import fix_signs
@@ -470,6 +471,12 @@ class DPPCA(StochasticPCA):
         # checked by _RowStream.batches); the search reads validation rows in NumPy.
         return not (isinstance(self.learning_rate, str) and self.learning_rate == "search")
 
+    def _table_checks_finite(self) -> bool:
+        # As _stream_checks_finite; pairs are formed before the stream reads them, so a table
+        # streamed as pairs is checked by a pass first.
+        return (self._stream_checks_finite()
+                and getattr(self, "stream_centering", "mean") == "mean")
+
     def _fit_table(self, X: NDArray[np.float64]) -> DPPCA:
         """Held-out share (mean, bound, variances) + Algorithm 3 on the (derived) rest."""
         return self._fit_held_out(X)
@@ -523,10 +530,17 @@ class DPPCA(StochasticPCA):
             self._planned_spends(run), stream.spends[0], epsilon=epsilon, delta=delta, n=n,
             neighbouring=REPLACE_ONE, calibration=calibration, data_norm=math.nan,
             n_clipped=0, notes="planned before the fit")
-        ledger = self._book(planned)
-
         rng = check_random_state(self.random_state)
         pre_rng = self._preprocessing_rng(rng)
+        # In memory, NaN/inf are refused by the fit's own passes (_table_checks_finite):
+        # the held-out rows here, before the booking; the stream's by its compiled passes.
+        verify = not streamed and not pairs and self._table_checks_finite()
+        if not streamed:
+            perm = pre_rng.permutation(n)
+            held_rows = table[perm[:n_held]]
+            if verify:
+                refuse_non_finite(held_rows, "X")
+        ledger = self._book(planned)
         source: Any
         if streamed:
             from privpca.streaming.sources import select_rows
@@ -539,14 +553,23 @@ class DPPCA(StochasticPCA):
             source = _StreamedRows(stream_blocks(select_rows(table, split.rest).blocks(),
                                                  pairs), m, p, centre)
         else:
-            perm = pre_rng.permutation(n)
-            held = self._prepare_held_out(run, table[perm[:n_held]], pre_rng)
+            held = self._prepare_held_out(run, held_rows, pre_rng)
+            del held_rows
             # The stream reads X in place (rows perm[n_held:], minus the public or held-out
             # mean); only pair differences are formed as a table of their own.
             source = (_RowStream(pair_differences(table, perm[n_held:])) if pairs else
                       _RowStream(table, perm[n_held:], held.prepared.mean
-                                 if isinstance(centering, str) else centering))
-        W, history, lr = self._stream(source, setup, rng)
+                                 if isinstance(centering, str) else centering, verify=verify))
+        # An array's stream is already in the uniformly random order of ``perm`` (so are its
+        # pairs): read in that order, not shuffled again, which saves a permutation and lets
+        # pairs stream from memory in order. DP-PCA's guarantee is parallel composition over
+        # positions, so it needs no second, independent order (Private Oja's shuffled one
+        # does; it does not come here).
+        try:
+            W, history, lr = self._stream(source, setup, rng, shuffle=False)
+        except NonFiniteInputError:
+            ledger.withdraw(planned)  # refused before anything was released
+            raise
         del source
         self._set_table_attributes(fix_signs(W).T.copy(), held, pre_rng)
         notes = (stream.notes + " " + held_out_notes(n, n_held, m, pairs, centering, run,

@@ -86,6 +86,7 @@ METHODS: dict[str, MethodFactory] = {
         delta=f.delta,
         max_iter=int(f.options.get("admm_max_iter", 100)),
         lam_scale=float(f.options.get("lam_scale", 0.25)),
+        projection_dtype=str(f.options.get("projection_dtype", "auto")),
         random_state=f.random_state,
         **PAPER_NORM,
         ledger=f.ledger,

@@ -192,6 +192,15 @@ class FantopeState:
     capped_steps : int
         Block Krylov steps of the capped path per projection (each costs one block product
         of ``m`` columns, plus the one applied to the warm start).
+    lapack_float32 : bool
+        Run the LAPACK paths (``subset`` and ``full``) in float32: the matrix is rounded to
+        float32 (relative error ``2^-24`` per entry), decomposed by ``ssyevr``/``ssyevd``
+        and the projection assembled in float32, in about half the time of float64 at
+        p = 7128 on two cores.  The result is then the exact projection of a matrix within
+        about ``c p 2^-24 ||A||_2`` of ``A`` (LAPACK's backward error; ``c`` a small
+        constant): meant for the local-DP regime, where the privacy noise in ``A`` is many
+        orders of magnitude larger.  Not reflected in ``last_error_bound``, which counts
+        the error of inexact paths only.
 
     Attributes
     ----------
@@ -236,6 +245,7 @@ class FantopeState:
     max_eig: int | None = None
     capped_float32: bool = True
     capped_steps: int = 1
+    lapack_float32: bool = False
     vectors: np.ndarray | None = field(default=None, repr=False)
     n_contrib: int | None = None
     predicted_ok: bool = True
@@ -409,11 +419,12 @@ def _project_into(
     if method == "subset" or (
         method in ("auto", "partial") and p > SMALL_P and m <= SUBSET_MAX_FRACTION * p
     ):
-        a = A.T if A.flags.c_contiguous else A  # A symmetric: its transpose is F-ordered
+        a, copied = _lapack_operand(A, state)
         w, V = scipy.linalg.eigh(
-            a, subset_by_index=[p - m, p - 1], driver="evr", check_finite=False
+            a, subset_by_index=[p - m, p - 1], driver="evr", check_finite=False,
+            overwrite_a=copied,
         )
-        w = w[::-1]
+        w = np.asarray(w[::-1], dtype=np.float64)
         V = V[:, ::-1]
         theta = fantope_threshold(w, k)
         if m == p or w[-1] <= theta:
@@ -426,9 +437,10 @@ def _project_into(
             return
         state.n_subset_failed += 1
     # 3. Full eigendecomposition (LAPACK syevd, divide and conquer: fastest full driver).
-    a = A.T if A.flags.c_contiguous else A
-    w, V = scipy.linalg.eigh(a, overwrite_a=out is A, check_finite=False, driver="evd")
-    w = w[::-1]
+    a, copied = _lapack_operand(A, state)
+    w, V = scipy.linalg.eigh(a, overwrite_a=copied or out is A, check_finite=False,
+                             driver="evd")
+    w = np.asarray(w[::-1], dtype=np.float64)
     V = V[:, ::-1]
     theta = fantope_threshold(w, k)
     state.last_matvec_cols = cols
@@ -436,6 +448,17 @@ def _project_into(
     _finish(state, "full", w, V, theta, k, p)
     state.predicted_ok = _predict_partial(w, theta, k, p, state)
     _assemble(w, V, theta, out)
+
+
+def _lapack_operand(A: np.ndarray, state: FantopeState) -> tuple[np.ndarray, bool]:
+    """``A`` as LAPACK takes it, and whether that is a copy (free to overwrite).
+
+    Fortran-ordered (a C-ordered symmetric ``A`` is its own transpose: a view), and a float32
+    copy when ``state.lapack_float32``.
+    """
+    if state.lapack_float32:
+        return np.asarray(A, dtype=np.float32, order="F"), True
+    return (A.T if A.flags.c_contiguous else A), False
 
 
 def _finish(
@@ -461,7 +484,7 @@ def _finish(
     state.n_contrib = n_contrib
     b_next = _initial_block(k, n_contrib)
     if b_next <= int(p * MAX_PARTIAL_FRACTION):
-        state.vectors = np.array(V[:, : min(b_next, V.shape[1])], order="F")
+        state.vectors = np.array(V[:, : min(b_next, V.shape[1])], dtype=np.float64, order="F")
     else:
         state.vectors = None
 
@@ -538,9 +561,14 @@ def _assemble(w: np.ndarray, V: np.ndarray, theta: float, out: np.ndarray) -> No
     d = np.minimum(w[:n_c] - theta, 1.0)
     # (V sqrt(d)) (V sqrt(d))^T: one p x n_c temporary, which never overlaps ``out`` (the
     # full path computes eigenvectors in place), and NumPy evaluates ``B @ B.T`` with a
-    # symmetric rank-k update (half the flops, exactly symmetric result).
-    Vs = np.multiply(V[:, :n_c], np.sqrt(d), out=np.empty((V.shape[0], n_c), order="F"))
-    np.matmul(Vs, Vs.T, out=out)
+    # symmetric rank-k update (half the flops, exactly symmetric result).  Float32
+    # eigenvectors (``lapack_float32``) are assembled in float32, then widened.
+    Vs = np.multiply(V[:, :n_c], np.sqrt(d).astype(V.dtype),
+                     out=np.empty((V.shape[0], n_c), dtype=V.dtype, order="F"))
+    if V.dtype == out.dtype:
+        np.matmul(Vs, Vs.T, out=out)
+    else:
+        out[...] = Vs @ Vs.T
 
 
 # ----------------------------------------------------------------------------------------
@@ -929,6 +957,7 @@ def fantope_admm(
     rng: np.random.Generator | None = None,
     max_eig: int | Literal["auto"] | None = None,
     capped_float32: bool = True,
+    projection_dtype: Literal["float64", "float32"] = "float64",
 ) -> ADMMResult:
     """Solve Fantope projection and selection by ADMM.
 
@@ -978,6 +1007,11 @@ def fantope_admm(
         capped iteration was measured not to reach the exact solution (issue 16).
     capped_float32 : bool
         Block products of the capped path in float32 (:attr:`FantopeState.capped_float32`).
+    projection_dtype : {"float64", "float32"}, default="float64"
+        Precision of the exact (LAPACK) projections (:attr:`FantopeState.lapack_float32`).
+        ``"float32"`` halves their cost at large ``p`` and perturbs each projection by
+        float32 rounding (relative ``~p 2^-24``); the ADMM updates stay in float64.  Meant
+        for noisy ``S`` (local DP), where that rounding is far below the noise.
 
     Returns
     -------
@@ -1030,7 +1064,11 @@ def fantope_admm(
         if not math.isfinite(rho) or rho <= 0:
             raise ValueError(f"rho must be a finite number > 0, got {rho}")
 
-    state = FantopeState(rng=rng, max_eig=cap, capped_float32=bool(capped_float32))
+    if projection_dtype not in ("float64", "float32"):
+        raise ValueError("projection_dtype must be 'float64' or 'float32', got "
+                         f"{projection_dtype!r}")
+    state = FantopeState(rng=rng, max_eig=cap, capped_float32=bool(capped_float32),
+                         lapack_float32=projection_dtype == "float32")
     Y = np.zeros_like(S)
     U = np.zeros_like(S)
     W = np.empty_like(S)

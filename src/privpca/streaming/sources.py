@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm.auto import tqdm
 
+from privpca.exceptions import NonFiniteInputError
 from privpca.solvers.gram import BLOCK_ROWS
 from privpca.streaming.zarr_rows import ZarrRows
 
@@ -83,7 +84,7 @@ def check_finite(summary: Any, block: NDArray[Any]) -> None:
     infinity of the block reaches (a sum, row norms); the exact, block-sized check runs only
     when it is not finite (it may have overflowed on finite values)."""
     if not np.isfinite(np.add.reduce(summary, axis=None)) and not np.isfinite(block).all():
-        raise ValueError(NON_FINITE_MESSAGE)
+        raise NonFiniteInputError(NON_FINITE_MESSAGE)
 
 
 def _check_block(block: Any, n_features: int | None) -> Block:
