@@ -235,9 +235,10 @@ EXPERIMENTS = (
             },
         ),
     ),
-    # Leukemia (p = 7129) on its own: one ADMM iteration of LocalSparsePCA costs 25-45 s
-    # there (an O(p³) Fantope projection: the noise keeps hundreds of eigenvalues
-    # fractional), so even the quick run takes about a minute (its test is marked slow).
+    # Leukemia (p = 7129) on its own: one ADMM iteration of LocalSparsePCA costs 12-18 s
+    # there with float32 projections, the default at this p (18-32 s in float64): an O(p³)
+    # Fantope projection, the noise keeping hundreds of eigenvalues fractional. Even the
+    # quick run takes about a minute (its test is marked slow).
     Experiment(
         name="wangxu-tables-leukemia",
         paper=PAPER,

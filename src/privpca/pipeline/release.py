@@ -262,15 +262,20 @@ class PreparedRows:
     def projected_moments(
         self, components: NDArray[np.float64]
     ) -> tuple[NDArray[np.float64], float]:
-        """``(Σᵢ (Vrowᵢ)(Vrowᵢ)ᵀ, Σᵢ ‖rowᵢ‖²)`` for ``V = components`` (k×p)."""
-        if not self.streamed:
+        """``(Σᵢ (Vrowᵢ)(Vrowᵢ)ᵀ, Σᵢ ‖rowᵢ‖²)`` for ``V = components`` (k×p).
+
+        Lazy rows of an in-memory table are not formed: one blocked pass, as on a stream.
+        """
+        if self.stored_rows is not None or self.source is None:
             rows = self.rows
             proj = rows @ components.T
             return proj.T @ proj, float(np.einsum("ij,ij->", rows, rows))
         from privpca.streaming.reductions import projected_moments
+        from privpca.streaming.sources import ArraySource
 
-        return projected_moments(self.source, self.mean, self.scale, self.data_norm,
-                                 components)
+        source = (ArraySource(self.source, validated=True) if isinstance(self.source, np.ndarray)
+                  else self.source)
+        return projected_moments(source, self.mean, self.scale, self.data_norm, components)
 
     def _warn_if_clipped(self, stacklevel: int) -> None:
         """With a public bound, one warning (after the charge) when any row was clipped."""
