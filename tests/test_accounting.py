@@ -93,6 +93,25 @@ def test_ledger_composes_and_enforces_budget():
     assert len(ledger) == 3  # the refused spend was not recorded
 
 
+def test_withdraw_removes_exactly_the_booked_record():
+    single = _record(4.0)
+    budget = compose_epsilon(single.events() * 2, 1e-5) * 1.001
+    ledger = PrivacyLedger(epsilon_budget=budget, delta_budget=1e-5)
+    kept, refused = _record(4.0), _record(4.0)
+    ledger.spend(kept, "fit")
+    ledger.spend(refused, "refused fit")
+    with pytest.raises(BudgetExceededError):
+        ledger.spend(single, "third")  # the budget holds two
+    ledger.withdraw(refused)
+    assert [record for _, record in ledger] == [kept]
+    alone = PrivacyLedger(epsilon_budget=budget, delta_budget=1e-5)
+    alone.spend(kept, "fit")
+    assert ledger.epsilon() == alone.epsilon()  # as if the refused fit had never booked
+    ledger.spend(single, "third")  # room again for one
+    with pytest.raises(ValueError, match="not in this ledger"):
+        ledger.withdraw(refused)  # only a booked record, and only once
+
+
 def test_ledger_is_shared_by_copies_and_refuses_pickling():
     ledger = PrivacyLedger()
     assert copy.deepcopy(ledger) is ledger
