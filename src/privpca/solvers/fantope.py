@@ -25,7 +25,9 @@ state across the ADMM iterations.
 
 Note that in the noise-dominated regime of local-DP sparse PCA the ADMM iterates often
 have hundreds or thousands of eigenvalues with fractional weights (the projection is far
-from low rank), and then every iteration costs about one full eigendecomposition.
+from low rank), and then every iteration costs about one full eigendecomposition; there
+``projection_dtype="float32"`` (:func:`fantope_admm`) runs those decompositions in float32,
+about 1.6 times faster at p = 7128, with rounding far below the privacy noise.
 
 No code from the reference FPS implementation was copied; the algorithm follows its
 published description.
