@@ -232,11 +232,9 @@ class PreparedRows:
         if self.stored_rows is not None or self.source is None:
             return gram_matrix(self.rows)
         from privpca.streaming.reductions import clipped_gram
-        from privpca.streaming.sources import ArraySource
 
-        if isinstance(self.source, np.ndarray):  # validated already; blocks on every core
-            return clipped_gram(ArraySource(self.source, validated=True), self.mean,
-                                self.scale, self.data_norm)[0]
+        if isinstance(self.source, np.ndarray):
+            return clipped_gram(self._pass_source(), self.mean, self.scale, self.data_norm)[0]
         gram, self.n_clipped = clipped_gram(self.source, self.mean, self.scale, self.data_norm)
         self._warn_if_clipped(stacklevel=4)
         return gram
@@ -271,11 +269,18 @@ class PreparedRows:
             proj = rows @ components.T
             return proj.T @ proj, float(np.einsum("ij,ij->", rows, rows))
         from privpca.streaming.reductions import projected_moments
+
+        return projected_moments(self._pass_source(), self.mean, self.scale, self.data_norm,
+                                 components)
+
+    def _pass_source(self) -> Any:
+        """The lazy rows' source as block passes read it: an in-memory table (validated
+        already) as an :class:`~privpca.streaming.ArraySource`, blocks on every core."""
         from privpca.streaming.sources import ArraySource
 
-        source = (ArraySource(self.source, validated=True) if isinstance(self.source, np.ndarray)
-                  else self.source)
-        return projected_moments(source, self.mean, self.scale, self.data_norm, components)
+        if isinstance(self.source, np.ndarray):
+            return ArraySource(self.source, validated=True)
+        return self.source
 
     def _warn_if_clipped(self, stacklevel: int) -> None:
         """With a public bound, one warning (after the charge) when any row was clipped."""
