@@ -3,8 +3,8 @@
 Issue target: at n = 10⁶, d = 100, ``DPPCA.fit`` time / ``PCA(n_components=1).fit`` time ≤ 1
 (DP-PCA is one pass, O(nd)). Also prints the ratio to ``OjaPCA.fit``. Timed twice: in the
 papers' setting (``centering=None``: the ratio the issue's target is about) and on the
-defaults (pair differences for the stream, a 10 % held-out share for the private mean, bound
-and explained variance: one extra copy of the data for the pairs).
+defaults (a 10 % held-out share for the private mean, bound and explained variance; the
+stream reads the other rows in place, minus that mean).
 
     python benchmarks/bench_dppca.py [--n 1000000] [--d 100] [--repeats 3] [--threads 2]
 

@@ -596,10 +596,13 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
         (an O(p³) decomposition per iteration when the noise makes many eigenvalues
         fractional); an integer uses the inexact projection, whose error bound is recorded
         per iteration; ``"auto"`` is exact up to p = 4000 and capped at 256 above.
-        Experimental: at ε = 1 and p ≥ 800 the noise leaves hundreds of eigenvalues
-        fractional even at the solution, which a cap cannot represent, and the capped ADMM
-        was measured not to converge to the exact solution (issue 16); hence the exact
-        default.
+        Experimental, and it loses accuracy where the estimate starts to be informative:
+        there the exact solution has hundreds to thousands of fractional eigenvalues, which a
+        cap cannot represent. Measured side by side on the same S̃ (issue 16,
+        ``docs/BENCHMARKS.md``): at p = 7 128, ε = 16 the exact projections recover 11 of
+        the 20 support rows and the cap of 256 recovers 1 (29.5 s against 2.3 s per
+        iteration); at ε = 1 both recover none (14.5 s against 2.1 s). Hence the exact
+        default; a cap buys speed only where the estimate is noise anyway.
     projection_dtype : {"auto", "float64", "float32"}, default="auto"
         Precision of the exact Fantope projections' eigendecompositions (the ADMM updates
         are float64 throughout). ``"float32"`` about halves their cost at p in the

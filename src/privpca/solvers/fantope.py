@@ -1006,7 +1006,9 @@ def fantope_admm(
         projection's error bound is recorded in ``error_bound_history``.  ``"auto"``:
         ``None`` for ``p <= 4000`` and ``256`` above. The cap is opt-in: where the noise
         leaves hundreds of eigenvalues fractional at the solution (ε = 1, p ≥ 800), the
-        capped iteration was measured not to reach the exact solution (issue 16).
+        capped iteration was measured not to reach the exact solution, and where the exact
+        one starts to recover the support (p = 7 128, ε = 16: 11 of 20 rows) the capped
+        one does not (1 of 20) (issue 16, ``docs/BENCHMARKS.md``).
     capped_float32 : bool
         Block products of the capped path in float32 (:attr:`FantopeState.capped_float32`).
     projection_dtype : {"float64", "float32"}, default="float64"
