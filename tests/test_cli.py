@@ -176,6 +176,19 @@ def test_fit_local_method_with_public_bound(runner, tmp_path):
     assert payload["feature_names"] == [f"f{i}" for i in range(6)]
 
 
+def test_fit_local_sparse_shows_admm_progress_on_stderr_only(runner, tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "data.npy"
+    np.save(path, rng.standard_normal((400, 8)) * 0.3)
+    result = runner.invoke(main, ["fit", "-m", "local-sparse", "-k", "2", "--epsilon", "1",
+                                  "--centering", "none", "--data-norm", "1", "--seed", "0",
+                                  str(path)])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)  # the bar does not reach stdout
+    assert "progress=True" in payload["estimator"]
+    assert "LocalSparsePCA ADMM" in result.stderr
+
+
 def test_fit_reports_clipping(runner, tmp_path):
     X = np.full((20, 3), 0.1)
     X[:4] = 5.0

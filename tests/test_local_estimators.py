@@ -308,9 +308,26 @@ def test_sparse_float32_projections_from_the_auto_dimension(sparse_problem, monk
     assert 0.0 < subspace_distance(f32.components_.T, f64.components_.T) < 1e-4
 
 
+def test_sparse_progress_bar_counts_iterations_and_changes_nothing(sparse_problem, capsys):
+    """``progress=True`` draws a bar over the ADMM iterations on stderr, nothing on stdout,
+    and fits exactly what ``progress=False`` fits."""
+    X, _ = sparse_problem
+    kw = dict(epsilon=4.0, max_iter=7, tol=1e-12, random_state=0, **PAPER)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        quiet = LocalSparsePCA(2, **kw).fit(X[:2000] / 2.0)
+        assert capsys.readouterr().err == ""
+        shown = LocalSparsePCA(2, progress=True, **kw).fit(X[:2000] / 2.0)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "LocalSparsePCA ADMM" in captured.err and "/7 " in captured.err  # of max_iter
+    np.testing.assert_array_equal(shown.components_, quiet.components_)
+
+
 @pytest.mark.parametrize(
     ("params", "match"),
     [
+        ({"progress": "yes"}, "progress must be a bool"),
         ({"lam": -1.0}, "'lam'"),
         ({"max_iter": 0}, "'max_iter'"),
         ({"tol": 0.0}, "'tol'"),

@@ -635,6 +635,8 @@ def fit(
                 f"{flag} does not apply to {method} ({cls.__name__} takes no {key!r} "
                 "parameter)."
             )
+    if "progress" in accepted:  # long solvers (LocalSparsePCA's ADMM): a bar on stderr
+        params["progress"] = True
     # Pure ε-DP methods may take no delta: their privacy record states what they certify.
     est: Any = cls(**params)
     with warnings.catch_warnings(record=True) as caught:
