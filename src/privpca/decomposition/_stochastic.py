@@ -154,7 +154,7 @@ from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.mechanisms.quantile import PrivateQuantile
 from privpca.pipeline.budget import DEFAULT_SHARES, HISTOGRAM_PARTS, PART_NAMES
-from privpca.pipeline.preprocessing import BoundNotFoundError, sq_norms
+from privpca.pipeline.preprocessing import BoundNotFoundError
 from privpca.pipeline.release import (
     DEFAULT_NORM_QUANTILE,
     PreparedRows,
@@ -557,7 +557,7 @@ class StochasticPCA(BasePrivatePCA):
         self, run: ReleasePipeline, X: NDArray[np.float64], rng: np.random.Generator
     ) -> HeldOutRelease:
         try:
-            prepared = run.prepare(X, rng, sq=sq_norms(X))
+            prepared = run.prepare(X, rng)  # the rows' norms only where the path needs them
         except BoundNotFoundError as exc:
             paper = "centering=None" + (", a numeric clip_norm" if hasattr(self, "clip_norm")
                                         else "")

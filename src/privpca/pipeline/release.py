@@ -576,12 +576,14 @@ class ReleasePipeline:
 
     # ------------------------------------------------------------------ preprocessing
     def prepare(
-        self, X: NDArray[np.float64], rng: np.random.Generator, *, sq: NDArray[np.float64]
+        self, X: NDArray[np.float64], rng: np.random.Generator, *,
+        sq: NDArray[np.float64] | None = None,
     ) -> PreparedRows:
         """Centre, scale, bound and clip ``X`` (never modified) with the planned budget.
 
-        ``sq`` are the squared row norms of ``X`` (computed once, before the charge, as the
-        non-finite check).
+        ``sq`` are the squared row norms of ``X`` when the caller has them (computed once,
+        before the charge, as the non-finite check); ``None``: computed here if needed (the
+        centred, privately bounded path never needs them).
         """
         from privpca.streaming.sources import ArraySource
 
@@ -613,7 +615,7 @@ class ReleasePipeline:
                         scale=scale), X.shape[0], rng, spends, details, centred=mean is not None)
             return PreparedRows(None, float(D), mean, scale, 0, spends, details, source=X)
         if mean is None and scale is None:
-            rows, row_sq = X, sq
+            rows, row_sq = X, (sq_norms(X) if sq is None else sq)
         else:
             rows = X - mean if mean is not None else X.copy()
             if scale is not None:
