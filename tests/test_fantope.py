@@ -277,6 +277,20 @@ def test_partial_path_gives_up_within_budget() -> None:
     np.testing.assert_allclose(P, _reference_projection(A, k), atol=1e-10)
 
 
+def test_partial_path_abandons_early_when_convergence_is_out_of_reach() -> None:
+    """The Ritz values of the first cycles predict a convergence beyond the budget: the
+    attempt stops there (it used to spend the whole budget, 1 590 of 1 600 columns here)
+    and the LAPACK path gives the exact projection."""
+    rng = np.random.default_rng(13)
+    p, k = 400, 5
+    A = _sym(rng, p, 0.2)
+    state = FantopeState(partial_budget=4.0)
+    P = fantope_projection(A, k, eig_state=state, method="partial")
+    assert state.last_method == "full" and state.n_failed == 1
+    assert 0 < state.last_matvec_cols <= 4 * p // 4
+    np.testing.assert_allclose(P, _reference_projection(A, k), atol=1e-10)
+
+
 def test_subset_path_matches_reference_and_certifies() -> None:
     rng = np.random.default_rng(14)
     p, k = 400, 5
