@@ -38,8 +38,8 @@ from privpca.mechanisms.gaussian import (
     CALIBRATIONS,
     certified_epsilon,
     classic_gaussian_sigma,
-    symmetric_gaussian_noise,
 )
+from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.pipeline.release import ReleasePipeline, Statistic, validated_table
 
 __all__ = [
@@ -283,7 +283,7 @@ class AnalyzeGaussPCA(BasePrivatePCA):
         if not run.paper_mode:
             sigma = run.statistic_multiplier() * sensitivity
         noisy = run.recentred_gram(prepared, pre_rng) if run.recentre else prepared.gram()
-        noisy += symmetric_gaussian_noise(p, sigma, rng)
+        noisy = symmetric_gaussian_release(noisy, sigma, rng, sensitivity=sensitivity)
         fit = fit_noisy_matrix(noisy, k, noise_sd=sigma, denominator=run.denominator(prepared),
                                extra_perturbation=run.mean_perturbation(prepared))
         spend = PrivacySpend(

@@ -103,6 +103,7 @@ from privpca.decomposition._stochastic import (
 from privpca.decomposition.oja import REPLACE_ONE
 from privpca.exceptions import NonFiniteInputError
 from privpca.mechanisms.gradient_statistics import PrivateMean, PrivateTopEigenvalue
+from privpca.mechanisms.noise import laplace_release
 from privpca.pipeline.release import check_centering
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.oja import (
@@ -696,7 +697,8 @@ class DPPCA(StochasticPCA):
         captured = np.stack([_captured(source, val, W) for W, _ in fits], axis=1)
         votes = np.bincount(np.argmax(captured, axis=1), minlength=len(candidates))
         # Report-noisy-max: Laplace(2/ε) on every vote count, then argmax (post-processing).
-        noisy = votes + rng.laplace(0.0, 2.0 / epsilon, size=len(candidates))
+        noisy = laplace_release(votes, 2.0 / epsilon, rng, sensitivity=2.0,
+                                integer_valued=True)
         best = int(np.argmax(noisy))
         del noisy  # released: the choice alone (docstring)
         W, history = fits[best]

@@ -39,7 +39,8 @@ from privpca.decomposition._spectrum import (
     mean_perturbation_bound,
     noise_norm_bound,
 )
-from privpca.mechanisms.gaussian import CALIBRATIONS, symmetric_gaussian_noise
+from privpca.mechanisms.gaussian import CALIBRATIONS
+from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.pipeline.release import (
     check_centering,
     check_data_norm,
@@ -196,7 +197,8 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         self.data_norm_ = float(self.data_norm)
         self._mean_sd = 0.0
         if table.streamed:
-            total += symmetric_gaussian_noise(p, math.sqrt(n) * randomiser.noise_scale, rng)
+            total = symmetric_gaussian_release(total, math.sqrt(n) * randomiser.noise_scale,
+                                               rng, sensitivity=randomiser.mechanism.sensitivity)
             return total, n, n_clipped
         return simulate_report_sum(Xc, randomiser, rng), n, n_clipped
 
@@ -302,7 +304,8 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         self.data_norm_ = D
         self._mean_sd = mean_sd
         m = sizes["covariance"]
-        gram += symmetric_gaussian_noise(p, math.sqrt(m) * randomiser.noise_scale, rng)
+        gram = symmetric_gaussian_release(gram, math.sqrt(m) * randomiser.noise_scale, rng,
+                                          sensitivity=randomiser.mechanism.sensitivity)
         return gram, m, n_clipped
 
     def _book(self, planned: PrivacyRecord) -> Any:

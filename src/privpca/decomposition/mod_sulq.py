@@ -39,7 +39,8 @@ from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.decomposition._spectrum import check_n_components_spec, fit_noisy_matrix
 from privpca.decomposition.analyze_gauss import REPLACE_ONE
-from privpca.mechanisms.gaussian import certified_epsilon, symmetric_gaussian_noise
+from privpca.mechanisms.gaussian import certified_epsilon
+from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.pipeline.release import ReleasePipeline, Statistic, validated_table
 
 __all__ = ["ModSuLQPCA", "mod_sulq_beta"]
@@ -239,7 +240,7 @@ class ModSuLQPCA(BasePrivatePCA):
         eps_gauss = certified_epsilon(scale, delta_s, sensitivity)
         A = run.recentred_gram(prepared, pre_rng) if run.recentre else prepared.gram()
         A /= n
-        A += symmetric_gaussian_noise(d, scale, rng)
+        A = symmetric_gaussian_release(A, scale, rng, sensitivity=sensitivity)
         fit = fit_noisy_matrix(A, k, noise_sd=scale, denominator=run.denominator(prepared) / n,
                                extra_perturbation=run.mean_perturbation(prepared) / n)
         spend = PrivacySpend(

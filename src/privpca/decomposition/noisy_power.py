@@ -297,7 +297,7 @@ class NoisyPowerPCA(BasePrivatePCA):
         Q = random_orthonormal_basis(p, k, rng)
         history = np.empty((T, k, p)) if self.keep_history else None
         for t in range(T):
-            Q = power_step(operator, Q, noise_scale=sigma, rng=rng)
+            Q = power_step(operator, Q, noise_scale=sigma, rng=rng, sensitivity=sensitivity)
             if history is not None:
                 history[t] = Q.T
         components, self.explained_variance_, self.explained_variance_ratio_ = (

@@ -88,6 +88,7 @@ from privpca.decomposition._stochastic import (
     stream_rows,
 )
 from privpca.exceptions import RowClippingWarning
+from privpca.mechanisms.noise import GaussianNoiseSteps
 from privpca.mechanisms.shuffling import local_epsilon_for_shuffling
 from privpca.pipeline.release import check_centering
 from privpca.solvers.eigen import fix_signs
@@ -655,9 +656,10 @@ class PrivateOjaPCA(StochasticPCA):
         order = rng.permutation(n) if shuffle else np.arange(n)
         n_clipped = 0
         p = source.n_features
+        noise = GaussianNoiseSteps(noise_sd, rng, (p, k), sensitivity=2.0 * beta)
         for start in range(0, n, chunk):
             idx = order[start : start + chunk]
-            Z = rng.standard_normal((len(idx), p, k))
+            noise.draw(len(idx))
             for i, rec in enumerate(idx):
                 with np.errstate(over="ignore", invalid="ignore"):
                     G = source.gradients(np.array([rec]), W).reshape(p, k)
@@ -665,8 +667,7 @@ class PrivateOjaPCA(StochasticPCA):
                 if norm > beta:
                     G *= beta / norm
                     n_clipped += 1
-                eta = etas[start + i]
-                W = block_oja_update(W, eta * G + (eta * noise_sd) * Z[i])
+                W = block_oja_update(W, noise.release(G, i, etas[start + i]))
         return W, n_clipped
 
     def _stream_spend(self, cal: _Calibration, beta: float, *, derived: bool) -> PrivacySpend:
@@ -861,14 +862,15 @@ def _private_oja_steps(
     p, k = W.shape
     n_clipped = 0
     t = 0
-    Z = np.empty((0, p, k))
+    # One record's clipped gradient moves by at most 2β: the release's sensitivity.
+    noise = GaussianNoiseSteps(noise_sd, rng, (p, k), sensitivity=2.0 * beta)
     for X_chunk in blocks:
         for x in X_chunk:
             if t >= n:
                 break
             j = t % chunk
             if j == 0:
-                Z = rng.standard_normal((min(chunk, n - t), p, k))
+                noise.draw(min(chunk, n - t))
             with np.errstate(over="ignore", invalid="ignore"):  # huge rows: below
                 G = np.outer(x, x @ W)
                 norm = float(np.linalg.norm(G))
@@ -883,8 +885,7 @@ def _private_oja_steps(
             elif norm > beta:
                 G *= beta / norm
                 n_clipped += 1
-            eta = etas[t]
-            W = block_oja_update(W, eta * G + (eta * noise_sd) * Z[j])
+            W = block_oja_update(W, noise.release(G, j, etas[t]))
             t += 1
     _check_steps(t, n)
     return W, n_clipped

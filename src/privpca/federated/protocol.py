@@ -118,6 +118,7 @@ from privpca.decomposition.noisy_power import power_sensitivity
 from privpca.exceptions import BudgetExceededError
 from privpca.federated.streamed_rows import StreamedRows
 from privpca.mechanisms.gaussian import certified_epsilon
+from privpca.mechanisms.noise import gaussian_release
 from privpca.pipeline.budget import BudgetPlan
 from privpca.pipeline.preprocessing import (
     BoundNotFoundError,
@@ -1085,7 +1086,8 @@ class ProviderState:
             Y = rows[:, query.support] @ query.block
             P = rows.T @ Y  # XᵢᵀXᵢQ, exact
         rng = provider_noise_rng(self.noise_seed, release)
-        P += (self.noise_multiplier * self._raw_sensitivity) * rng.standard_normal(P.shape)
+        P = gaussian_release(P, self.noise_multiplier * self._raw_sensitivity, rng,
+                             sensitivity=self._raw_sensitivity)
         P /= self.n_samples
         return Reply(self.provider_id, int(query.round), self.n_samples, P)
 
@@ -1114,9 +1116,12 @@ class ProviderState:
             matrix, row_total = proj.T @ proj, self._total
         k = self.n_components
         iu = np.triu_indices(k)
-        sigma = self._plan["variance"].multiplier * math.sqrt(2.0) * self.data_norm_**2
-        packed = matrix[iu] + sigma * rng.standard_normal(len(iu[0]))
-        total = row_total + sigma * float(rng.standard_normal())
+        sensitivity = math.sqrt(2.0) * self.data_norm_**2
+        sigma = self._plan["variance"].multiplier * sensitivity
+        # One Gaussian release of k(k+1)/2 + 1 coordinates: the packed matrix, then the total.
+        released = gaussian_release(np.append(matrix[iu], row_total), sigma, rng,
+                                    sensitivity=sensitivity)
+        packed, total = released[:-1], float(released[-1])
         return VarianceReply(self.provider_id, self.n_samples, packed, float(total))
 
     def _prepared_rows(self, what: str) -> NDArray[np.float64] | None:

@@ -198,4 +198,7 @@ class GaussianMechanism:
     ) -> NDArray[np.float64]:
         """Return ``value + N(0, σ²)`` noise of the same shape (a new array)."""
         value = np.asarray(value, dtype=np.float64)
-        return value + self.sigma * rng.standard_normal(value.shape)
+        from privpca.mechanisms.noise import gaussian_release
+
+        return np.asarray(gaussian_release(value, self.sigma, rng,
+                                           sensitivity=self.sensitivity))

@@ -60,6 +60,7 @@ from privpca.mechanisms.histogram import (
     geometric_bin_edges,
     window_bin_counts,
 )
+from privpca.mechanisms.noise import gaussian_release
 
 __all__ = ["MeanRelease", "PrivateMean", "PrivateTopEigenvalue"]
 
@@ -376,7 +377,7 @@ class PrivateMean:
         truncated_sums(G, b, centre - r, centre + r, sums)
         sensitivity = 2.0 * r * math.sqrt(q) / b
         sigma = self.noise_multiplier * sensitivity
-        mean = sums / b + rng.normal(0.0, sigma, size=q)
+        mean = gaussian_release(sums / b, sigma, rng, sensitivity=sensitivity)
         return MeanRelease(
             mean, r, sensitivity, sigma, int((~release.released).sum()), centre
         )

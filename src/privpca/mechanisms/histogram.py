@@ -44,6 +44,7 @@ from scipy.stats import norm
 
 from privpca._validation import check_delta, check_epsilon, check_in_range
 from privpca.accounting.composition import compose_epsilon
+from privpca.mechanisms.noise import gaussian_release, laplace_release
 
 __all__ = [
     "HistogramRelease",
@@ -246,6 +247,14 @@ class StabilityHistogram:
         threshold = scale * float(norm.isf(tail / n_histograms))
         return cls("gaussian", scale, threshold, int(n_histograms), tail)
 
+    @property
+    def sensitivity(self) -> float:
+        """Of the vector of counts: L1 2 (Laplace, one record moves two counts by 1) or L2
+        ``√(2H)`` (Gaussian, one count in each of H histograms)."""
+        if self.noise == "laplace":
+            return 2.0
+        return math.sqrt(2.0 * self.n_histograms)
+
     def dp_event(self) -> dp_accounting.DpEvent:
         """The event of the coupled mechanism ``M̃`` (convention of privpca's accounting)."""
         if self.noise == "laplace":
@@ -306,9 +315,11 @@ class StabilityHistogram:
         if counts.size == 0:
             return HistogramRelease(mode, released)
         if self.noise == "laplace":
-            noisy = counts + rng.laplace(0.0, self.scale, size=counts.shape)
+            noisy = laplace_release(counts, self.scale, rng, sensitivity=self.sensitivity,
+                                    integer_valued=True)
         else:
-            noisy = counts + rng.normal(0.0, self.scale, size=counts.shape)
+            noisy = gaussian_release(counts, self.scale, rng, sensitivity=self.sensitivity,
+                                     integer_valued=True)
         ok = noisy > self.threshold
         if not ok.any():
             return HistogramRelease(mode, released)

@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from privpca._validation import check_in_range
 from privpca.mechanisms.histogram import StabilityHistogram, _column_counts, geometric_bin
+from privpca.mechanisms.noise import gaussian_release
 
 __all__ = ["LOG_GRID_BASE", "PrivateQuantile", "QuantileRelease", "grid_base"]
 
@@ -136,7 +137,8 @@ class PrivateQuantile:
         total here, exactly as if the values had been passed at once.
         """
         h = int(n_histograms)
-        noisy = counts + rng.normal(0.0, self.histogram.scale, size=counts.shape)
+        noisy = gaussian_release(counts, self.histogram.scale, rng,
+                                 sensitivity=self.histogram.sensitivity, integer_valued=True)
         ok = noisy > self.histogram.threshold
         value = np.full(h, np.nan)
         mass = np.zeros(h)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.quantile import PrivateQuantile, QuantileRelease
 from privpca.pipeline._kernels import ZERO_BIN, binned_norm_sums, log_bin_counts
 
@@ -206,7 +207,7 @@ def private_mean_from_sum(
     total = np.array(clipped_sum, dtype=np.float64)
     sensitivity = 2.0 * bound
     sigma = multiplier * sensitivity
-    total += sigma * rng.standard_normal(total.shape[0])
+    total = gaussian_release(total, sigma, rng, sensitivity=sensitivity)
     return MeanRelease(total / n, bound, sigma, sensitivity)
 
 
@@ -261,8 +262,10 @@ def private_scale(
     first, second = reductions.normalised_moments(rows, mean, bounds)
     sensitivity = math.sqrt(5.0 * p)
     sigma = multiplier * sensitivity
-    first = first + sigma * rng.standard_normal(p)
-    second = second + sigma * rng.standard_normal(p)
+    # One release of 2p coordinates (Δ = √(5p) covers both): the sums, then the squares.
+    released = gaussian_release(np.concatenate([first, second]), sigma, rng,
+                                sensitivity=sensitivity)
+    first, second = released[:p], released[p:]
     shift = first / n
     refined = mean + np.where(missing, 0.0, bounds * shift)
     variance = (second / n - shift**2) * n / max(n - ddof, 1)

@@ -54,6 +54,7 @@ from privpca._validation import (
 )
 from privpca.accounting.ledger import PrivacyLedger, resolve_ledger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.mechanisms.noise import gaussian_release
 from privpca.pipeline.budget import PART_NAMES, BudgetPlan, PartBudget
 from privpca.pipeline.preprocessing import (
     MeanRelease,
@@ -488,7 +489,7 @@ class ReleasePipeline:
         b = self.plan["centre"]
         sensitivity = 2.0 * prepared.data_norm
         sigma = b.multiplier * sensitivity
-        noisy = total + sigma * rng.standard_normal(total.shape[0])
+        noisy = gaussian_release(total, sigma, rng, sensitivity=sensitivity)
         n = prepared.n_samples
         prepared.centre_sum = noisy
         shift = noisy / n if prepared.scale is None else noisy / n * prepared.scale
@@ -858,11 +859,13 @@ class ReleasePipeline:
         sensitivity = math.sqrt(2.0) * prepared.data_norm**2
         sigma = b.multiplier * sensitivity
         iu = np.triu_indices(k)
-        noise = np.zeros((k, k))
-        noise[iu] = sigma * rng.standard_normal(len(iu[0]))
-        noise = noise + np.triu(noise, 1).T
-        matrix += noise
-        total += sigma * float(rng.standard_normal())
+        # One Gaussian release of k(k+1)/2 + 1 coordinates: the packed matrix, then the total.
+        packed = gaussian_release(np.append(matrix[iu], total), sigma, rng,
+                                  sensitivity=sensitivity)
+        matrix = np.zeros((k, k))
+        matrix[iu] = packed[:-1]
+        matrix = matrix + np.triu(matrix, 1).T
+        total = float(packed[-1])
         prepared.spends.append(self._spend(
             "variance", "gaussian: packed VᵀGV and tr G (explained variance along the "
             "components)", sensitivity, sigma))

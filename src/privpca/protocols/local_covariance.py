@@ -33,8 +33,8 @@ from privpca.exceptions import PrivacyLeakWarning
 from privpca.mechanisms.gaussian import (
     GaussianMechanism,
     certified_epsilon,
-    symmetric_gaussian_noise,
 )
+from privpca.mechanisms.noise import gaussian_release, symmetric_gaussian_release
 from privpca.solvers.gram import gram_matrix
 
 __all__ = [
@@ -191,7 +191,10 @@ class LocalCovarianceRandomiser:
         Xc = self._clip(check_data(X))
         rows, cols = np.triu_indices(self.n_features)
         reports = Xc[:, rows] * Xc[:, cols]
-        reports += self.noise_scale * rng.standard_normal(reports.shape)
+        # Each row is one user's release of p(p+1)/2 coordinates.
+        reports = gaussian_release(reports, self.noise_scale, rng,
+                                   sensitivity=self.mechanism.sensitivity,
+                                   coordinates=reports.shape[1])
         return reports
 
 
@@ -271,5 +274,6 @@ def simulate_report_sum(
     if p != randomiser.n_features:
         raise ValueError(f"X has {p} features; the randomiser expects {randomiser.n_features}.")
     total = gram_matrix(X)
-    total += symmetric_gaussian_noise(p, math.sqrt(n) * randomiser.noise_scale, rng)
+    total = symmetric_gaussian_release(total, math.sqrt(n) * randomiser.noise_scale, rng,
+                                       sensitivity=randomiser.mechanism.sensitivity)
     return total

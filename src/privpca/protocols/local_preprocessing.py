@@ -38,6 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from privpca._validation import check_data, check_delta, check_epsilon, check_in_range
 from privpca.mechanisms.gaussian import analytic_gaussian_sigma
+from privpca.mechanisms.noise import gaussian_release
 
 __all__ = [
     "GROUP_FRACTIONS",
@@ -216,7 +217,9 @@ class LocalMeanRandomiser:
         with np.errstate(divide="ignore"):
             factor = np.minimum(1.0, self.bound / norms)
         reports = Xv * factor[:, None]
-        reports += self.noise_scale * rng.standard_normal(reports.shape)
+        # Each row is one user's release of p coordinates.
+        reports = gaussian_release(reports, self.noise_scale, rng,
+                                   sensitivity=self.sensitivity, coordinates=reports.shape[1])
         return reports
 
     def add_report_noise(
@@ -229,7 +232,8 @@ class LocalMeanRandomiser:
         simulation of many users inside one fit; the clipped sum is a block reduction).
         """
         total = np.array(clipped_sum, dtype=np.float64)
-        total += math.sqrt(n_reports) * self.noise_scale * rng.standard_normal(total.shape[0])
+        total = gaussian_release(total, math.sqrt(n_reports) * self.noise_scale, rng,
+                                 sensitivity=self.sensitivity)
         return total
 
 

@@ -15,11 +15,14 @@ what noise to add and account for it themselves.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, Literal, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from privpca.mechanisms.noise import gaussian_release
 
 __all__ = [
     "power_step",
@@ -185,6 +188,7 @@ def power_step(
     rng: np.random.Generator | None = None,
     n_nonzero: int | None = None,
     return_noisy_product: bool = False,
+    sensitivity: float = math.nan,
 ) -> Any:
     """One (noisy, truncated) power-iteration step: ``ThinQR(Truncate(A Q + G, s))``.
 
@@ -205,6 +209,9 @@ def power_step(
         ``None`` keeps all rows.
     return_noisy_product : bool, default=False
         Also return ``Y = A Q + G`` (what a private algorithm releases).
+    sensitivity : float, optional
+        L2 sensitivity of ``A Q`` under the caller's neighbouring relation: secure mode needs
+        it to cover its grid's rounding (:func:`privpca.mechanisms.noise.gaussian_release`).
 
     Returns
     -------
@@ -220,7 +227,7 @@ def power_step(
     Y = np.array(Y, dtype=np.float64)  # a fresh array we may modify
     if noise_scale > 0:
         assert rng is not None
-        Y += noise_scale * rng.standard_normal(Y.shape)
+        Y = gaussian_release(Y, noise_scale, rng, sensitivity=sensitivity)
     Z = Y if n_nonzero is None else truncate_rows(Y, n_nonzero)
     Q_next = thin_qr(Z)
     if return_noisy_product:
