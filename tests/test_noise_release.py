@@ -321,3 +321,14 @@ def test_a_providers_answers_are_at_chance_in_secure_mode():
                     right += grid_attack(out, v_x, v_xp, g) == is_d
                     total += 1
     assert right / total <= 0.75, (right, total)
+
+
+def test_a_secure_fits_record_states_the_grid_rule():
+    X, _ = _neighbours(n=400)
+    est = privpca.AnalyzeGaussPCA(n_components=2, epsilon=1.0, centering=None, data_norm=1.0)
+    with privpca.config_context(secure_mode=True):
+        est.fit(X)
+    assert noise.SECURE_NOISE_NOTE in est.privacy_.notes
+    plain = privpca.AnalyzeGaussPCA(n_components=2, epsilon=1.0, centering=None,
+                                    data_norm=1.0).fit(X)
+    assert noise.SECURE_NOISE_NOTE not in plain.privacy_.notes

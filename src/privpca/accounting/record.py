@@ -109,6 +109,13 @@ class PrivacyRecord:
 
     def __post_init__(self, n_clipped: int | None) -> None:
         del n_clipped  # an exact count of the data: never stored, never released
+        from privpca._config import secure_mode
+        from privpca.mechanisms.noise import SECURE_NOISE_NOTE
+
+        # A record made during a secure fit says how its noise was drawn (public rule).
+        if secure_mode() and self.model != "non-private" and SECURE_NOISE_NOTE not in self.notes:
+            notes = f"{self.notes} {SECURE_NOISE_NOTE}".strip()
+            object.__setattr__(self, "notes", notes)
 
     @classmethod
     def from_spends(
