@@ -123,6 +123,56 @@ def test_analyze_gauss_calibration(neighbouring, calibration, spiked):
         assert eps_replace > rec.epsilon
 
 
+def test_add_remove_releases_nothing_scaled_by_n():
+    """Issue 26, item 2: under add/remove n is private. An all-zero row adds nothing to XᵀX
+    (its norm is 0 ≤ D) but increments n: fitted with the same seed, every released value
+    must be the same, never off by n/(n + 1) (explained_variance_ and noise_level_ used to be
+    divided by n: 1000 against 1001 to six digits)."""
+    from privpca.cli import _fit_payload
+
+    X = np.random.default_rng(0).standard_normal((1000, 5)) * 0.2
+    X[:, 0] *= 3.0
+    X1 = np.vstack([X, np.zeros((1, 5))])
+    ests = [AnalyzeGaussPCA(2, epsilon=1.0, neighbouring="add-remove", data_norm=2.0,
+                            random_state=0, ledger=PrivacyLedger(), **PAPER_CENTRING).fit(T)
+            for T in (X, X1)]
+    a, b = ests
+    ratio = 1000 / 1001
+    released = ["components_", "explained_variance_", "explained_variance_ratio_",
+                "noise_level_", "expected_error_", "mean_", "data_norm_", "noise_scale_"]
+    for name in released:
+        va = np.asarray(getattr(a, name), dtype=float)
+        vb = np.asarray(getattr(b, name), dtype=float)
+        np.testing.assert_allclose(va, vb, rtol=1e-12, atol=0, err_msg=name)
+        nonzero = va != 0
+        if nonzero.any():
+            assert not np.allclose(vb[nonzero], va[nonzero] * ratio, rtol=1e-6, atol=0), name
+    assert not hasattr(a, "singular_values_") and not hasattr(a, "n_samples_")
+    assert a.privacy_.n_samples is None
+    assert a.privacy_.to_dict() == b.privacy_.to_dict()
+    assert "1000" not in a.privacy_.notes and "1001" not in b.privacy_.notes
+    # Every field of the CLI's JSON.
+    pa, pb = (_fit_payload("analyze-gauss", est, 5, [f"x{i}" for i in range(5)])
+              for est in ests)
+    assert pa["n_samples"] is None
+    assert set(pa) == set(pb)
+    for key in pa:
+        numeric = isinstance(pa[key], float | list) and key != "feature_names"
+        if numeric:
+            np.testing.assert_allclose(np.asarray(pa[key], dtype=float),
+                                       np.asarray(pb[key], dtype=float), rtol=1e-12,
+                                       err_msg=key)
+        else:
+            assert pa[key] == pb[key], key
+    # Replace-one (n public): variances per record, as before.
+    rep = AnalyzeGaussPCA(2, epsilon=1.0, data_norm=2.0, random_state=0,
+                          ledger=PrivacyLedger(), **PAPER_CENTRING).fit(X)
+    assert rep.privacy_.n_samples == 1000
+    assert rep.explained_variance_[0] < 1.0
+    # Under add/remove the eigenvalues of the noisy Gram matrix itself (about n·λ, not λ).
+    assert a.explained_variance_[0] > 100 * rep.explained_variance_[0]
+
+
 def test_gram_sensitivity_closed_forms():
     assert gram_sensitivity(1.0) == pytest.approx(math.sqrt(2))
     assert gram_sensitivity(3.0, "add-remove") == pytest.approx(9.0)

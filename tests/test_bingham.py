@@ -21,7 +21,13 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import privpca.decomposition.bingham as bingham_module
 import privpca.solvers._bingham_kernels as kernels
 from conftest import PAPER, PAPER_CENTRING, expected_failed_checks
-from privpca import PrivacyLeakWarning, PrivacyLedger, RowClippingWarning, default_ledger
+from privpca import (
+    DataDependentWarning,
+    PrivacyLeakWarning,
+    PrivacyLedger,
+    RowClippingWarning,
+    default_ledger,
+)
 from privpca.datasets import make_spiked
 from privpca.decomposition.bingham import BinghamPCA
 from privpca.metrics import sin_theta
@@ -351,8 +357,14 @@ def test_privacy_record_and_attributes(spiked):
 def test_auto_uses_exact_for_one_component(spiked):
     X, _ = spiked
     one = BinghamPCA(n_components=1, epsilon=1.0, random_state=0, **PAPER).fit(X)
-    assert one.sampler_ == "exact" and one.n_sweeps_ == 0
-    assert "exactly" in one.privacy_.notes
+    # The exact sampler with a Gibbs fallback: published as such whichever ran (issue 26).
+    assert one.sampler_ == "exact-or-gibbs" and one.n_sweeps_ == 200
+    assert "exact Kent-Ganeiber-Mardia" in one.privacy_.notes
+    exact = BinghamPCA(n_components=1, epsilon=1.0, sampler="exact", random_state=0,
+                       **PAPER).fit(X)
+    assert exact.sampler_ == "exact" and exact.n_sweeps_ == 0
+    assert "exactly" in exact.privacy_.notes
+    np.testing.assert_array_equal(exact.components_, one.components_)  # same draw
     two = BinghamPCA(n_components=2, epsilon=1.0, burn_in=5, n_iter=5, random_state=0,
         **PAPER).fit(X)
     assert two.sampler_ == "gibbs"
@@ -381,15 +393,19 @@ def test_exact_sampler_errors(spiked):
 
 def test_auto_falls_back_to_gibbs_with_a_warning(spiked, monkeypatch):
     X, _ = spiked
+    kw = dict(n_components=1, epsilon=1.0, burn_in=5, n_iter=5, random_state=0, **PAPER)
+    accepted = BinghamPCA(**kw).fit(X)
 
     def exhausted(*args, **kwargs):
         raise ProposalBudgetExceededError("budget")
 
     monkeypatch.setattr(bingham_module, "sample_bingham_exact", exhausted)
-    with pytest.warns(PrivacyLeakWarning, match="falling back to the Gibbs sampler"):
-        est = BinghamPCA(n_components=1, epsilon=1.0, burn_in=5, n_iter=5, random_state=0,
-            **PAPER).fit(X)
-    assert est.sampler_ == "gibbs" and "exhausted max_proposals" in est.privacy_.notes
+    # A DataDependentWarning for the data holder; nothing published says it happened.
+    with pytest.warns(DataDependentWarning, match="the Gibbs sampler drew"):
+        est = BinghamPCA(**kw).fit(X)
+    assert est.sampler_ == accepted.sampler_ == "exact-or-gibbs"
+    assert est.n_sweeps_ == accepted.n_sweeps_ == 10
+    assert est.privacy_ == accepted.privacy_
 
 
 def test_full_rank_is_haar(spiked):
@@ -484,3 +500,36 @@ def test_ledger_records_the_pure_spend(spiked):
         **PAPER).fit(X[:100])
     assert ledger.epsilon(1e-6) == pytest.approx(0.3)
     assert math.isclose(ledger.records[0][1].delta, 0.0)
+
+
+def test_exact_sampler_exhaustion_is_not_published():
+    """Issue 26, item 4: whether the exact sampler exhausts max_proposals depends on the data.
+    On two neighbouring tables (one row replaced) where, with the same seed, it accepts on one
+    and exhausts on the other, everything published is the same: sampler_, n_sweeps_, the
+    notes and the whole record; only the data holder gets a DataDependentWarning."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((20, 5)) * np.sqrt([4.0, 1.0, 1.0, 1.0, 1.0])
+    X /= np.linalg.norm(X, axis=1).max()
+    Y = X.copy()  # the largest row along the spike replaced by one orthogonal to it
+    Y[np.argmax(np.abs(X[:, 0]))] = [0.0, 0.0, 0.0, 0.0, 1.0]
+    for seed in range(100):  # seeds 2, 3, 11, ... separate them (14 of the first 100)
+        fits = []
+        for table in (X, Y):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                est = BinghamPCA(n_components=1, epsilon=5.0, max_proposals=1, burn_in=3,
+                                 n_iter=3, random_state=seed, ledger=PrivacyLedger(),
+                                 **PAPER).fit(table)
+            fell_back = any(issubclass(w.category, DataDependentWarning) for w in caught)
+            fits.append((fell_back, est))
+        if fits[0][0] != fits[1][0]:
+            break
+    else:
+        pytest.fail("no seed made the exact sampler accept on one table only")
+    a, b = fits[0][1], fits[1][1]
+    assert a.sampler_ == b.sampler_ == "exact-or-gibbs"
+    assert a.n_sweeps_ == b.n_sweeps_ == 6
+    assert a.privacy_.notes == b.privacy_.notes
+    assert a.privacy_.to_dict() == b.privacy_.to_dict()
+    assert sorted(vars(a)) == sorted(vars(b))
+    assert "exhaust" not in a.privacy_.notes and "fall" not in a.privacy_.notes.lower()

@@ -467,7 +467,7 @@ def test_long_running_provider_keeps_the_budget_in_its_state_file(tmp_path):
 
 
 def test_poll_clock_is_fast_while_active_and_flowers_when_idle():
-    from privpca.federated.flower_node import PollClock
+    from privpca.federated.flower_shim import PollClock
 
     clock = PollClock(poll=0.01, idle_after=0.05)
     assert clock.interval(3.0) == 0.01
@@ -488,7 +488,7 @@ def test_flower_supernode_loop_is_the_one_patched(monkeypatch):
 
     from flwr.supernode import start_client_internal as loop
 
-    from privpca.federated.flower_node import PULL_BACKOFF, PollClock, patch_supernode_polling
+    from privpca.federated.flower_shim import PULL_BACKOFF, PollClock, patch_supernode_polling
 
     source = inspect.getsource(loop)
     assert "time.sleep(3)" in source and "pull_objects(" in source
@@ -504,7 +504,7 @@ def test_flower_supernode_loop_is_the_one_patched(monkeypatch):
 def test_server_grid_pull_backoff_is_shortened(monkeypatch):
     from flwr.superlink.grid import http_grid
 
-    from privpca.federated.flower_node import shorten_pull_backoff
+    from privpca.federated.flower_shim import shorten_pull_backoff
 
     monkeypatch.setattr(http_grid, "pull_objects", http_grid.pull_objects)
     assert shorten_pull_backoff(http_grid, 0.02)
@@ -517,3 +517,34 @@ def test_worker_runs_only_privpcas_client_app():
 
     assert CLIENT_APP_REF == "privpca.federated.flower_app:client_app"
     assert _fab_client_app(b"not a FAB") is None
+
+
+def test_provider_answers_drop_data_dependent_warnings(tmp_path, monkeypatch):
+    """Issue 26, item 4: a provider's stderr is a log others may read, so whether one of its
+    rows exceeded the public data-norm (a RowClippingWarning, a DataDependentWarning) is not
+    printed while it answers; the same provider object used in Python still warns."""
+    import types
+
+    from privpca.exceptions import DataDependentWarning
+    from privpca.federated import flower_app as fa
+    from privpca.federated.protocol import Query
+
+    X = np.random.default_rng(0).standard_normal((40, 6)) * 0.1
+    X[0] = 10.0  # above data-norm = 1
+    np.save(tmp_path / "data.npy", X)
+
+    def config(state):
+        return {"data-path": str(tmp_path / "data.npy"), "n-components": 2, "epsilon": 1.0,
+                "delta": 1e-5, "n-rounds": 3, "data-norm": 1.0, "centering": "none",
+                "state-path": str(tmp_path / state), "noise-seed": 3}
+
+    query = Query(round=1, support=np.arange(6), block=np.eye(6)[:, :2], n_features=6)
+    with pytest.warns(DataDependentWarning, match="clipped"):
+        fa.load_provider(config("direct.json")).handle(query)
+    monkeypatch.setattr(fa, "Message", lambda *args, **kwargs: (args, kwargs))  # no Flower run
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reply = fa._answer("query", types.SimpleNamespace(content=fa.message_content(query)),
+                           types.SimpleNamespace(node_config=config("served.json")))
+    assert type(reply[0][0]).__name__ == "RecordDict"  # answered, not refused
+    assert not [w for w in caught if issubclass(w.category, DataDependentWarning)]

@@ -9,9 +9,9 @@ import pytest
 
 from privpca import AnalyzeGaussPCA, PrivacyLedger
 from privpca.mechanisms.histogram import _column_counts, geometric_bin
-from privpca.pipeline._kernels import ZERO_BIN, log_bin_counts, row_norm_bin_counts
-from privpca.pipeline.preprocessing import BinnedSums
 from privpca.streaming import ArraySource
+from privpca.streaming._kernels import ZERO_BIN, log_bin_counts, row_norm_bin_counts
+from privpca.streaming.reductions import BinnedSums
 
 BASES = [2.0**0.25, 2.0**0.5, 2.0]
 

@@ -164,3 +164,168 @@ def test_federated_provider_noise_is_secure_in_secure_mode():
         assert isinstance(provider_noise_rng(None, 3, "mean"), SecureGenerator)
         with pytest.raises(ValueError, match="noise seed"):
             provider_noise_rng(7, 0)
+
+
+# =============================================================================================
+# Issue 26, item 5: seeds slip through secure mode (only None or an OS-keyed SecureGenerator
+# passes; every public releasing function checks its rng; refusals come before any charge).
+# =============================================================================================
+
+from privpca._registry import PRIVATE_ESTIMATORS  # noqa: E402
+from privpca._validation import check_noise_rng  # noqa: E402
+from privpca.mechanisms.secure_noise import is_os_keyed  # noqa: E402
+
+
+def _seeded_sources():
+    from randomgen import ChaCha
+
+    return {
+        "int": 0,
+        "SeedSequence": np.random.SeedSequence(1),
+        "Generator": np.random.default_rng(2),
+        "RandomState": np.random.RandomState(3),
+        "BitGenerator": np.random.PCG64(4),
+        "SecureGenerator(PCG64)": SecureGenerator(np.random.PCG64(5)),
+        "SecureGenerator(seeded ChaCha)": SecureGenerator(ChaCha(seed=6)),
+    }
+
+
+def test_only_os_keyed_secure_generators_are_marked_as_such():
+    fresh = SecureGenerator()
+    assert is_os_keyed(fresh) and all(is_os_keyed(c) for c in fresh.spawn(2))
+    seeded = SecureGenerator(np.random.PCG64(0))
+    assert not is_os_keyed(seeded) and "caller-supplied" in repr(seeded)
+    assert all(is_os_keyed(c) for c in seeded.spawn(2))  # spawn keys children from the OS
+    assert not is_os_keyed(np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("kind", list(_seeded_sources()))
+def test_secure_mode_refuses_every_seeded_source(kind):
+    source = _seeded_sources()[kind]
+    with privpca.config_context(secure_mode=True):
+        with pytest.raises(ValueError, match="Secure mode refuses random_state"):
+            check_random_state(source)
+        with pytest.raises(ValueError, match="Secure mode refuses rng"):
+            check_noise_rng(source)
+        fresh = SecureGenerator()
+        assert check_random_state(fresh) is fresh and check_noise_rng(fresh) is fresh
+        assert is_os_keyed(check_random_state(None)) and is_os_keyed(check_noise_rng(None))
+
+
+def _releasing_calls():
+    """Every public function that takes an ``rng`` and releases something from its input."""
+    from privpca.mechanisms.gaussian import GaussianMechanism, symmetric_gaussian_noise
+    from privpca.mechanisms.histogram import StabilityHistogram
+    from privpca.mechanisms.quantile import PrivateQuantile
+    from privpca.pipeline.preprocessing import private_mean_from_sum
+    from privpca.protocols import LocalCovarianceRandomiser
+    from privpca.protocols.local_covariance import simulate_report_sum
+    from privpca.protocols.local_preprocessing import LocalMeanRandomiser, LocalNormRandomiser
+    from privpca.solvers.bingham import sample_bingham_exact, sample_bingham_gibbs
+
+    x = np.array([0.3, -0.2, 0.1])
+    X = np.tile(x, (4, 1))
+    cov = LocalCovarianceRandomiser(3, 1.0, 1e-5)
+    mean = LocalMeanRandomiser(1.0, 1e-5, 1.0)
+    lam = np.array([3.0, 1.0, 0.0])
+    return {
+        "LocalCovarianceRandomiser.report": lambda rng: cov.report(x, rng),
+        "LocalCovarianceRandomiser.report_batch": lambda rng: cov.report_batch(X, rng),
+        "simulate_report_sum": lambda rng: simulate_report_sum(X, cov, rng),
+        "LocalNormRandomiser.report_batch":
+            lambda rng: LocalNormRandomiser(1.0).report_batch(X, np.ones(4), rng),
+        "LocalMeanRandomiser.report_batch": lambda rng: mean.report_batch(X, rng),
+        "LocalMeanRandomiser.add_report_noise":
+            lambda rng: mean.add_report_noise(X.sum(axis=0), 4, rng),
+        "GaussianMechanism.randomise":
+            lambda rng: GaussianMechanism(1.0, 1e-5, 1.0).randomise(x, rng),
+        "symmetric_gaussian_noise": lambda rng: symmetric_gaussian_noise(3, 1.0, rng),
+        "StabilityHistogram.release_modes": lambda rng: StabilityHistogram.calibrate(
+            1.0, 1e-5).release_modes(np.zeros(50, dtype=np.int64), rng),
+        "PrivateQuantile.estimate": lambda rng: PrivateQuantile.calibrate(
+            1.0, 1e-6, quantile=0.9).estimate(np.ones(50), rng),
+        "private_mean_from_sum": lambda rng: private_mean_from_sum(x, 4, 1.0, 1.0, rng),
+        "sample_bingham_exact": lambda rng: sample_bingham_exact(lam, rng=rng),
+        "sample_bingham_gibbs": lambda rng: sample_bingham_gibbs(lam, 1, 2, rng=rng),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_releasing_calls()))
+def test_public_releasing_functions_route_their_rng_through_secure_mode(name):
+    call = _releasing_calls()[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # Outside secure mode a seeded generator is the caller's choice (reproducible).
+        first = call(np.random.default_rng(0))
+        again = call(np.random.default_rng(0))
+        if name == "LocalCovarianceRandomiser.report":
+            np.testing.assert_array_equal(first, again)
+        with privpca.config_context(secure_mode=True):
+            for seeded in (np.random.default_rng(0), SecureGenerator(np.random.PCG64(0))):
+                with pytest.raises(ValueError, match="Secure mode refuses rng"):
+                    call(seeded)
+            call(None)
+            call(SecureGenerator())
+        call(None)  # None is fresh entropy outside secure mode too
+
+
+def _estimator_params(cls, paper):
+    import inspect
+
+    params = inspect.signature(cls).parameters
+    kw = {"n_components": 1}
+    if paper:
+        kw.update({key: value for key, value in (("centering", None), ("data_norm", 1.0),
+                                                  ("clip_norm", 1.0), ("amplification", "none"))
+                   if key in params})
+    return kw
+
+
+@pytest.fixture(scope="module")
+def secure_table():
+    X = np.random.default_rng(0).standard_normal((30_000, 4)) * 0.3
+    return X / np.max(np.linalg.norm(X, axis=1))
+
+
+@pytest.mark.parametrize("seed_kind", ["int", "SecureGenerator(PCG64)"])
+@pytest.mark.parametrize("paper", [False, True], ids=["pipeline", "paper"])
+@pytest.mark.parametrize("name", sorted(PRIVATE_ESTIMATORS))
+def test_refused_fit_leaves_the_ledger_untouched(name, paper, seed_kind, secure_table):
+    """The seed is refused before the ledger is charged, in every estimator family (before:
+    LocalGaussianPCA, LocalSparsePCA and PrivateOjaPCA charged first)."""
+    cls = PRIVATE_ESTIMATORS[name]
+    ledger = privpca.PrivacyLedger()
+    seed = _seeded_sources()[seed_kind]
+    with privpca.config_context(secure_mode=True), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="Secure mode refuses random_state"):
+            cls(random_state=seed, ledger=ledger, **_estimator_params(cls, paper)).fit(
+                secure_table)
+    assert len(ledger) == 0
+
+
+@pytest.mark.parametrize("paper", [False, True], ids=["pipeline", "paper"])
+def test_in_process_dpspca_runs_in_secure_mode(paper, secure_table):
+    """DPSPCA used to hand its providers seeds drawn from the secure generator, which the
+    providers then refused after the charge: in secure mode they now draw every release from
+    a fresh OS-keyed SecureGenerator."""
+    from unittest import mock
+
+    from privpca.federated import protocol
+
+    ledger = privpca.PrivacyLedger()
+    seen = []
+    real = protocol.provider_noise_rng
+
+    def spy(noise_seed, release, kind="query"):
+        rng = real(noise_seed, release, kind)
+        seen.append((noise_seed, is_os_keyed(rng)))
+        return rng
+
+    with privpca.config_context(secure_mode=True), warnings.catch_warnings(), \
+            mock.patch.object(protocol, "provider_noise_rng", spy):
+        warnings.simplefilter("ignore")
+        est = privpca.DPSPCA(n_providers=2, n_iter=3, ledger=ledger,
+                             **_estimator_params(privpca.DPSPCA, paper)).fit(secure_table)
+    assert len(ledger) == 1 and np.all(np.isfinite(est.components_))
+    assert seen and all(seed is None and keyed for seed, keyed in seen)

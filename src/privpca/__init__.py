@@ -21,6 +21,7 @@ from privpca.decomposition import (
 )
 from privpca.exceptions import (
     BudgetExceededError,
+    DataDependentWarning,
     NonFiniteInputError,
     PrivacyLeakWarning,
     PrivacyWarning,
@@ -37,6 +38,7 @@ __all__ = [
     "AnalyzeGaussPCA",
     "BinghamPCA",
     "BudgetExceededError",
+    "DataDependentWarning",
     "LocalGaussianPCA",
     "LocalSparsePCA",
     "ModSuLQPCA",

@@ -23,9 +23,11 @@ __all__ = [
     "check_epsilon",
     "check_in_range",
     "check_n_components",
+    "check_noise_rng",
     "check_norm_bound",
     "check_options",
     "check_random_state",
+    "check_secure_random_state",
     "clip_rows",
     "row_norms",
 ]
@@ -319,8 +321,11 @@ def check_random_state(random_state: Any, *, stream: str = "estimator") -> np.ra
     Raises
     ------
     ValueError
-        In secure mode, for any ``random_state`` of an estimator other than ``None`` (a
-        SecureGenerator handed down by a fit is passed through).
+        In secure mode, for any ``random_state`` of an estimator other than ``None`` or a
+        :class:`~privpca.mechanisms.secure_noise.SecureGenerator` that privpca keyed from the
+        OS itself (one handed down by a fit, or ``spawn``-ed): an int, a SeedSequence, a
+        Generator, a RandomState, a BitGenerator, or a SecureGenerator built on a caller's
+        bit generator (:func:`check_secure_random_state`).
 
     Warns
     -----
@@ -335,19 +340,14 @@ def check_random_state(random_state: Any, *, stream: str = "estimator") -> np.ra
         raise ValueError(f"stream must be one of {sorted(RANDOM_STREAM_KEYS)}; got {stream!r}.")
     if stream == "estimator":
         from privpca._config import secure_mode
-        from privpca.mechanisms.secure_noise import SecureGenerator
+        from privpca.mechanisms.secure_noise import SecureGenerator, is_os_keyed
 
-        if isinstance(random_state, SecureGenerator):
-            return random_state
         if secure_mode():
-            if random_state is not None:
-                raise ValueError(
-                    "Secure mode refuses random_state: a seed or generator would make the noise "
-                    f"reproducible. Got {random_state!r}; pass random_state=None (or leave "
-                    "secure mode for tests and experiments)."
-                )
-            return SecureGenerator()
-        if random_state is not None:
+            check_secure_random_state(random_state)
+            return SecureGenerator() if random_state is None else random_state
+        if is_os_keyed(random_state):
+            return random_state
+        if random_state is not None:  # a SecureGenerator on a caller's key included
             _warn_reproducible()
     if random_state is None:
         return np.random.default_rng()
@@ -364,6 +364,59 @@ def check_random_state(random_state: Any, *, stream: str = "estimator") -> np.ra
         "random_state must be None, an int, a numpy SeedSequence or a numpy Generator. "
         f"Got {random_state!r} instead."
     )
+
+
+def check_secure_random_state(random_state: Any, *, what: str = "random_state",
+                              owner: object | None = None) -> None:
+    """In secure mode, refuse every source of randomness but ``None`` and an OS-keyed one.
+
+    The rule of secure mode, in one place: only ``None`` (privpca draws a fresh OS key) or a
+    :class:`~privpca.mechanisms.secure_noise.SecureGenerator` keyed from the OS by privpca
+    itself (:func:`~privpca.mechanisms.secure_noise.is_os_keyed`: made with no bit generator,
+    or ``spawn``-ed) may pass. Refused with a ValueError: ints, SeedSequences, Generators,
+    RandomStates, BitGenerators, and a SecureGenerator built on a caller's bit generator
+    (seeded ChaCha included). Outside secure mode: nothing (no warning either).
+
+    Estimators call it before they charge a ledger (``_charge``, ``ReleasePipeline.charge``)
+    as well as in :func:`check_random_state`, so a refused fit spends nothing.
+    """
+    from privpca._config import secure_mode
+
+    if random_state is None or not secure_mode():
+        return
+    from privpca.mechanisms.secure_noise import is_os_keyed
+
+    if is_os_keyed(random_state):
+        return
+    raise ValueError(
+        f"Secure mode refuses {what}{_owner(owner)}: a seed or a generator not keyed by "
+        f"privpca from the operating system would make the noise reproducible. Got "
+        f"{random_state!r}; pass {what}=None (or leave secure mode for tests and experiments)."
+    )
+
+
+def check_noise_rng(rng: Any, *, owner: object | None = None) -> np.random.Generator:
+    """The generator a public releasing function (``report``, ``randomise``, ``release_*``)
+    draws its noise from, through secure mode's rule.
+
+    Secure mode: ``None`` gives a fresh :class:`~privpca.mechanisms.secure_noise.SecureGenerator`,
+    an OS-keyed SecureGenerator passes, anything else is refused
+    (:func:`check_secure_random_state`). Otherwise ``None`` gives ``default_rng()`` (fresh OS
+    entropy) and anything else is returned as given (no reproducibility warning: the caller
+    chose the stream).
+    """
+    from privpca._config import secure_mode
+
+    if secure_mode():
+        check_secure_random_state(rng, what="rng", owner=owner)
+        if rng is None:
+            from privpca.mechanisms.secure_noise import SecureGenerator
+
+            return SecureGenerator()
+        return rng
+    if rng is None:
+        return np.random.default_rng()
+    return rng
 
 
 _warned_reproducible = False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetExceededError",
+    "DataDependentWarning",
     "NonFiniteInputError",
     "PrivacyLeakWarning",
     "PrivacyWarning",
@@ -28,11 +29,25 @@ class PrivacyLeakWarning(PrivacyWarning):
     """
 
 
-class RowClippingWarning(PrivacyWarning):
+class DataDependentWarning(UserWarning):
+    """This warning's presence depends on the data; it is for the data holder's eyes.
+
+    Whether it fires is a function of the private records themselves (a row above a public
+    ``data_norm``, the exact Bingham sampler running out of proposals, ...), not of anything
+    the privacy guarantee covers: one bit about the data, outside ``privacy_``. Show it to
+    whoever called ``fit`` on their own data; never publish it (a pipeline log, a shared
+    terminal, a federated provider's output). ``privpca fit`` and the federated provider
+    therefore drop these warnings unless asked (``privpca fit --show-data-warnings``).
+    Silence them with ``warnings.simplefilter("ignore", DataDependentWarning)``.
+    """
+
+
+class RowClippingWarning(PrivacyWarning, DataDependentWarning):
     """Some rows exceeded the declared ``data_norm`` and were scaled down to it.
 
-    Clipping keeps the privacy guarantee intact but biases the estimate; the message says how
-    many rows were clipped.
+    Clipping keeps the privacy guarantee intact but biases the estimate. The message says no
+    count (how many rows were clipped is not private), but whether it fires at all depends on
+    the data: a :class:`DataDependentWarning`, for the data holder only.
     """
 
 

@@ -9,6 +9,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from privpca._validation import check_secure_random_state
 from privpca.accounting.ledger import PrivacyLedger, resolve_ledger
 from privpca.accounting.record import PrivacyRecord
 
@@ -37,7 +38,12 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
             return np.random.default_rng(rng.integers(0, 2**63))
 
     def _charge(self, record: PrivacyRecord, ledger: PrivacyLedger | None) -> None:
-        """Record the spend before anything computed from the data is released."""
+        """Record the spend before anything computed from the data is released.
+
+        Secure mode's refusal of ``random_state`` comes first: a fit that is refused spends
+        nothing, whatever the order of its own steps.
+        """
+        check_secure_random_state(getattr(self, "random_state", None), owner=self)
         target = resolve_ledger(self, ledger)
         target.spend(record, label=type(self).__name__)
 

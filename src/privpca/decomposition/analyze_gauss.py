@@ -23,7 +23,6 @@ numbers) and ``z ~ N(0, σ² I)``. With ``‖x‖ ≤ D`` for every record:
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import dp_accounting
@@ -40,6 +39,10 @@ from privpca.mechanisms.gaussian import (
     classic_gaussian_sigma,
 )
 from privpca.mechanisms.noise import symmetric_gaussian_release
+from privpca.mechanisms.sensitivity import (
+    NEIGHBOURING_RELATIONS,
+    gram_sensitivity,
+)
 from privpca.pipeline.release import ReleasePipeline, Statistic, validated_table
 
 __all__ = [
@@ -50,23 +53,8 @@ __all__ = [
     "gram_sensitivity",
 ]
 
-NEIGHBOURING_RELATIONS: tuple[str, ...] = ("replace", "add-remove")
 REPLACE_ONE = "replace one record (any two records of norm <= data_norm)"
 ADD_REMOVE_ONE = "add or remove one record of norm <= data_norm"
-
-
-def gram_sensitivity(data_norm: float, neighbouring: str = "replace") -> float:
-    """L2 sensitivity of the packed upper triangle of ``XᵀX``: ``√2·D²`` or ``D²``.
-
-    Parameters
-    ----------
-    data_norm : float
-        The bound D on every record's L2 norm.
-    neighbouring : {"replace", "add-remove"}, default="replace"
-        Replace one record (Δ = √2·D²) or add/remove one record (Δ = D²).
-    """
-    neighbouring = check_options(neighbouring, "neighbouring", NEIGHBOURING_RELATIONS)
-    return (math.sqrt(2.0) if neighbouring == "replace" else 1.0) * float(data_norm) ** 2
 
 
 class AnalyzeGaussPCA(BasePrivatePCA):
@@ -110,19 +98,26 @@ class AnalyzeGaussPCA(BasePrivatePCA):
         :data:`privpca.pipeline.budget.DEFAULT_SHARES`. The statistic gets the rest.
     holdout_fraction : "auto", None or float in (0, 0.5], default="auto"
         Where the preprocessing (private mean, scales, bound) reads its rows. ``None``: the
-        whole table, with a share of the budget. A float: that share of the rows, as whole
-        public segments drawn from the estimator's own generator, at the whole (ε, δ); the
-        statistic then reads the other rows, also at the whole (ε, δ) (parallel composition:
-        each record enters one of the two), and a streamed table is read about once instead of
-        four times. ``"auto"``: ``0.02`` from 10⁷ rows on, else ``None``
+        whole table, with a share of the budget. A float: that share of the rows, a uniformly
+        random set of single rows drawn secretly from the estimator's own generator (whatever
+        the row order), at the whole (ε, δ); the statistic then reads the other rows, also at
+        the whole (ε, δ) (parallel composition: each record enters one of the two), and a
+        streamed table is read twice (gathering the held-out rows, then the statistic)
+        instead of four times. ``"auto"``: ``0.02`` from 10⁷ rows on, else ``None``
         (:data:`privpca.pipeline.release.HOLDOUT_AUTO_MIN_ROWS`; docs/PIPELINE.md has the
         measured trade-off). Ignored in the papers' setting (nothing to preprocess).
     neighbouring : {"replace", "add-remove"}, default="replace"
         The neighbouring relation of the guarantee. ``"replace"``: one record replaced by any
         other (Δ = √2·D²; privpca's relation everywhere). ``"add-remove"``: one record added
         or removed (Δ = D²), as in Dwork et al.; only with ``centering=None`` and a numeric
-        ``data_norm`` (the paper's setting). The privacy record then also states, in its
-        ``notes``, the ε the same noise certifies under replacement.
+        ``data_norm`` (the paper's setting: a private mean, scales or bound would divide by n
+        or count rows, and are refused). The privacy record then also states, in its
+        ``notes``, the ε the same noise certifies under replacement. Under add/remove the
+        number of records n is itself private, so nothing released is computed from it:
+        ``privacy_.n_samples`` is None and ``explained_variance_`` and ``noise_level_`` are
+        in Gram units (eigenvalues of the noisy ``XᵀX``, not divided by n); the ratios,
+        ``expected_error_`` and ``components_`` do not depend on the units. (Releasing a
+        noisy, charged n instead was not needed: the outputs are meaningful without it.)
     calibration : {"analytic", "classic"}, default="analytic"
         Exact analytic Gaussian calibration (Balle & Wang 2018), or the paper's classic
         ``σ = Δ√(2 ln(1.25/δ))/ε``, which is proven only for ε < 1 (a
@@ -148,12 +143,14 @@ class AnalyzeGaussPCA(BasePrivatePCA):
         The bound D the statistic used (released: free to inspect).
     explained_variance_ : ndarray of shape (n_components_,)
         Top eigenvalues of the noisy Gram matrix over n − 1 (centred) or n (uncentred):
-        noisy, may be negative.
+        noisy, may be negative. With ``neighbouring="add-remove"`` (n private) the
+        eigenvalues themselves, undivided.
     explained_variance_ratio_ : ndarray of shape (n_components_,)
         Those eigenvalues over the noisy matrix's trace (the private total variance).
     noise_level_ : float
         Bound (probability ≥ 95 %) on the spectral norm of the noise, in the units of
-        ``explained_variance_``: eigenvalues closer than this to each other are not resolved.
+        ``explained_variance_`` (Gram units under add/remove): eigenvalues closer than this
+        to each other are not resolved.
     expected_error_ : float
         Bound (probability ≈ 95 %) on ‖V̂V̂ᵀ − VVᵀ‖_F between ``components_`` and the exact
         PCA of the same centred, clipped rows, from released quantities only
@@ -176,7 +173,8 @@ class AnalyzeGaussPCA(BasePrivatePCA):
     private mean, one for the bound, and one blocked pass that centres, clips and forms the
     Gram matrix (``O(np²)``, BLAS ``syrk``; no copy of X); then ``p(p+1)/2`` normal draws and a
     partial symmetric eigendecomposition (top k + 1 pairs). From 10⁷ rows the three
-    preprocessing passes read only the held-out 2 % (``holdout_fraction``).
+    preprocessing passes read only the held-out 2 % (``holdout_fraction``), gathered into
+    memory by one pass over the table.
 
     References
     ----------
@@ -284,7 +282,10 @@ class AnalyzeGaussPCA(BasePrivatePCA):
             sigma = run.statistic_multiplier() * sensitivity
         noisy = run.recentred_gram(prepared, pre_rng) if run.recentre else prepared.gram()
         noisy = symmetric_gaussian_release(noisy, sigma, rng, sensitivity=sensitivity)
-        fit = fit_noisy_matrix(noisy, k, noise_sd=sigma, denominator=run.denominator(prepared),
+        # Under add/remove neighbours n is a private count: no released value may divide by
+        # it, so the spectrum stays in the units of the noisy Gram matrix (denominator 1).
+        denominator = 1.0 if relation == "add-remove" else run.denominator(prepared)
+        fit = fit_noisy_matrix(noisy, k, noise_sd=sigma, denominator=denominator,
                                extra_perturbation=run.mean_perturbation(prepared))
         spend = PrivacySpend(
             mechanism=self._statistic(relation).mechanism,
@@ -319,6 +320,10 @@ class AnalyzeGaussPCA(BasePrivatePCA):
                 " Guarantee stated for add/remove-one neighbours (Delta = D²), as in Dwork et "
                 f"al.; under replace-one neighbours (Delta = √2·D²) the same noise certifies "
                 f"epsilon = {eps_replace:.4g} at the same delta. The ledger composes this "
-                "fit's event as given: do not mix neighbouring relations in one ledger."
+                "fit's event as given: do not mix neighbouring relations in one ledger. "
+                "Under add/remove the number of records is private: nothing released depends "
+                "on it except through the noisy Gram matrix (n_samples is not recorded; "
+                "explained_variance_ and noise_level_ are in Gram units, eigenvalues of "
+                "X^T X + E, not divided by n; ratios and expected_error_ are unit-free)."
             )
         return notes

@@ -35,7 +35,7 @@ from privpca._validation import (
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
-from privpca.exceptions import PrivacyLeakWarning
+from privpca.exceptions import DataDependentWarning, PrivacyLeakWarning
 from privpca.pipeline.release import ReleasePipeline, Statistic, validated_table
 from privpca.solvers.bingham import (
     UPDATES,
@@ -76,6 +76,24 @@ class BinghamPCA(BasePrivatePCA):
     says this. Chaudhuri et al. and Ge et al. ran 10³–10⁴ sweeps; raise ``burn_in`` to be
     more conservative.
 
+    **What is published does not say which sampler ran.** The choice is a function of public
+    parameters only (``sampler``, k, p): ``"uniform"`` for k = p, ``"exact"`` or ``"gibbs"``
+    when asked, and for ``sampler="auto"`` with k = 1 the combined ``"exact-or-gibbs"``: the
+    exact sampler within ``max_proposals`` proposals, and Hoff's Gibbs sampler only if every
+    proposal is rejected. Whether that fallback runs depends on the data (the acceptance rate
+    ``a`` of the exact sampler is a function of XᵀX), so ``sampler_``, ``n_sweeps_`` and
+    ``privacy_`` are the same whichever ran; only the data holder hears of it, through a
+    :class:`~privpca.exceptions.DataDependentWarning`. The guarantee covers the fallback: an
+    accepted proposal is an exact Bingham draw, so the output's law is
+    ``(1 − f)·Bingham + f·Gibbs`` with ``f = (1 − a)^max_proposals``, within total-variation
+    distance ``f·η ≤ f`` of the Bingham law, and the release is
+    ``(ε, (1 + e^ε)·sup f·η)``-DP (sup over the data sets of rows of norm ≤ D) — never weaker
+    than the Gibbs sampler's guarantee, and δ below ``e^{-3000}`` at the default budget for
+    the acceptance rates we measured (≥ 3 %, see ``sampler``); no closed-form lower bound on
+    ``a`` is known. ``sampler="exact"`` raises instead of falling back: that error is the same
+    kind of data-dependent event, of probability ``f``, covered the same way (counting the
+    error as an output). Running times differ (a timing side channel): do not publish them.
+
     Parameters
     ----------
     n_components : int, default=2
@@ -100,15 +118,17 @@ class BinghamPCA(BasePrivatePCA):
         Shares of the Gaussian preprocessing (and ``"variance"``); see
         :data:`privpca.pipeline.budget.DEFAULT_SHARES`.
     holdout_fraction : "auto", None or float in (0, 0.5], default="auto"
-        As in :class:`~privpca.AnalyzeGaussPCA`: the preprocessing from a held-out public share
-        of the rows at the whole (ε, δ), the statistic from the rest (``"auto"``: 2 % from 10⁷
-        rows on).
+        As in :class:`~privpca.AnalyzeGaussPCA`: the preprocessing from a held-out share of
+        the rows (a secret, uniformly random set) at the whole (ε, δ), the statistic from the
+        rest (``"auto"``: 2 % from 10⁷ rows on).
     sampler : {"auto", "gibbs", "exact"}, default="auto"
         ``"exact"``: Kent–Ganeiber–Mardia rejection sampling (``k = 1`` only); raises
         :class:`~privpca.solvers.bingham.ProposalBudgetExceededError` after ``max_proposals``
-        rejections. ``"gibbs"``: Hoff's Gibbs sampler. ``"auto"``: for ``k = 1`` try the exact
-        sampler within ``max_proposals`` and, if the budget runs out, warn and fall back to
-        Gibbs (the warning depends on the data: treat it as sensitive); Gibbs for ``k > 1``.
+        rejections. ``"gibbs"``: Hoff's Gibbs sampler. ``"auto"``: for ``k = 1`` the
+        ``"exact-or-gibbs"`` sampler (the exact sampler within ``max_proposals`` and, if the
+        budget runs out, Hoff's Gibbs sampler, with a
+        :class:`~privpca.exceptions.DataDependentWarning` for the data holder only; nothing
+        published changes, see **What is published** above); Gibbs for ``k > 1``.
         In our measurements the exact sampler accepted 3–30 % of proposals even at
         ``εn/2 ≈ 2·10³`` (p = 50 to 800), so the fallback is rare at the default budget.
     update : {"row", "column"}, default="row"
@@ -152,10 +172,14 @@ class BinghamPCA(BasePrivatePCA):
         ``sensitivity`` = D² (of the score), ``noise_scale`` = the temperature ``2D²/ε`` of
         the mechanism (density ``∝ exp(q/T)``), ``calibration = "exponential mechanism"``.
     sampler_ : str
-        The sampler that produced ``components_`` (``"exact"``, ``"gibbs"``, or ``"uniform"``
-        when ``k = p``, where the Bingham law is the Haar law whatever the data).
+        The sampler in use, a function of the public parameters only: ``"exact"``,
+        ``"gibbs"``, ``"exact-or-gibbs"`` (``sampler="auto"``, k = 1: which of the two drew
+        ``components_`` is deliberately not recorded), or ``"uniform"`` when ``k = p``, where
+        the Bingham law is the Haar law whatever the data.
     n_sweeps_ : int
-        Gibbs sweeps run for the released chain (0 for the exact sampler).
+        Gibbs sweeps of the sampler's chain, a function of the public parameters only:
+        ``burn_in + n_iter`` for ``"gibbs"`` and ``"exact-or-gibbs"`` (the fallback's length,
+        whether or not it ran), 0 for ``"exact"`` and ``"uniform"``.
     trace_ : ndarray of shape (1 + diagnostic_chains, burn_in + n_iter)
         Only when ``diagnostic_chains > 0``: ``tr(VᵀAV)`` (in ``[0, k·D²]``) after every sweep;
         row 0 is the released chain. Not private.
@@ -262,12 +286,13 @@ class BinghamPCA(BasePrivatePCA):
         return k
 
     def _resolve_sampler(self, k: int, n_features: int) -> str:
-        """The sampler to try, decided from public quantities only (k, p)."""
+        """The sampler, decided from public quantities only (``sampler``, k, p): what
+        ``sampler_`` publishes, whatever happens during the draw."""
         if k == n_features:
             return "uniform"
         if self.sampler != "auto":
             return str(self.sampler)
-        return "exact" if k == 1 else "gibbs"
+        return "exact-or-gibbs" if k == 1 else "gibbs"
 
     def _statistic_spend(
         self, eps: float, data_norm: float, sampler: str
@@ -286,11 +311,32 @@ class BinghamPCA(BasePrivatePCA):
             noise_scale=temperature,
             dp_event=None,  # dp-accounting has no event for a generic pure ε-DP mechanism
         )
+        gibbs = (f"Hoff's Gibbs sampler ({self.update} updates, "
+                 f"{int(self.burn_in) + int(self.n_iter)} sweeps from a data-independent "
+                 "random start)")
         if sampler == "exact":
             how = (
                 "Drawn exactly (Kent-Ganeiber-Mardia rejection sampling), so the guarantee "
-                "holds up to floating point. Its running time depends on the data (a timing "
-                "side channel): do not release it."
+                "holds up to floating point. If all max_proposals proposals are rejected "
+                "(probability f = (1 - a)^max_proposals, a the acceptance rate on these data) "
+                "the fit raises instead of releasing; counting that error as an output, the "
+                "release is (epsilon, (1 + e^epsilon) * sup f)-DP. Its running time depends "
+                "on the data (a timing side channel): do not release it."
+            )
+        elif sampler == "exact-or-gibbs":
+            how = (
+                "Drawn by the exact Kent-Ganeiber-Mardia rejection sampler within "
+                f"max_proposals={int(self.max_proposals)} proposals or, only if all of them "
+                f"are rejected, by {gibbs}. Which of the two ran depends on the data and is "
+                "not published: sampler_, n_sweeps_ and these notes are the same either way. "
+                "An accepted proposal is an exact Bingham draw, so with a the acceptance rate "
+                "on these data and f = (1 - a)^max_proposals the output's law is within "
+                "total-variation distance f * eta <= f of the Bingham law (eta: the Gibbs "
+                "chain's, unknown), and the release is (epsilon, (1 + e^epsilon) * sup f * "
+                "eta)-DP over data sets of rows of norm <= D: never weaker than the Gibbs "
+                "sampler's guarantee; no closed-form bound on a is known (measured acceptance "
+                "rates of 3-30 % make f negligible at the default budget). The running time "
+                "depends on the data (a timing side channel): do not release it."
             )
         elif sampler == "uniform":
             how = (
@@ -299,19 +345,12 @@ class BinghamPCA(BasePrivatePCA):
             )
         else:
             how = (
-                f"Drawn by Hoff's Gibbs sampler ({self.update} updates, "
-                f"{int(self.burn_in) + int(self.n_iter)} sweeps from a data-independent random "
-                "start). The guarantee is that of an exact draw: if the output's law is within "
-                "total-variation distance eta of the Bingham law for every data set, the "
-                "release is (epsilon, (1 + e^epsilon) * eta)-DP. No bound on eta is known for "
-                "a finite number of sweeps: delta = 0 holds only in the limit, and mixing "
+                f"Drawn by {gibbs}. The guarantee is that of an exact draw: if the output's law "
+                "is within total-variation distance eta of the Bingham law for every data set, "
+                "the release is (epsilon, (1 + e^epsilon) * eta)-DP. No bound on eta is known "
+                "for a finite number of sweeps: delta = 0 holds only in the limit, and mixing "
                 "diagnostics can reveal non-convergence but never certify convergence."
             )
-            if self.sampler == "auto" and sampler == "gibbs-fallback":
-                how += (
-                    " The exact sampler was tried first and exhausted max_proposals; that "
-                    "event depends on the data and was reported by a warning."
-                )
         notes = (
             "Pure epsilon-DP exponential mechanism with score tr(V^T X^T X V) "
             "(sensitivity D^2 under replacement); noise_scale holds its temperature "
@@ -356,12 +395,14 @@ class BinghamPCA(BasePrivatePCA):
         for attr in ("trace_", "mixing_"):
             if hasattr(self, attr):
                 delattr(self, attr)
-        self.n_sweeps_ = 0
+        n_sweeps = int(self.burn_in) + int(self.n_iter)
+        # Published whatever the data: functions of the public parameters only.
+        self.sampler_ = sampler
+        self.n_sweeps_ = 0 if sampler in ("exact", "uniform") else n_sweeps
         self.noise_level_ = math.nan
         self.expected_error_ = math.nan
         if sampler == "uniform":
             V = scipy.linalg.qr(rng.standard_normal((p, p)))[0]
-            self.sampler_ = "uniform"
             self._finish(run, prepared, np.asarray(fix_signs(V).T), eps, sampler, pre_rng)
             return self
 
@@ -382,34 +423,32 @@ class BinghamPCA(BasePrivatePCA):
         # Gram summed in another order, e.g. streamed): fix them so that the chain, which
         # runs in U's coordinates, is a function of B itself.
         U = fix_signs(U)
-        if sampler == "exact":
+        if sampler in ("exact", "exact-or-gibbs"):
             try:
                 res = sample_bingham_exact(
                     lam, eigenvectors=U, max_proposals=int(self.max_proposals), rng=rng
                 )
             except ProposalBudgetExceededError:
-                if self.sampler == "exact":
+                if sampler == "exact":
                     raise
+                # The fallback changes nothing published (sampler_, n_sweeps_, privacy_ are
+                # fixed above); only the data holder is told.
                 warnings.warn(
                     "BinghamPCA: the exact sampler exhausted max_proposals="
-                    f"{self.max_proposals}; falling back to the Gibbs sampler. Which sampler "
-                    "ran depends on the data: treat this message as sensitive.",
-                    PrivacyLeakWarning,
+                    f"{self.max_proposals}; the Gibbs sampler drew the released basis. Whether "
+                    "this happens depends on the data: this warning is for the data holder "
+                    "only, never publish it (sampler_ and privacy_ do not show it).",
+                    DataDependentWarning,
                     stacklevel=2,
                 )
-                sampler = "gibbs-fallback"
             else:
-                self.sampler_ = "exact"
                 self._finish(run, prepared, np.asarray(fix_signs(res.vector[:, None]).T), eps,
                              sampler, pre_rng)
                 return self
 
-        n_sweeps = int(self.burn_in) + int(self.n_iter)
         chain = sample_bingham_gibbs(
             lam, k, n_sweeps, eigenvectors=U, update=str(self.update), rng=rng
         )
-        self.sampler_ = "gibbs"
-        self.n_sweeps_ = n_sweeps
         self._finish(run, prepared, np.asarray(fix_signs(chain.basis).T), eps, sampler, pre_rng)
         if int(self.diagnostic_chains) > 0:
             self._diagnose(chain.trace, lam, k, n_sweeps, n, rng, eps, data_norm)

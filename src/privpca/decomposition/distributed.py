@@ -46,6 +46,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from privpca._config import secure_mode
 from privpca._validation import (
     check_data,
     check_in_range,
@@ -54,7 +55,6 @@ from privpca._validation import (
 )
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition._base import BasePrivatePCA
-from privpca.decomposition.noisy_power import power_sensitivity
 from privpca.federated.protocol import (
     DISTRIBUTED_REPLACE_ONE,
     INITS,
@@ -66,6 +66,7 @@ from privpca.federated.protocol import (
     paper_noise_scale,
     provider_privacy_record,
 )
+from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.metrics import sin_theta
 from privpca.pipeline.release import PreparedRows, ReleasePipeline, Statistic
 
@@ -132,7 +133,11 @@ default="random"
         provider seeds as ``integers(0, 2**63)``). The provider seeds are never stored on the
         estimator (whoever knows them can subtract the noise from the providers' answers);
         a seeded run can be replayed across processes with :func:`dpspca_provider_seeds`,
-        which needs the seed itself. ``None`` (fresh entropy) in production.
+        which needs the seed itself. ``None`` (fresh entropy) in production. In secure mode
+        (:func:`privpca.config_context`) only ``None`` is accepted (refused before anything
+        is charged) and no provider seeds exist: every provider draws each release from a
+        fresh OS-keyed :class:`~privpca.mechanisms.secure_noise.SecureGenerator`, as a
+        ``privpca provider`` in secure mode does.
     ledger : PrivacyLedger or None, default=None
         Where the spend is recorded (``None``: :func:`privpca.accounting.default_ledger`).
 
@@ -381,7 +386,10 @@ default="random"
             if isinstance(part, np.ndarray):
                 check_data(part)
         rng = check_random_state(self.random_state)
-        start, seeds = _start_and_seeds(rng, p, k, s_hat, self.init, len(parts))
+        start, drawn = _start_and_seeds(rng, p, k, s_hat, self.init, len(parts))
+        # Secure mode: no seed may reach a provider (provider_noise_rng refuses one, and would
+        # only after the charge); each release draws from a fresh OS-keyed generator instead.
+        seeds: list[int | None] = [None] * len(parts) if secure_mode() else list(drawn)
         if run.paper_mode:
             self._fit_paper(parts, ids, seeds, start, k, epsilon, delta, run.data_norm, T,
                             s_hat)
@@ -411,7 +419,7 @@ default="random"
                     f"shape {init.shape} instead."
                 )
 
-    def _fit_paper(self, parts: list[Any], ids: list[str], seeds: list[int],
+    def _fit_paper(self, parts: list[Any], ids: list[str], seeds: list[int | None],
                    start: NDArray[np.float64], k: int, epsilon: float, delta: float,
                    data_norm: float, T: int, s_hat: int) -> None:
         """The paper's setting: T answers only, exactly the code before the pipeline."""
@@ -448,8 +456,8 @@ default="random"
         self.explained_variance_ratio_ = np.full(k, np.nan)
 
     def _fit_pipeline(self, run: ReleasePipeline, parts: list[Any],
-                      ids: list[str], seeds: list[int], start: NDArray[np.float64], k: int,
-                      T: int, s_hat: int) -> None:
+                      ids: list[str], seeds: list[int | None], start: NDArray[np.float64],
+                      k: int, T: int, s_hat: int) -> None:
         """Private mean, bounds, T answers and variances, every provider on its own plan."""
         p = start.shape[0]
         run.charge(self.ledger)  # before any provider computes anything

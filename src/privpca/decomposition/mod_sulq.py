@@ -117,9 +117,9 @@ class ModSuLQPCA(BasePrivatePCA):
     budget_shares : dict or None, default=None
         As in :class:`~privpca.AnalyzeGaussPCA`.
     holdout_fraction : "auto", None or float in (0, 0.5], default="auto"
-        As in :class:`~privpca.AnalyzeGaussPCA`: the preprocessing from a held-out public share
-        of the rows at the whole (ε, δ), the statistic from the rest (``"auto"``: 2 % from 10⁷
-        rows on).
+        As in :class:`~privpca.AnalyzeGaussPCA`: the preprocessing from a held-out share of
+        the rows (a secret, uniformly random set) at the whole (ε, δ), the statistic from the
+        rest (``"auto"``: 2 % from 10⁷ rows on).
     random_state : None, int or numpy.random.Generator, default=None
         Source of the noise.
     ledger : PrivacyLedger or None, default=None

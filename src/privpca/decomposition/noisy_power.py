@@ -57,6 +57,7 @@ from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.decomposition.analyze_gauss import REPLACE_ONE
 from privpca.mechanisms.gaussian import certified_epsilon
+from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.pipeline.release import ReleasePipeline, Statistic, validated_table
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.gram import gram_matrix
@@ -72,11 +73,6 @@ SOLVERS: tuple[str, ...] = ("auto", "gram", "data")
 #: Measured on the development machine (2 cores, OpenBLAS): a p×k product with a tall X runs at
 #: about 1/6 of the flop rate of the Gram matrix's syrk (it is memory-bound for small k).
 _THIN_PRODUCT_PENALTY = 6.0
-
-
-def power_sensitivity(data_norm: float, n_components: int) -> float:
-    """L2 (Frobenius) sensitivity of ``XᵀX Q`` under replace-one: ``D²`` (k = 1), ``√2·D²``."""
-    return (1.0 if int(n_components) == 1 else math.sqrt(2.0)) * float(data_norm) ** 2
 
 
 def hardt_price_noise_scale(epsilon: float, delta: float, n_components: int, n_iter: int) -> float:
@@ -129,9 +125,9 @@ class NoisyPowerPCA(BasePrivatePCA):
         explained variance, released when not in the papers' setting); see
         :data:`privpca.pipeline.budget.DEFAULT_SHARES`.
     holdout_fraction : "auto", None or float in (0, 0.5], default="auto"
-        As in :class:`~privpca.AnalyzeGaussPCA`: the preprocessing from a held-out public share
-        of the rows at the whole (ε, δ), the statistic from the rest (``"auto"``: 2 % from 10⁷
-        rows on).
+        As in :class:`~privpca.AnalyzeGaussPCA`: the preprocessing from a held-out share of
+        the rows (a secret, uniformly random set) at the whole (ε, δ), the statistic from the
+        rest (``"auto"``: 2 % from 10⁷ rows on).
     n_iter : int, default=10
         T, the number of noisy iterations, fixed in advance (it sets the noise). Hardt & Price
         need ``T ≈ log(p)/log(λ_k/λ_{k+1})``-ish iterations; choose T from public knowledge —

@@ -17,7 +17,9 @@ messages: a provider answers at most what it agreed to for its data, ever (the c
 values it released and needs again — its bounds, the mean it centred on — live in its
 ``state-path`` file, read again for every message: Flower's stock SuperNode starts a fresh
 ClientApp process for every message, :mod:`.flower_node` keeps one process, and a run gets a
-fresh context either way). A provider never sends its exact number of clipped rows.
+fresh context either way). A provider never sends its exact number of clipped rows, and does
+not print whether any row was clipped either (warnings whose presence depends on the data,
+:class:`~privpca.exceptions.DataDependentWarning`, are dropped while it answers).
 
 Provider node config (``flower-supernode --node-config "..."``; ``privpca provider`` builds it):
 ``data-path`` (.npy or .csv; a .parquet file or folder is streamed, as is a .npy with
@@ -41,6 +43,7 @@ import json
 import math
 import time
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +53,8 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
 from privpca._validation import check_random_state
-from privpca.exceptions import BudgetExceededError
+from privpca.exceptions import BudgetExceededError, DataDependentWarning
+from privpca.federated.flower_shim import shorten_pull_backoff
 from privpca.federated.protocol import (
     FileReleaseCounter,
     MeanQuery,
@@ -331,12 +335,21 @@ def load_provider(node_config: dict[str, Any]) -> ProviderState:
 
 
 def _answer(kind: str, msg: Message, context: Context) -> Message:
-    """Answer one message with the provider's noised release, or refuse with a reason."""
+    """Answer one message with the provider's noised release, or refuse with a reason.
+
+    Warnings whose presence depends on the provider's data (a
+    :class:`~privpca.exceptions.DataDependentWarning`: rows above a public data-norm were
+    clipped; NumPy's RuntimeWarnings on the values) are dropped: a provider's stderr is a log
+    others may read.
+    """
     try:
-        provider = load_provider(dict(context.node_config))
-        message = _message_from_content(kind, msg.content)
-        reply = provider.handle(message)
-        content = _reply_to_content(reply, provider)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataDependentWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            provider = load_provider(dict(context.node_config))
+            message = _message_from_content(kind, msg.content)
+            reply = provider.handle(message)
+            content = _reply_to_content(reply, provider)
     except QueryRefusedError as exc:
         return Message(Error(REFUSED_MALFORMED, f"refused: {exc}"), reply_to=msg)
     except BudgetExceededError as exc:
@@ -364,7 +377,10 @@ def _hello_content(provider: ProviderState) -> RecordDict:
 def answer_hello(msg: Message, context: Context) -> Message:
     """The handshake: who this provider is and what it agreed to (no release, no budget)."""
     try:
-        content = _hello_content(load_provider(dict(context.node_config)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataDependentWarning)  # see _answer
+            warnings.simplefilter("ignore", RuntimeWarning)
+            content = _hello_content(load_provider(dict(context.node_config)))
     except Exception as exc:  # its own failure: say so
         return Message(Error(PROVIDER_FAILED, f"provider failed: {exc!r}"), reply_to=msg)
     return Message(content, reply_to=msg)
@@ -593,8 +609,6 @@ def _one_round(grid: Grid, nodes: list[int], message: Any, timeout: float, label
 def main(grid: Grid, context: Context) -> None:
     """ServerApp entry point: ``run_server`` with the run config."""
     import sys
-
-    from privpca.federated.flower_node import shorten_pull_backoff
 
     # Replies are listed before their contents arrive: retry those pulls after 0.02 s, not
     # Flower's 1 s (only the grid's retry delay changes).

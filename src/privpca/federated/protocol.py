@@ -114,11 +114,11 @@ from privpca._validation import (
 )
 from privpca.accounting.composition import gaussian_noise_multiplier_for_composition
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
-from privpca.decomposition.noisy_power import power_sensitivity
 from privpca.exceptions import BudgetExceededError
 from privpca.federated.streamed_rows import StreamedRows
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.noise import gaussian_release
+from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.pipeline.budget import BudgetPlan
 from privpca.pipeline.preprocessing import (
     BoundNotFoundError,

@@ -36,8 +36,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privpca._validation import row_norms
-from privpca.pipeline.preprocessing import BinCounts, BinnedSums
 from privpca.streaming import reductions
+from privpca.streaming.reductions import BinCounts, BinnedSums
 from privpca.streaming.sources import RowSource
 
 __all__ = ["CLIP_SLACK", "StreamedRows"]

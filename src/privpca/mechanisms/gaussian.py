@@ -26,8 +26,15 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import norm
 
-from privpca._validation import check_delta, check_epsilon, check_in_range, check_options
+from privpca._validation import (
+    check_delta,
+    check_epsilon,
+    check_in_range,
+    check_noise_rng,
+    check_options,
+)
 from privpca.exceptions import PrivacyLeakWarning
+from privpca.mechanisms.noise import gaussian_release, symmetric_noise
 
 __all__ = [
     "Calibration",
@@ -126,16 +133,11 @@ def symmetric_gaussian_noise(
     The lower triangle mirrors the upper one. Exactly ``p(p+1)/2`` normal draws are made, in
     the row-major order of the packed upper triangle (row 0 first), so the matrix equals
     ``unpack_upper_triangle(scale * rng.standard_normal(p(p+1)/2))`` for the same generator
-    state.
+    state. In secure mode ``rng`` must be an OS-keyed SecureGenerator (a seeded one is
+    refused: :func:`privpca._validation.check_noise_rng`).
     """
-    p = int(n_features)
-    noise = np.empty((p, p))
-    for i in range(p):
-        row = rng.standard_normal(p - i)
-        row *= scale
-        noise[i, i:] = row
-        noise[i:, i] = row
-    return noise
+    rng = check_noise_rng(rng, owner="symmetric_gaussian_noise")
+    return symmetric_noise(int(n_features), scale, rng)
 
 
 @dataclass(frozen=True)
@@ -196,9 +198,12 @@ class GaussianMechanism:
     def randomise(
         self, value: NDArray[np.float64], rng: np.random.Generator
     ) -> NDArray[np.float64]:
-        """Return ``value + N(0, σ²)`` noise of the same shape (a new array)."""
-        value = np.asarray(value, dtype=np.float64)
-        from privpca.mechanisms.noise import gaussian_release
+        """Return ``value + N(0, σ²)`` noise of the same shape (a new array).
 
+        In secure mode ``rng`` must be None or an OS-keyed SecureGenerator; anything seeded is
+        refused before the value is read (:func:`privpca._validation.check_noise_rng`).
+        """
+        rng = check_noise_rng(rng, owner="GaussianMechanism")
+        value = np.asarray(value, dtype=np.float64)
         return np.asarray(gaussian_release(value, self.sigma, rng,
                                            sensitivity=self.sensitivity))

@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
-from privpca._validation import check_delta, check_epsilon, check_in_range
+from privpca._validation import check_delta, check_epsilon, check_in_range, check_noise_rng
 from privpca.accounting.composition import compose_epsilon
 from privpca.mechanisms.noise import gaussian_release, laplace_release
 
@@ -304,11 +304,13 @@ class StabilityHistogram:
             Every non-empty ``(histogram, bin)`` pair and its count, ordered by histogram,
             then bin (the order the noise is drawn in), e.g. from :func:`column_bin_counts`.
         rng : numpy.random.Generator
+            In secure mode, None or an OS-keyed SecureGenerator only (``check_noise_rng``).
 
         Returns
         -------
         HistogramRelease
         """
+        rng = check_noise_rng(rng, owner="StabilityHistogram")
         h = self.n_histograms
         mode = np.zeros(h, dtype=np.int64)
         released = np.zeros(h, dtype=bool)

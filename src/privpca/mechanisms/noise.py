@@ -4,6 +4,9 @@ Every noisy release in privpca (central statistics, pipeline parts, local report
 provider's answers, gradient steps, histogram counts) calls one of these functions with the
 **exact value**, its **sensitivity** and the noise scale its calibration gave. A test reads
 the source and checks that nothing outside :mod:`privpca.mechanisms` draws privacy noise.
+Every function passes its generator through secure mode's rule first
+(:func:`privpca._validation.check_noise_rng`: in secure mode only an OS-keyed
+:class:`~privpca.mechanisms.secure_noise.SecureGenerator` may draw a release).
 
 Two modes, chosen by the generator (:func:`privpca._validation.check_random_state` returns a
 :class:`~privpca.mechanisms.secure_noise.SecureGenerator` in secure mode):
@@ -43,6 +46,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from privpca._validation import check_noise_rng
 from privpca.mechanisms.secure_noise import (
     GRID_BITS,
     SecureGenerator,
@@ -90,6 +94,18 @@ def secure_noise_scale(scale: float, sensitivity: float, coordinates: int, *,
     d = max(int(coordinates), 1)
     extra = lam * (math.sqrt(d) if norm == "l2" else float(d))
     return lam, float(scale) * (sensitivity + extra) / sensitivity
+
+
+def symmetric_noise(p: int, scale: float, rng: np.random.Generator) -> NDArray[np.float64]:
+    """Default mode's symmetric noise: ``p(p+1)/2`` draws, row by row of the packed upper
+    triangle (row 0 first), scaled, mirrored below the diagonal."""
+    noise = np.empty((p, p))
+    for i in range(p):
+        row = rng.standard_normal(p - i)
+        row *= scale
+        noise[i, i:] = row
+        noise[i:, i] = row
+    return noise
 
 
 def _is_secure(rng: np.random.Generator) -> bool:
@@ -140,6 +156,7 @@ def gaussian_release(value: ArrayLike, sigma: float, rng: np.random.Generator, *
     float or ndarray
         Same shape as ``value``; float for a scalar.
     """
+    rng = check_noise_rng(rng, owner="gaussian_release")
     sigma = _check_scale(sigma, "gaussian_release")
     scalar = np.ndim(value) == 0
     if not _is_secure(rng):
@@ -162,6 +179,7 @@ def laplace_release(value: ArrayLike, scale: float, rng: np.random.Generator, *,
     value and adds exact discrete Laplace noise, ``b`` raised by ``(Δ₁ + Λd)/Δ₁`` unless the
     value is integer-valued. See :func:`gaussian_release` for the parameters.
     """
+    rng = check_noise_rng(rng, owner="laplace_release")
     scale = _check_scale(scale, "laplace_release")
     scalar = np.ndim(value) == 0
     if not _is_secure(rng):
@@ -186,15 +204,14 @@ def symmetric_gaussian_release(matrix: ArrayLike, sigma: float, rng: np.random.G
     the draws every seeded result was made with). Secure mode: the upper triangle of
     ``matrix`` is snapped and released by :func:`gaussian_release`, then mirrored.
     """
-    from privpca.mechanisms.gaussian import symmetric_gaussian_noise
-
+    rng = check_noise_rng(rng, owner="symmetric_gaussian_release")
     sigma = _check_scale(sigma, "symmetric_gaussian_release")
     A = np.asarray(matrix, dtype=np.float64)
     p = A.shape[0]
     if A.ndim != 2 or A.shape[1] != p:
         raise ValueError(f"symmetric_gaussian_release needs a square matrix; got {A.shape}.")
     if not _is_secure(rng):
-        return A + symmetric_gaussian_noise(p, sigma, rng)
+        return A + symmetric_noise(p, sigma, rng)
     iu = np.triu_indices(p)
     packed = gaussian_release(A[iu], sigma, rng, sensitivity=sensitivity)
     out = np.empty((p, p))
@@ -216,7 +233,7 @@ class GaussianNoiseSteps:
     def __init__(self, sigma: float, rng: np.random.Generator, shape: tuple[int, ...], *,
                  sensitivity: float) -> None:
         self.sigma = _check_scale(sigma, "GaussianNoiseSteps")
-        self.rng = rng
+        self.rng = check_noise_rng(rng, owner="GaussianNoiseSteps")
         self.shape = tuple(int(s) for s in shape)
         self.secure = _is_secure(rng)
         self._draws: NDArray[np.float64] = np.empty((0, *self.shape))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privpca._validation import check_in_range
+from privpca._validation import check_in_range, check_noise_rng
 from privpca.mechanisms.histogram import StabilityHistogram, _column_counts, geometric_bin
 from privpca.mechanisms.noise import gaussian_release
 
@@ -136,6 +136,7 @@ class PrivateQuantile:
         returns them). Streamed fits sum these counts over blocks of rows and release the
         total here, exactly as if the values had been passed at once.
         """
+        rng = check_noise_rng(rng, owner="PrivateQuantile")  # secure mode: OS-keyed only
         h = int(n_histograms)
         noisy = gaussian_release(counts, self.histogram.scale, rng,
                                  sensitivity=self.histogram.sensitivity, integer_valued=True)

@@ -65,6 +65,7 @@ __all__ = [
     "SecureGenerator",
     "discrete_gaussian",
     "discrete_laplace",
+    "is_os_keyed",
     "secure_bit_generator",
 ]
 
@@ -179,7 +180,7 @@ class SecureGenerator(np.random.Generator):
     ----------
     bit_generator : numpy.random.BitGenerator, optional
         Defaults to :func:`secure_bit_generator` (a fresh OS key). Tests only: anything else
-        is not secure.
+        is not secure, and secure mode refuses such a generator (:func:`is_os_keyed`).
 
     Notes
     -----
@@ -189,6 +190,9 @@ class SecureGenerator(np.random.Generator):
 
     def __init__(self, bit_generator: np.random.BitGenerator | None = None) -> None:
         super().__init__(secure_bit_generator() if bit_generator is None else bit_generator)
+        # Keyed by privpca from the OS (not a caller's bit generator, which may be seeded):
+        # the only generators secure mode lets through (privpca._validation).
+        self._os_keyed = bit_generator is None
 
     def standard_normal(self, size: Any = None, dtype: Any = np.float64,
                         out: Any = None) -> Any:
@@ -223,7 +227,18 @@ class SecureGenerator(np.random.Generator):
         raise TypeError("A SecureGenerator cannot be pickled: its key must not leave the process.")
 
     def __repr__(self) -> str:
-        return "SecureGenerator(ChaCha20, OS-keyed)"
+        if self._os_keyed:
+            return "SecureGenerator(ChaCha20, OS-keyed)"
+        return f"SecureGenerator({type(self.bit_generator).__name__}, caller-supplied key)"
+
+
+def is_os_keyed(rng: Any) -> bool:
+    """Whether ``rng`` is a :class:`SecureGenerator` that privpca keyed from the OS itself.
+
+    A SecureGenerator built on a caller's bit generator (``SecureGenerator(ChaCha(seed=0))``)
+    is not: its stream is as reproducible as the seed behind it.
+    """
+    return isinstance(rng, SecureGenerator) and bool(getattr(rng, "_os_keyed", False))
 
 
 def _scalar_scale(scale: Any, what: str) -> float:

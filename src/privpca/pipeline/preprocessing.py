@@ -30,15 +30,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from privpca._validation import check_noise_rng
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.quantile import PrivateQuantile, QuantileRelease
-from privpca.pipeline._kernels import ZERO_BIN, binned_norm_sums, log_bin_counts
-
-#: ``(bin index, count)`` of every non-empty bin of one histogram on a log grid.
-BinCounts = tuple[NDArray[np.int64], NDArray[np.float64]]
+from privpca.streaming._kernels import log_bin_counts
+from privpca.streaming.reductions import BinCounts, BinnedSums
 
 __all__ = [
-    "BinnedSums",
+    "BinnedSums",  # re-exported from privpca.streaming.reductions, where it is made
     "MeanRelease",
     "ScaleRelease",
     "norm_bin_counts",
@@ -58,60 +57,6 @@ def norm_bin_counts(norms: NDArray[np.float64], base: float) -> BinCounts:
     """Exact counts of ``norms`` in the log-grid bins of ratio ``base`` (non-empty bins,
     ascending): ``geometric_bin`` and its counts, in one compiled pass."""
     return log_bin_counts(norms, base)
-
-
-@dataclass(frozen=True)
-class BinnedSums:
-    """Rows binned on the log grid by ``r = ‖x − c‖``: per non-empty bin (ascending) its
-    count, ``S = Σ (x − c)`` and ``T = Σ (x − c)/r`` (:mod:`privpca.pipeline._kernels`).
-
-    One pass gives both the norm histogram of a private bound R and, once R (a bin edge) is
-    released, the exact clipped sum ``Σ clip_R(x − c)`` (:meth:`clipped_sum`), so a round of
-    the private mean reads the table once instead of twice.
-    """
-
-    index: NDArray[np.int64]
-    counts: NDArray[np.float64]
-    S: NDArray[np.float64]
-    T: NDArray[np.float64]
-
-    @classmethod
-    def of(cls, X: NDArray[np.float64], centre: NDArray[np.float64] | None,
-           base: float) -> BinnedSums:
-        return cls(*binned_norm_sums(X, centre, base))
-
-    def merge(self, other: BinnedSums) -> BinnedSums:
-        """The sums of both sets of rows (bins united, ascending)."""
-        index, inverse = np.unique(np.concatenate([self.index, other.index]),
-                                   return_inverse=True)
-        m, p = len(index), self.S.shape[1]
-        counts = np.zeros(m)
-        S, T = np.zeros((m, p)), np.zeros((m, p))
-        for part, rows in ((self, inverse[:len(self.index)]),
-                           (other, inverse[len(self.index):])):
-            counts[rows] += part.counts
-            S[rows] += part.S
-            T[rows] += part.T
-        return BinnedSums(index.astype(np.int64), counts, S, T)
-
-    def clipped_sum(self, bound: float, base: float) -> NDArray[np.float64]:
-        """``Σ min(1, R/r)(x − c)`` for ``R = bound``, an edge ``base^(j+1)`` of the grid.
-
-        Bins wholly below R are summed as they are, bins wholly above are scaled to norm R.
-        Raises ValueError if R cuts a bin (it is not an edge of this grid).
-        """
-        total = np.zeros(self.S.shape[1])
-        for idx, s_row, t_row in zip(self.index, self.S, self.T, strict=True):
-            if idx <= ZERO_BIN:
-                continue  # rows equal to the centre add nothing
-            if base ** (int(idx) + 1) <= bound:
-                total += s_row
-            elif base ** int(idx) >= bound:
-                total += bound * t_row
-            else:
-                raise ValueError(f"The bound {bound!r} is not an edge of the log grid of "
-                                 f"ratio {base!r}.")
-        return total
 
 
 def private_norm_bound(
@@ -203,7 +148,10 @@ def private_mean_from_sum(
     multiplier: float,
     rng: np.random.Generator,
 ) -> MeanRelease:
-    """:func:`private_mean` from the exact ``Σ clip_R(xᵢ − c)`` (e.g. summed over blocks)."""
+    """:func:`private_mean` from the exact ``Σ clip_R(xᵢ − c)`` (e.g. summed over blocks).
+
+    In secure mode ``rng`` must be an OS-keyed SecureGenerator (``check_noise_rng``)."""
+    rng = check_noise_rng(rng, owner="private_mean_from_sum")
     total = np.array(clipped_sum, dtype=np.float64)
     sensitivity = 2.0 * bound
     sigma = multiplier * sensitivity

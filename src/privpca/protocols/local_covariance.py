@@ -28,7 +28,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privpca._validation import check_data, check_in_range, check_options, clip_rows
+from privpca._validation import (
+    check_data,
+    check_in_range,
+    check_noise_rng,
+    check_options,
+    clip_rows,
+)
 from privpca.exceptions import PrivacyLeakWarning
 from privpca.mechanisms.gaussian import (
     GaussianMechanism,
@@ -170,15 +176,19 @@ class LocalCovarianceRandomiser:
             X = X - self.centre
         return clip_rows(X, self.data_norm, owner="LocalCovarianceRandomiser")[0]
 
-    def report(self, x: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]:
+    def report(self, x: ArrayLike, rng: np.random.Generator | None = None
+               ) -> NDArray[np.float64]:
         """One user's report: packed upper triangle of ``x xᵀ`` plus Gaussian noise.
 
         Parameters
         ----------
         x : array-like of shape (n_features,)
             The user's record; clipped to ``data_norm`` (with a warning) if longer.
-        rng : numpy.random.Generator
-            The user's randomness.
+        rng : numpy.random.Generator or None, default=None
+            The user's randomness (``None``: fresh OS entropy). In secure mode only ``None``
+            or an OS-keyed :class:`~privpca.mechanisms.secure_noise.SecureGenerator` is
+            accepted (:func:`privpca._validation.check_noise_rng`); a seeded generator is
+            refused with a ValueError.
 
         Returns
         -------
@@ -186,8 +196,11 @@ class LocalCovarianceRandomiser:
         """
         return self.report_batch(np.asarray(x, dtype=np.float64).reshape(1, -1), rng)[0]
 
-    def report_batch(self, X: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]:
-        """Reports of several users at once (each row randomised independently)."""
+    def report_batch(self, X: ArrayLike, rng: np.random.Generator | None = None
+                     ) -> NDArray[np.float64]:
+        """Reports of several users at once (each row randomised independently); ``rng`` as
+        in :meth:`report` (secure mode refuses a seeded one before anything is computed)."""
+        rng = check_noise_rng(rng, owner="LocalCovarianceRandomiser")
         Xc = self._clip(check_data(X))
         rows, cols = np.triu_indices(self.n_features)
         reports = Xc[:, rows] * Xc[:, cols]
@@ -273,6 +286,7 @@ def simulate_report_sum(
     n, p = X.shape
     if p != randomiser.n_features:
         raise ValueError(f"X has {p} features; the randomiser expects {randomiser.n_features}.")
+    rng = check_noise_rng(rng, owner="simulate_report_sum")
     total = gram_matrix(X)
     total = symmetric_gaussian_release(total, math.sqrt(n) * randomiser.noise_scale, rng,
                                        sensitivity=randomiser.mechanism.sensitivity)

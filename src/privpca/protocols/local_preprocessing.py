@@ -36,7 +36,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privpca._validation import check_data, check_delta, check_epsilon, check_in_range
+from privpca._validation import (
+    check_data,
+    check_delta,
+    check_epsilon,
+    check_in_range,
+    check_noise_rng,
+)
 from privpca.mechanisms.gaussian import analytic_gaussian_sigma
 from privpca.mechanisms.noise import gaussian_release
 
@@ -107,7 +113,9 @@ class LocalNormRandomiser:
     def report_batch(
         self, X: ArrayLike, thresholds: ArrayLike, rng: np.random.Generator
     ) -> NDArray[np.int8]:
-        """Each user's flipped bit ``1[‖x − c‖ ≤ t]`` for its assigned threshold ``t``."""
+        """Each user's flipped bit ``1[‖x − c‖ ≤ t]`` for its assigned threshold ``t``
+        (``rng``: secure mode accepts only None or an OS-keyed SecureGenerator)."""
+        rng = check_noise_rng(rng, owner="LocalNormRandomiser")
         Xv = check_data(X)
         t = np.asarray(thresholds, dtype=np.float64)
         if t.shape != (Xv.shape[0],):
@@ -211,7 +219,9 @@ class LocalMeanRandomiser:
         return analytic_gaussian_sigma(self.epsilon, self.delta, self.sensitivity)
 
     def report_batch(self, X: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]:
-        """Each user's clipped record plus its own Gaussian noise."""
+        """Each user's clipped record plus its own Gaussian noise (``rng``: secure mode
+        accepts only None or an OS-keyed SecureGenerator)."""
+        rng = check_noise_rng(rng, owner="LocalMeanRandomiser")
         Xv = check_data(X)
         norms = np.sqrt(np.einsum("ij,ij->i", Xv, Xv))
         with np.errstate(divide="ignore"):
@@ -231,6 +241,7 @@ class LocalMeanRandomiser:
         :meth:`report_batch`, at the cost of ``p`` normal draws instead of ``m·p`` (the
         simulation of many users inside one fit; the clipped sum is a block reduction).
         """
+        rng = check_noise_rng(rng, owner="LocalMeanRandomiser")
         total = np.array(clipped_sum, dtype=np.float64)
         total = gaussian_release(total, math.sqrt(n_reports) * self.noise_scale, rng,
                                  sensitivity=self.sensitivity)

@@ -85,6 +85,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import lapack
 from threadpoolctl import threadpool_limits
 
+from privpca._validation import check_noise_rng
+
 __all__ = [
     "BinghamGibbsResult",
     "ExactBinghamResult",
@@ -541,6 +543,8 @@ def sample_bingham_gibbs(
     init : array-like of shape (p, k), optional
         Starting ``V`` (orthonormalised). ``None``: Haar-random, independent of ``B``.
     rng : numpy.random.Generator, optional
+        ``None``: fresh OS entropy. In secure mode only None or an OS-keyed SecureGenerator
+        (:func:`privpca._validation.check_noise_rng`): the draw may be a private release.
 
     Returns
     -------
@@ -562,7 +566,7 @@ def sample_bingham_gibbs(
         raise ValueError(f"update must be one of {UPDATES}. Got {update!r} instead.")
     if int(n_sweeps) < 0:
         raise ValueError(f"n_sweeps must be >= 0. Got {n_sweeps!r} instead.")
-    rng = np.random.default_rng() if rng is None else rng
+    rng = check_noise_rng(rng, owner="sample_bingham_gibbs")
     if init is None:
         W = _orthonormalise(rng.standard_normal((p, k)))
     else:
@@ -647,6 +651,7 @@ def sample_bingham_exact(
     batch_size : int, default=4096
         Largest vectorised batch of proposals (batches start at 32 and double).
     rng : numpy.random.Generator, optional
+        As in :func:`sample_bingham_gibbs` (secure mode: OS-keyed only).
 
     Returns
     -------
@@ -660,7 +665,7 @@ def sample_bingham_exact(
     lam, U = _check_spectrum(eigenvalues, eigenvectors)
     if int(max_proposals) < 1:
         raise ValueError(f"max_proposals must be >= 1. Got {max_proposals!r} instead.")
-    rng = np.random.default_rng() if rng is None else rng
+    rng = check_noise_rng(rng, owner="sample_bingham_exact")
     q = lam.size
     a = lam.max() - lam
     b = _kgm_b(a)

@@ -7,6 +7,7 @@ The block functions are module-level so that Dask can ship them to worker proces
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -14,11 +15,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privpca.mechanisms.histogram import _column_counts, geometric_bin
-from privpca.pipeline._kernels import row_norm_bin_counts, shifted_clipped_rows
-from privpca.pipeline.preprocessing import BinCounts, BinnedSums
+from privpca.streaming._kernels import ZERO_BIN, row_norm_bin_counts, shifted_clipped_rows
+from privpca.streaming._kernels import binned_norm_sums as _binned_norm_sums
 from privpca.streaming.sources import RowSource, check_finite, check_shape
 
 __all__ = [
+    "BinCounts",
+    "BinnedSums",
     "binned_norm_sums",
     "clipped_gram",
     "clipped_product",
@@ -30,6 +33,65 @@ __all__ = [
     "projected_moments",
     "randomised_norm_answers",
 ]
+
+#: ``(bin index, count)`` of every non-empty bin of one histogram on a log grid.
+BinCounts = tuple[NDArray[np.int64], NDArray[np.float64]]
+
+
+@dataclass(frozen=True)
+class BinnedSums:
+    """Rows binned on the log grid by ``r = ‖x − c‖``: per non-empty bin (ascending) its
+    count, ``S = Σ (x − c)`` and ``T = Σ (x − c)/r`` (:mod:`privpca.streaming._kernels`).
+
+    One pass gives both the norm histogram of a private bound R and, once R (a bin edge) is
+    released, the exact clipped sum ``Σ clip_R(x − c)`` (:meth:`clipped_sum`), so a round of
+    the private mean reads the table once instead of twice.
+    """
+
+    index: NDArray[np.int64]
+    counts: NDArray[np.float64]
+    S: NDArray[np.float64]
+    T: NDArray[np.float64]
+
+    @classmethod
+    def of(cls, X: NDArray[np.float64], centre: NDArray[np.float64] | None,
+           base: float) -> BinnedSums:
+        return cls(*_binned_norm_sums(X, centre, base))
+
+    def merge(self, other: BinnedSums) -> BinnedSums:
+        """The sums of both sets of rows (bins united, ascending)."""
+        index, inverse = np.unique(np.concatenate([self.index, other.index]),
+                                   return_inverse=True)
+        m, p = len(index), self.S.shape[1]
+        counts = np.zeros(m)
+        S, T = np.zeros((m, p)), np.zeros((m, p))
+        for part, rows in ((self, inverse[:len(self.index)]),
+                           (other, inverse[len(self.index):])):
+            counts[rows] += part.counts
+            S[rows] += part.S
+            T[rows] += part.T
+        return BinnedSums(index.astype(np.int64), counts, S, T)
+
+    def clipped_sum(self, bound: float, base: float) -> NDArray[np.float64]:
+        """``Σ min(1, R/r)(x − c)`` for ``R = bound``, an edge ``base^(j+1)`` of the grid.
+
+        Bins wholly below R are summed as they are, bins wholly above are scaled to norm R.
+        Raises ValueError if R cuts a bin (it is not an edge of this grid).
+        """
+        total = np.zeros(self.S.shape[1])
+        for idx, s_row, t_row in zip(self.index, self.S, self.T, strict=True):
+            if idx <= ZERO_BIN:
+                continue  # rows equal to the centre add nothing
+            if base ** (int(idx) + 1) <= bound:
+                total += s_row
+            elif base ** int(idx) >= bound:
+                total += bound * t_row
+            else:
+                raise ValueError(f"The bound {bound!r} is not an edge of the log grid of "
+                                 f"ratio {base!r}.")
+        return total
+
+
 
 
 def _shift(block: NDArray[np.float64], centre: NDArray[np.float64] | None,
