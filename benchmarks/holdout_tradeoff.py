@@ -1,6 +1,6 @@
 """Accuracy of the release pipeline's two layouts on defaults, side by side: preprocessing on
 the whole table with a share of the budget (``holdout_fraction=None``) against a held-out
-public share of the rows at the whole budget (``holdout_fraction=f``).
+share of the rows (a secret, uniformly random set) at the whole budget (``holdout_fraction=f``).
 
 Data: a shifted, mixed-units spiked table (a column mean of up to 10³, scales 0.3–3, a
 k-dimensional signal); the error is ‖V̂V̂ᵀ − VVᵀ‖_F to scikit-learn's ``PCA(k)`` of the same
@@ -22,8 +22,7 @@ from sklearn.decomposition import PCA
 
 from privpca import AnalyzeGaussPCA, PrivacyLedger
 from privpca.metrics import subspace_distance
-from privpca.pipeline.release import PIPELINE_HOLDOUT_SEGMENTS
-from privpca.streaming.holdout import segment_split
+from privpca.streaming.holdout import random_row_split
 
 
 def table(n: int, p: int, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -79,10 +78,11 @@ def main() -> None:
                                       random_state=np.random.default_rng(seq),
                                       ledger=PrivacyLedger()).fit(X)
                 errors[f].append(subspace_distance(est.components_.T, truth))
-            for f in args.fractions:  # any public draw of segments: the size is what matters
-                split = segment_split(n, f, np.random.default_rng(0),
-                                      segments=PIPELINE_HOLDOUT_SEGMENTS)
-                rest = np.concatenate([X[a:b] for a, b in split.rest])
+            for f in args.fractions:  # a draw of held-out rows, as the fit makes it
+                split = random_row_split(n, f, np.random.default_rng(0))
+                keep = np.ones(n, dtype=bool)
+                keep[split.held] = False
+                rest = X[keep]
                 sub = PCA(args.k, svd_solver="covariance_eigh").fit(rest).components_.T
                 subsample[f].append(subspace_distance(sub, truth))
                 del rest

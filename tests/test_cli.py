@@ -195,11 +195,46 @@ def test_fit_reports_clipping(runner, tmp_path):
     path = tmp_path / "big.npy"
     np.save(path, X)
     result = runner.invoke(main, ["fit", "-k", "1", "--epsilon", "1", "--centering", "none",
-                                  "--data-norm", "1", str(path)])
+                                  "--data-norm", "1", "--show-data-warnings", str(path)])
     assert result.exit_code == 0, result.output
     assert "RowClippingWarning: Some rows" in result.stderr
     assert "4 of 20" not in result.stderr  # no count of the data, in no output
     assert "n_clipped" not in json.loads(result.stdout)["privacy"]
+
+
+def test_fit_stderr_does_not_depend_on_clipping(runner, tmp_path, monkeypatch):
+    """Issue 26, item 4: whether a row exceeds a public --data-norm is one bit about the data.
+    Two tables equal after clipping (a row of norm 2 clipped to [1, 0, 0], or that row as is)
+    give byte-identical stdout and stderr by default; --show-data-warnings (for the data
+    holder) prints the warning, and in Python it is a DataDependentWarning."""
+    from privpca import _validation
+    from privpca.exceptions import DataDependentWarning, RowClippingWarning
+
+    X = np.random.default_rng(0).standard_normal((300, 3)) * 0.1
+    outputs = []
+    for first in ([2.0, 0.0, 0.0], [1.0, 0.0, 0.0]):
+        X[0] = first
+        path = tmp_path / f"table{first[0]:g}.npy"
+        np.save(path, X)
+        monkeypatch.setattr(_validation, "_warned_reproducible", False)  # same lines each run
+        result = runner.invoke(main, ["fit", "-k", "1", "--epsilon", "1", "--centering",
+                                      "none", "--data-norm", "1", "--seed", "0", str(path)])
+        assert result.exit_code == 0, result.output
+        outputs.append((result.stdout, result.stderr))
+    assert outputs[0] == outputs[1]
+    assert "RowClippingWarning" not in outputs[0][1] and "clipped" not in outputs[0][1]
+    X[0] = [2.0, 0.0, 0.0]
+    np.save(tmp_path / "table2.npy", X)
+    shown = runner.invoke(main, ["fit", "-k", "1", "--epsilon", "1", "--centering", "none",
+                                 "--data-norm", "1", "--seed", "0", "--show-data-warnings",
+                                 str(tmp_path / "table2.npy")])
+    assert shown.exit_code == 0, shown.output
+    assert "warning: RowClippingWarning: Some rows" in shown.stderr
+    assert issubclass(RowClippingWarning, DataDependentWarning)
+    from privpca import AnalyzeGaussPCA, PrivacyLedger
+
+    with pytest.warns(DataDependentWarning, match="clipped"):
+        AnalyzeGaussPCA(1, centering=None, data_norm=1.0, ledger=PrivacyLedger()).fit(X)
 
 
 BAD_CELLS = [

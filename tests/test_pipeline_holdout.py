@@ -1,8 +1,10 @@
-"""The release pipeline's held-out layout: preprocessing from public segments at the whole
-(ε, δ), the statistic from the other rows at the whole (ε, δ) (parallel composition)."""
+"""The release pipeline's held-out layout: preprocessing from a secret, uniformly random set of
+rows at the whole (ε, δ), the statistic from the other rows at the whole (ε, δ) (parallel
+composition, whatever the row order)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
@@ -20,7 +22,11 @@ from privpca.pipeline.release import (
     Statistic,
 )
 from privpca.streaming import ArraySource, ChunkSource
-from privpca.streaming.holdout import segment_split
+from privpca.streaming.holdout import (
+    held_out_size,
+    random_row_split,
+    random_subset,
+)
 
 ESTIMATORS = [AnalyzeGaussPCA, ModSuLQPCA, NoisyPowerPCA, BinghamPCA]
 _SHORT = {BinghamPCA: dict(burn_in=0, n_iter=20)}
@@ -75,8 +81,7 @@ def test_auto_holds_out_from_ten_million_rows_on_and_only_with_preprocessing():
     assert _pipeline(HOLDOUT_AUTO_MIN_ROWS - 1).holdout_fraction is None
     big = _pipeline(HOLDOUT_AUTO_MIN_ROWS)
     assert big.holdout_fraction == HOLDOUT_AUTO_FRACTION
-    held = segment_split(HOLDOUT_AUTO_MIN_ROWS, HOLDOUT_AUTO_FRACTION, None,
-                         segments=10_000).n_held
+    held = held_out_size(HOLDOUT_AUTO_MIN_ROWS, HOLDOUT_AUTO_FRACTION)
     assert big.n_statistic == HOLDOUT_AUTO_MIN_ROWS - held == 9_800_000
     # The statistic's plan (the statistic and its re-centring sum) is the whole budget.
     assert sorted(big.plan.parts) == ["centre", "statistic"]
@@ -174,12 +179,15 @@ class _CountingArray:
         return out
 
 
-def test_preprocessing_reads_only_the_held_out_rows(table):
-    """Three passes over the held-out 5 % (two mean rounds, the bound), one over the rest."""
+def test_the_table_is_read_twice_once_to_gather_the_held_out_rows(table):
+    """The held-out 5 % lie everywhere: one pass gathers them into memory, where the three
+    preprocessing passes (two mean rounds, the bound) read them; then one pass over the rest
+    (the held-out rows removed block by block). Segments read 3·n_held + (n − n_held) rows
+    (1.1 n here) but are not private on sorted tables (below)."""
     counting = _CountingArray(table)
     _fit(AnalyzeGaussPCA, ArraySource(counting), holdout_fraction=0.05)
-    n, n_held = table.shape[0], 3000
-    assert counting.rows_read == 3 * n_held + (n - n_held)
+    n = table.shape[0]
+    assert counting.rows_read == 2 * n
     full = _CountingArray(table)
     _fit(AnalyzeGaussPCA, ArraySource(full), holdout_fraction=None)
     assert full.rows_read == 4 * n
@@ -221,7 +229,8 @@ def _zarr_store(table, tmp_path):
 def test_dask_table_selection_reads_only_the_selected_rows(table, tmp_path, kind):
     pytest.importorskip("dask.array")
     from privpca.streaming.dask_io import dask_table, dask_table_rows
-    from privpca.streaming.sources import DaskSource, select_rows
+    from privpca.streaming.selection import select_rows
+    from privpca.streaming.sources import DaskSource
 
     path = tmp_path / "X.npy"
     np.save(path, table)
@@ -271,7 +280,8 @@ def test_parquet_selections_read_only_the_row_groups_they_overlap(table, tmp_pat
     pq = pytest.importorskip("pyarrow.parquet")
     pytest.importorskip("dask.array")
     from privpca.streaming.dask_io import dask_table, dask_table_rows
-    from privpca.streaming.sources import DaskSource, ParquetSource, select_rows
+    from privpca.streaming.selection import select_rows
+    from privpca.streaming.sources import DaskSource, ParquetSource
 
     folder = _parquet_folder(table, tmp_path, rows_per_file=25_000, group_rows=1_000)
     ranges = [(5, 17), (24_990, 26_010), (59_000, 59_500)]
@@ -312,3 +322,133 @@ def test_parquet_held_out_fits_equal_the_in_memory_fit(table, tmp_path):
         other = _fit(AnalyzeGaussPCA, X, holdout_fraction=0.05)
         np.testing.assert_allclose(other.components_, ref.components_, rtol=0, atol=1e-8)
         assert other.privacy_.spends == ref.privacy_.spends
+
+
+# ------------------------------------------------------------------ the held-out rows' law
+def _old_segments(n, fraction, rng, segments=10_000):
+    """The layout before (whole segments of consecutive rows; the pipeline's 10 000), kept
+    here only to show why it was replaced: ``(held positions, segment size, h)``."""
+    S = min(n, segments)
+    size = n // S
+    h = math.ceil(fraction * S)
+    chosen = np.sort(rng.choice(S, size=h, replace=False))
+    return (chosen[:, None] * size + np.arange(size)).ravel(), size, h
+
+
+def test_replacing_a_record_of_a_sorted_table_moves_only_that_record():
+    """A table sorted by a feature: replace its smallest record by a new largest one and
+    re-sort, so every other record moves up one position. Parallel composition needs a
+    coupling of the two fits' draws under which every other record stays on its side.
+
+    Random rows: the draw for D relabelled by the position map σ (each unchanged record's
+    new position) is exactly as likely for D' as the draw is for D (the law is uniform over
+    m-subsets, next test), and under it only the replaced record differs. Segments: the
+    relabelled draw is no union of D''s segments (probability 0), and even the best segment
+    draw for D' moves ~400 other records (198 out, 198 in)."""
+    n, fraction = 20_000, 0.02
+    rng = np.random.default_rng(3)
+    D = np.sort(rng.standard_normal(n))  # one feature; sorted by it
+    D2 = np.sort(np.r_[D[1:], 10.0])  # D[0] replaced by 10, re-sorted: D2[i - 1] = D[i]
+    sigma = np.r_[n - 1, np.arange(n - 1)]  # position in D2 of D[i]'s record (or its stand-in)
+    for seed in range(5):
+        held = random_row_split(n, fraction, np.random.default_rng(seed)).held
+        coupled = np.sort(sigma[held])  # a draw for D2, as likely as `held` is for D
+        assert coupled.size == held.size == held_out_size(n, fraction) == 400
+        rest = np.setdiff1d(np.arange(n), held)
+        coupled_rest = np.setdiff1d(np.arange(n), coupled)
+        for a, b in ((D[held], D2[coupled]), (D[rest], D2[coupled_rest])):
+            assert set(a) - set(b) <= {D[0]} and set(b) - set(a) <= {10.0}
+            assert len(a) == len(b)
+        # The same positions for both tables (not the coupling) would move most records:
+        # the positions carry no meaning on their own, only the law of the partition does.
+        assert len(set(D[held]) ^ set(D2[held])) > 700
+
+    # The layout before: D's held-out records, at their positions in D2, straddle D2's
+    # 2-row segments, so every segment draw for D2 moves many other records.
+    old, size, h = _old_segments(n, fraction, np.random.default_rng(0))
+    positions = sigma[old[old != 0]]  # D's held-out records other than the replaced one
+    per_segment = np.bincount(positions // size, minlength=n // size)
+    best_kept = int(np.sort(per_segment)[::-1][:h].sum())  # the best draw of h segments
+    moved_out = positions.size - best_kept
+    assert moved_out >= 150  # 198 here: ~400 records change sides (in and out), not 1
+    assert len(set(D[old]) ^ set(D2[old])) >= 300  # the same segments: 396 records move
+
+
+def test_random_row_split_is_uniform_over_subsets():
+    """Inclusion frequency of every row ≈ m/n and of every pair ≈ m(m−1)/(n(n−1)): the law
+    is invariant under relabelling the rows (so it ignores their order)."""
+    n, draws = 40, 20_000
+    rng = np.random.default_rng(11)
+    for fraction in (0.1, 0.8):  # 0.8: the complement is drawn
+        m = held_out_size(n, fraction)
+        hits = np.zeros((draws, n), dtype=bool)
+        for i in range(draws):
+            held = random_row_split(n, fraction, rng).held
+            assert held.size == m and np.all(np.diff(held) > 0)
+            hits[i, held] = True
+        q = m / n
+        np.testing.assert_allclose(hits.mean(axis=0), q, atol=5 * math.sqrt(q * (1 - q) / draws))
+        pairs = (hits.T.astype(np.float64) @ hits)[np.triu_indices(n, 1)] / draws
+        r = m * (m - 1) / (n * (n - 1))
+        np.testing.assert_allclose(pairs, r, atol=5 * math.sqrt(r * (1 - r) / draws))
+        # rows 0 and 1 (neighbours) are held together no more often than rows 0 and 39
+        assert abs(pairs[0] - pairs[n - 2]) < 6 * math.sqrt(r / draws)
+    # Several rounds of draws (few rows, many duplicates) and the extremes keep the size.
+    for n, m in ((3, 1), (5, 2), (1_000, 500), (1_000, 0), (7, 7)):
+        got = random_subset(n, m, rng)
+        assert got.size == m and len(set(got.tolist())) == m and np.all((0 <= got) & (got < n))
+
+
+def test_held_out_sizes_are_public_functions_of_n_and_the_fraction(table):
+    for n in (1_000, 60_000, 123_457, HOLDOUT_AUTO_MIN_ROWS):
+        for fraction in (0.02, 0.05, 0.1):
+            sizes = {random_row_split(n, fraction, np.random.default_rng(s)).n_held
+                     for s in range(3)}
+            assert sizes == {math.ceil(fraction * n)}
+    from privpca.mechanisms.secure_noise import SecureGenerator
+
+    secure = random_row_split(60_000, 0.05, SecureGenerator())  # secure mode: ChaCha20
+    assert secure.n_held == 3000 and secure.n_rest == 57_000
+    # Sorting the table moves the held-out rows, not their number, and not the record.
+    by_feature = table[np.argsort(table[:, 0])]
+    a = _fit(AnalyzeGaussPCA, table, holdout_fraction=0.05)
+    b = _fit(AnalyzeGaussPCA, by_feature, holdout_fraction=0.05)
+    for fit in (a, b):
+        assert "3000 of the 60000 rows (a uniformly random set of rows" in fit.privacy_.notes
+        assert "the other 57000 rows" in fit.privacy_.notes
+
+
+def test_take_and_drop_rows_partition_every_kind_of_source(table, tmp_path):
+    """The held-out rows gathered in table order and the rest streamed without them, from
+    memory, a memory map, a Zarr store, chunks and Dask, across uneven block boundaries."""
+    da = pytest.importorskip("dask.array")
+    from privpca.streaming.selection import RowsExcept, drop_rows, take_rows
+    from privpca.streaming.sources import DaskSource, as_row_source
+
+    n = table.shape[0]
+    held = random_row_split(n, 0.05, np.random.default_rng(2)).held
+    keep = np.ones(n, dtype=bool)
+    keep[held] = False
+    path = tmp_path / "X.npy"
+    np.save(path, table)
+    sources = [ArraySource(table, block_rows=777), ArraySource(table, validated=True),
+               as_row_source(np.load(path, mmap_mode="r")),
+               as_row_source(_zarr_store(table, tmp_path)),
+               ChunkSource([table[i:i + 7_001] for i in range(0, n, 7_001)]),
+               DaskSource(da.from_array(table, chunks=(9_000, 8)))]
+    for source in sources:
+        gathered = take_rows(source, held)
+        assert isinstance(gathered, ArraySource)
+        np.testing.assert_array_equal(np.asarray(gathered.X), table[held])
+        rest = drop_rows(source, held)
+        assert rest.n_samples == n - held.size
+        assert isinstance(rest, DaskSource if isinstance(source, DaskSource) else RowsExcept)
+        np.testing.assert_array_equal(np.concatenate(list(rest.blocks())), table[keep])
+        # Reductions see the rest's own row numbering (aux), block by block and in order.
+        spans = rest.reduce(lambda block, a, b: [(a, b, block.shape[0])], lambda x, y: x + y,
+                            aux=lambda a, b: (a, b))
+        assert spans[0][0] == 0 and spans[-1][1] == n - held.size
+        assert all(b - a == rows for a, b, rows in spans)
+        assert all(x[1] == y[0] for x, y in itertools.pairwise(spans))
+        total = rest.reduce(lambda block: block.sum(axis=0), np.add)
+        np.testing.assert_allclose(total, table[keep].sum(axis=0), rtol=1e-12)

@@ -8,7 +8,6 @@ random order) before anything is charged.
 
 from __future__ import annotations
 
-import itertools
 import tracemalloc
 import warnings
 
@@ -17,13 +16,12 @@ import pytest
 
 from privpca import DPPCA, OjaPCA, PrivacyLedger, PrivateOjaPCA
 from privpca.decomposition._stochastic import (
-    HOLDOUT_SEGMENTS,
     pair_differences,
-    segment_split,
     stream_blocks,
 )
 from privpca.streaming import ArraySource, ChunkSource, RowSource
-from privpca.streaming.sources import RowRanges, select_rows
+from privpca.streaming.holdout import held_out_size, random_row_split
+from privpca.streaming.selection import RowRanges, select_rows
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +136,7 @@ def test_the_papers_setting_reads_the_stream_once(cls, kw, table):
         assert source.rows == table.shape[0]
 
 
-def test_held_out_segments_are_public_and_read_before_one_stream_pass(table, monkeypatch):
+def test_held_out_rows_are_gathered_in_one_pass_before_one_stream_pass(table, monkeypatch):
     import privpca.decomposition.dp_pca as module
 
     streams = []
@@ -151,26 +149,28 @@ def test_held_out_segments_are_public_and_read_before_one_stream_pass(table, mon
     source = _Counting(_chunks(table))
     fit = _fit(DPPCA, source, epsilon=2.0)
     assert streams == [False]  # the stream: one pass over the rows not held out
-    # the held-out parts (two mean rounds, the bound, the variances: at most two passes
-    # each) read the held-out segments; a chunk list is read whole for each.
-    assert 2 <= source.passes <= 1 + 7
-    split = segment_split(table.shape[0], 0.1, None)
+    # One pass gathers the held-out rows (anywhere in the table) into memory, where the
+    # held-out parts (two mean rounds, the bound, the variances) read them; then the stream.
+    assert source.passes == 2
+    assert source.rows == 2 * table.shape[0]
+    n_held = held_out_size(table.shape[0], 0.1)
     assert fit.privacy_.n_samples == table.shape[0]
-    assert f"{split.n_held} of n={table.shape[0]} records (whole segments" in fit.privacy_.notes
+    assert (f"{n_held} of n={table.shape[0]} records (a uniformly random set of rows"
+            in fit.privacy_.notes)
 
 
-def test_segment_split_is_data_independent_and_sized_by_n():
+def test_random_row_split_is_secret_and_sized_by_n_only():
     n = 123_457
-    a = segment_split(n, 0.1, np.random.default_rng(0))
-    b = segment_split(n, 0.1, np.random.default_rng(1))
-    size = n // HOLDOUT_SEGMENTS
-    assert a.n_held == b.n_held == 100 * size  # public: the draw moves the rows, not the size
-    assert a.held != b.held
-    covered = sorted(a.held + a.rest)
-    assert covered[0][0] == 0 and covered[-1][1] == n
-    assert all(x[1] == y[0] for x, y in itertools.pairwise(covered))
-    small = segment_split(37, 0.2, np.random.default_rng(0))  # one row per segment
-    assert small.n_held == 8
+    a = random_row_split(n, 0.1, np.random.default_rng(0))
+    b = random_row_split(n, 0.1, np.random.default_rng(1))
+    assert a.n_held == b.n_held == 12_346  # public: the draw moves the rows, not the size
+    assert a.n_rest == n - 12_346
+    assert not np.array_equal(a.held, b.held)
+    for split in (a, b):
+        assert split.held.dtype == np.int64 and np.all(np.diff(split.held) > 0)
+        assert 0 <= split.held[0] and split.held[-1] < n
+    # Single rows, not runs: about (1 − 0.1)·n_held gaps between consecutive held rows.
+    assert np.count_nonzero(np.diff(a.held) > 1) > 0.8 * a.n_held
 
 
 def test_row_ranges_and_pair_differences_cross_block_boundaries(table):

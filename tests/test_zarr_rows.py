@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from privpca.streaming.reductions import clipped_gram_and_sum, count_rows
-from privpca.streaming.sources import ArraySource, RowRanges
+from privpca.streaming.selection import RowRanges
+from privpca.streaming.sources import ArraySource
 from privpca.streaming.zarr_rows import ZarrRows
 
 zarr = pytest.importorskip("zarr")

@@ -17,7 +17,7 @@ import numpy as np
 
 from privpca import __version__
 from privpca._registry import PRIVATE_ESTIMATORS
-from privpca.exceptions import BudgetExceededError
+from privpca.exceptions import BudgetExceededError, DataDependentWarning
 
 __all__ = ["main"]
 
@@ -556,6 +556,14 @@ def _summary(payload: dict[str, Any], est: Any) -> str:
     default=None,
     help="Folder for scree.png (eigenvalues with the noise band) and loadings.png.",
 )
+@click.option(
+    "--show-data-warnings",
+    is_flag=True,
+    help="Also print the warnings whose presence depends on the data (a row above a public "
+    "--data-norm was clipped, the exact Bingham sampler ran out of proposals, NumPy's "
+    "RuntimeWarnings): for the data holder's eyes only, NOT for publication (a shared log or "
+    "terminal). Without it they are dropped and stderr is the same whatever the data say.",
+)
 @click.pass_context
 def fit(
     ctx: click.Context,
@@ -576,6 +584,7 @@ def fit(
     scheduler: str | None,
     chunk_rows: int,
     plot_dir: Path | None,
+    show_data_warnings: bool,
 ) -> None:
     """Fit a private PCA on DATA: a CSV (header optional: it names the features), a .npy
     array, or a Parquet file or folder (streamed), one record per row, numbers only.
@@ -590,7 +599,9 @@ def fit(
 
     The JSON has the components, mean, scale, bound, explained variance (and ratio), the noise
     level, an error estimate and the privacy record; a value the method does not release is
-    null.
+    null. Warnings whose presence depends on the data (DataDependentWarning: e.g. rows above
+    a public --data-norm were clipped) are not printed unless --show-data-warnings is given,
+    so that stdout, stderr and the JSON can be published as they are.
     """
     if output is not None:
         _check_writable(output)  # before anything is read or fitted (nothing spent)
@@ -649,6 +660,12 @@ def fit(
             if client is not None:
                 client.close()
     for w in caught:
+        # A data-dependent warning is one bit about the data outside the guarantee: printed
+        # only on request, for the data holder (never in the JSON). NumPy's RuntimeWarnings
+        # (overflow, invalid value) fire on the values too: treated the same way.
+        if issubclass(w.category, DataDependentWarning | RuntimeWarning) \
+                and not show_data_warnings:
+            continue
         click.echo(f"warning: {w.category.__name__}: {w.message}", err=True)
     payload = _fit_payload(method, est, len(names), names)
     text = json.dumps(payload, indent=2, default=str, allow_nan=False)

@@ -2,11 +2,18 @@
 
 :func:`audit` runs a mechanism on two neighbouring datasets many times and proves, with a
 threshold test and Clopper–Pearson bounds, a lower bound on its ε; an estimator can be
-audited on its built-in worst-case neighbours. ``privpca audit METHOD`` prints a table.
+audited on its built-in worst-case neighbours. :func:`float_probe` tests the same runs for a
+floating-point leak: whether the outputs, read modulo a grid, tell the neighbours apart.
+:func:`family_wise` corrects many cells together (Bonferroni bounds, Holm decisions).
+``privpca audit METHOD`` prints the tables.
 """
 
 from privpca.audit._bounds import ideal_power
 from privpca.audit.core import AuditReport, audit
+from privpca.audit.family import FamilyWise, bonferroni_confidence, family_wise, holm_adjust
 from privpca.audit.neighbours import builtin_neighbours, release_features
+from privpca.audit.probe import FloatProbeReport, audit_with_probe, float_probe
 
-__all__ = ["AuditReport", "audit", "builtin_neighbours", "ideal_power", "release_features"]
+__all__ = ["AuditReport", "FamilyWise", "FloatProbeReport", "audit", "audit_with_probe",
+           "bonferroni_confidence", "builtin_neighbours", "family_wise", "float_probe",
+           "holm_adjust", "ideal_power", "release_features"]

@@ -10,6 +10,7 @@ one-sided Clopper–Pearson at level ``1 − α/2``, so the pair holds with prob
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -17,8 +18,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import beta, laplace, norm
 
-__all__ = ["ThresholdTest", "best_threshold", "cp_lower", "cp_upper", "epsilon_bound",
-           "ideal_power"]
+__all__ = ["CellBounds", "ThresholdTest", "best_threshold", "cp_lower", "cp_upper",
+           "epsilon_bound", "ideal_power", "p_value"]
+
+#: The smallest p-value reported (the Clopper–Pearson quantiles lose precision below it).
+P_FLOOR = 1e-15
 
 
 def cp_lower(k: ArrayLike, n: int, level: float) -> NDArray[np.float64]:
@@ -47,6 +51,70 @@ def epsilon_bound(k0: ArrayLike, n0: int, k1: ArrayLike,
         eps = np.log(np.maximum(p0, 0.0) / p1)
     return np.asarray(np.nan_to_num(np.maximum(eps, 0.0), nan=0.0, posinf=0.0),
                       dtype=np.float64)
+
+
+@functools.lru_cache(maxsize=4096)
+def p_value(k0: int, n0: int, k1: int, n1: int, delta: float, epsilon: float) -> float:
+    """The p-value of "the mechanism is (ε, δ)-DP" from one pre-chosen test's counts.
+
+    The smallest α at which :func:`epsilon_bound` at confidence ``1 − α`` exceeds ``epsilon``
+    (1 when it never does, :data:`P_FLOOR` at most precision), to a relative precision of
+    10⁻⁶. Valid: if the mechanism is (ε, δ)-DP, ``P[p ≤ α] ≤ α`` for every α, because the
+    bound at ``1 − α`` exceeds ε with probability at most α and it grows as α does. These are
+    the p-values the family-wise (Holm) correction of :mod:`privpca.audit.family` combines.
+    """
+    k0, n0, k1, n1 = int(k0), int(n0), int(k1), int(n1)
+
+    def bounds(alphas: NDArray[np.float64]) -> NDArray[np.float64]:
+        level = 1.0 - alphas / 2.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            lo = (beta.ppf(1.0 - level, k0, n0 - k0 + 1.0) if k0 > 0
+                  else np.zeros_like(alphas)) - delta
+            hi = beta.ppf(level, k1 + 1.0, n1 - k1) if k1 < n1 else np.ones_like(alphas)
+            eps = np.log(np.maximum(lo, 0.0) / hi)
+        return np.asarray(np.nan_to_num(eps, nan=-np.inf, posinf=-np.inf))
+
+    lo_log, hi_log = math.log(P_FLOOR), math.log(1.0 - 1e-12)
+    ends = bounds(np.exp(np.array([lo_log, hi_log])))
+    if ends[1] <= epsilon:  # not even at confidence ~0
+        return 1.0
+    if ends[0] > epsilon:
+        return P_FLOOR
+    # The bound grows with α: narrow the bracket [lo_log, hi_log] in log α on 33-point grids.
+    while hi_log - lo_log > 1e-6:
+        grid = np.linspace(lo_log, hi_log, 33)
+        above = np.flatnonzero(bounds(np.exp(grid)) > epsilon)
+        i = int(above[0]) if above.size else 32
+        lo_log, hi_log = float(grid[max(i - 1, 0)]), float(grid[i])
+    return float(math.exp(hi_log))
+
+
+class CellBounds:
+    """What a report of one test (``epsilon``, ``delta``, ``counts``) gives at any level.
+
+    ``counts`` are the evaluation hits ``(k₀, k₁, n)`` of the one test chosen on the
+    selection runs; the bound at another confidence reuses them (the test does not change).
+    """
+
+    epsilon: float
+    delta: float
+    counts: tuple[int, int, int]
+
+    def epsilon_lower_at(self, confidence: float) -> float:
+        """The ε lower bound these evaluation counts prove at ``confidence`` (e.g. a
+        Bonferroni-corrected per-cell level)."""
+        k0, k1, n = self.counts
+        if n <= 0:
+            return 0.0
+        return float(epsilon_bound(k0, n, k1, n, self.delta, confidence))
+
+    @property
+    def p_value(self) -> float:
+        """The p-value of the claim "(ε, δ)-DP" (:func:`p_value`); 1 when no test was made."""
+        k0, k1, n = self.counts
+        if n <= 0:
+            return 1.0
+        return p_value(k0, n, k1, n, self.delta, self.epsilon)
 
 
 @dataclass(frozen=True)
@@ -99,6 +167,7 @@ def best_threshold(s0: NDArray[np.float64], s1: NDArray[np.float64], delta: floa
     return best
 
 
+@functools.lru_cache(maxsize=512)
 def ideal_power(epsilon: float, delta: float, runs: int, confidence: float = 0.95) -> float:
     """What ``runs`` evaluation runs per neighbour would certify, in expectation, for the
     ideal mechanism of the claimed privacy: the Gaussian mechanism calibrated exactly to

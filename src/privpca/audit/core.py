@@ -2,14 +2,18 @@
 
 Method
 ------
-The mechanism is run ``runs`` times on each of two neighbouring datasets. The first
-``selection_fraction`` of the runs choose the test: each released number (and, for several,
-the Fisher discriminant direction and the squared norm) is a candidate statistic, and for
-each the threshold with the largest Clopper–Pearson ε bound is found
+The mechanism is run ``runs`` times on each of two neighbouring datasets. The runs are
+split: the first ``selection_fraction`` of them (the *selection runs*) choose the test, and
+only the others (the *evaluation runs*) count. On the selection runs alone, each released
+number (and, for several, the Fisher discriminant direction and the squared norm) is a
+candidate statistic (which ones are kept — constant, non-finite — is also decided there), and
+for each the threshold with the largest Clopper–Pearson ε bound is found
 (:func:`~privpca.audit._bounds.best_threshold`). Only the best (statistic, threshold,
-direction, ordering) is then evaluated on the remaining runs, which were not looked at, so
-one test is made and the bound ``ε ≥ ln((p₀ − δ)/p₁)`` holds with probability ≥
-``confidence`` (each Clopper–Pearson bound at ``1 − (1 − confidence)/2``).
+direction, ordering) is then evaluated on the evaluation runs, which nothing before looked at,
+so one test is made and the bound ``ε ≥ ln((p₀ − δ)/p₁)`` holds with probability ≥
+``confidence`` (each Clopper–Pearson bound at ``1 − (1 − confidence)/2``). The report also
+gives the bound at any other level (:meth:`AuditReport.epsilon_lower_at`, for a family-wise
+correction over many cells, :mod:`privpca.audit.family`) and the p-value of the claim.
 
 ``power`` is what as many evaluation runs would certify for the ideal mechanism that meets
 the claimed (ε, δ) with equality (:func:`~privpca.audit._bounds.ideal_power`): an
@@ -22,7 +26,7 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privpca._config import ReproducibleNoiseWarning, secure_mode
-from privpca.audit._bounds import best_threshold, epsilon_bound, ideal_power
+from privpca.audit._bounds import CellBounds, best_threshold, epsilon_bound, ideal_power
 from privpca.audit.neighbours import builtin_neighbours, release_features
 
 __all__ = ["SELECTION_CONFIDENCE", "AuditReport", "audit"]
@@ -41,7 +45,7 @@ SELECTION_CONFIDENCE = 0.999
 
 
 @dataclass(frozen=True)
-class AuditReport:
+class AuditReport(CellBounds):
     """The outcome of :func:`audit`.
 
     Attributes
@@ -65,6 +69,8 @@ class AuditReport:
         Hits of the event among the evaluation runs (first dataset, second dataset, in test
         order) and the number of evaluation runs per dataset.
     confidence : float
+        The per-cell level of ``epsilon_lower``; :meth:`epsilon_lower_at` gives the bound of
+        the same test at another level, :attr:`p_value` the p-value of the claim.
     description : str
         The neighbouring datasets audited.
     """
@@ -140,15 +146,14 @@ def _sample_callable(fn: Callable[..., Any], X: Any, rng: np.random.Generator, r
     return np.vstack(rows)
 
 
-def _sample_estimator(est: Any, X: NDArray[np.float64], record: NDArray[np.float64],
-                      other: NDArray[np.float64] | None, states: list[Any], progress: bool,
-                      desc: str) -> NDArray[np.float64]:
+def _fit_runs(est: Any, X: NDArray[np.float64], states: list[Any], progress: bool,
+              desc: str) -> Iterator[Any]:
+    """One fitted clone of ``est`` per state (a throw-away ledger each)."""
     from sklearn.base import clone
 
     from privpca.accounting import PrivacyLedger
 
     names = est.get_params(deep=False)
-    rows = []
     for state in _progress(states, len(states), progress, desc):
         run = clone(est)
         params: dict[str, Any] = {"random_state": state}
@@ -158,19 +163,62 @@ def _sample_estimator(est: Any, X: NDArray[np.float64], record: NDArray[np.float
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # clipping, seeded-noise: expected in an audit
             run.fit(X)
-        rows.append(release_features(run, record, other))
-    return np.vstack(rows)
+        yield run
+
+
+def _sample_estimator(est: Any, X: NDArray[np.float64], record: NDArray[np.float64],
+                      other: NDArray[np.float64] | None, states: list[Any], progress: bool,
+                      desc: str) -> NDArray[np.float64]:
+    return np.vstack([release_features(run, record, other)
+                      for run in _fit_runs(est, X, states, progress, desc)])
+
+
+@dataclass(frozen=True)
+class _EstimatorSetup:
+    """An estimator set to the claim (and the built-in neighbours' parameters), the two
+    datasets, the records that differ and a description."""
+
+    estimator: Any
+    X: NDArray[np.float64]
+    X_neighbour: NDArray[np.float64]
+    record: NDArray[np.float64]
+    other: NDArray[np.float64] | None
+    description: str
+
+
+def _estimator_setup(mechanism: Any, X: ArrayLike | None, X_neighbour: ArrayLike | None,
+                     epsilon: float, delta: float, setting: str) -> _EstimatorSetup:
+    from sklearn.base import clone
+
+    names = mechanism.get_params(deep=False)
+    claim = {k: v for k, v in (("epsilon", epsilon), ("delta", delta)) if k in names}
+    est = clone(mechanism).set_params(**claim)
+    if X is None:
+        nb = builtin_neighbours(est, setting)
+        est = est.set_params(**nb.params)
+        return _EstimatorSetup(est, nb.X, nb.X_neighbour, nb.record, nb.other, nb.description)
+    if X_neighbour is None:
+        raise ValueError("X_neighbour is required when X is given.")
+    X0 = np.asarray(X, dtype=np.float64)
+    X1 = np.asarray(X_neighbour, dtype=np.float64)
+    rec, oth = _differing_records(X0, X1)
+    return _EstimatorSetup(est, X0, X1, rec, oth, "user-supplied neighbours")
 
 
 def _candidates(F0: NDArray[np.float64], F1: NDArray[np.float64], n_sel: int
                 ) -> list[tuple[str, NDArray[np.float64], NDArray[np.float64]]]:
-    """Candidate scalar statistics (name, values on dataset 0, values on dataset 1)."""
+    """Candidate scalar statistics (name, values on dataset 0, values on dataset 1).
+
+    Which candidates exist is decided on the first ``n_sel`` (selection) runs only: a column
+    constant there, or non-finite there, is dropped whatever the evaluation runs hold.
+    """
     out = []
     m = F0.shape[1]
+    S0, S1 = F0[:n_sel], F1[:n_sel]
     for j in range(m):
-        if np.ptp(F0[:, j]) > 0 or np.ptp(F1[:, j]) > 0 or F0[0, j] != F1[0, j]:
+        if np.ptp(S0[:, j]) > 0 or np.ptp(S1[:, j]) > 0 or S0[0, j] != S1[0, j]:
             out.append((f"output[{j}]", F0[:, j], F1[:, j]))
-    finite = np.all(np.isfinite(F0), axis=0) & np.all(np.isfinite(F1), axis=0)
+    finite = np.all(np.isfinite(S0), axis=0) & np.all(np.isfinite(S1), axis=0)
     F0, F1 = F0[:, finite], F1[:, finite]  # e.g. a NaN variance some estimators release
     m = F0.shape[1]
     if m > 1:
@@ -261,26 +309,14 @@ def audit(
     n_sel = max(1, min(runs - 1, round(selection_fraction * runs)))
     n_eval = runs - n_sel
     if _is_estimator(mechanism):
-        from sklearn.base import clone
-
-        names = mechanism.get_params(deep=False)
-        claim = {k: v for k, v in (("epsilon", epsilon), ("delta", delta)) if k in names}
-        est = clone(mechanism).set_params(**claim)
-        if X is None:
-            nb = builtin_neighbours(est, setting)
-            est = est.set_params(**nb.params)
-            X0, X1, rec, oth, desc = nb.X, nb.X_neighbour, nb.record, nb.other, nb.description
-        else:
-            if X_neighbour is None:
-                raise ValueError("X_neighbour is required when X is given.")
-            X0 = np.asarray(X, dtype=np.float64)
-            X1 = np.asarray(X_neighbour, dtype=np.float64)
-            rec, oth = _differing_records(X0, X1)
-            desc = "user-supplied neighbours"
+        su = _estimator_setup(mechanism, X, X_neighbour, epsilon, delta, setting)
         states = _run_states(random_state, 2 * runs)
-        name = type(est).__name__
-        F0 = _sample_estimator(est, X0, rec, oth, states[:runs], progress, f"{name} on X")
-        F1 = _sample_estimator(est, X1, rec, oth, states[runs:], progress, f"{name} on X'")
+        name = type(su.estimator).__name__
+        F0 = _sample_estimator(su.estimator, su.X, su.record, su.other, states[:runs], progress,
+                               f"{name} on X")
+        F1 = _sample_estimator(su.estimator, su.X_neighbour, su.record, su.other,
+                               states[runs:], progress, f"{name} on X'")
+        desc = su.description
     elif callable(mechanism):
         if X is None or X_neighbour is None:
             raise ValueError("A callable mechanism needs X and X_neighbour.")
@@ -312,8 +348,8 @@ def _decide(F0: NDArray[np.float64], F1: NDArray[np.float64], n_sel: int, n_eval
             desc: str) -> AuditReport:
     best: tuple[float, Any, str, NDArray[np.float64], NDArray[np.float64]] | None = None
     for name, s0, s1 in _candidates(F0, F1, n_sel):
-        if not (np.all(np.isfinite(s0)) and np.all(np.isfinite(s1))):
-            continue
+        if not (np.all(np.isfinite(s0[:n_sel])) and np.all(np.isfinite(s1[:n_sel]))):
+            continue  # decided on the selection runs; a NaN later never hits the event
         score, test = best_threshold(s0[:n_sel], s1[:n_sel], delta,
                                      max(confidence, SELECTION_CONFIDENCE))
         if best is None or score > best[0]:

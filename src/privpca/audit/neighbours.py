@@ -8,9 +8,14 @@ Two settings:
   that attains the second-moment sensitivity ``√2·D²``. For the local protocols this is one
   user's two extreme records.
 * ``"release"`` — the estimators' defaults (``centering="private"``, ``data_norm="auto"``:
-  the whole release pipeline, private mean and norm bound included). Neighbours add or remove
-  one record far out along ``e₂`` (it is clipped to the private bound, i.e. it sits at the
-  norm bound) to a public base dataset spread along ``e₁``.
+  the whole release pipeline, private mean and norm bound included). Neighbours **replace**
+  one record, as every estimator's guarantee does (same n): a record far out along ``e₂``
+  against one as far out along ``e₁``, next to a public base dataset spread along ``e₁``.
+  Both sit far beyond the bound the private quantile chooses (2–2.8 here), so both are
+  clipped to it: the replacement is the paper pair ``D·e₂`` against ``D·e₁`` at whatever
+  bound ``D`` the pipeline picks, orthogonal records that attain the second-moment
+  sensitivity ``√2·D²`` (the most a replacement can move ``Σxxᵀ``); the mean moves by
+  ``√2·D/n``.
 
 The released output tested is :func:`release_features`: the projection of each released
 component on the neighbours' difference of second moments ``xxᵀ − x'x'ᵀ`` (the statistic
@@ -91,13 +96,13 @@ def builtin_neighbours(estimator: Any, setting: str = "paper") -> Neighbours:
 
         q = norm.ppf((np.arange(n_base) + 0.5) / n_base)
         base = np.column_stack([q, 0.3 * q[(np.arange(n_base) * 7919) % n_base]])
-        far = 10.0 * e2
+        far, far_other = 10.0 * e2, 10.0 * e1
         X = np.vstack([base, far])
-        X_neighbour = base
-        record, other = far, None
-        desc = (f"add/remove one record 10*e2 (clipped to the private bound) to {n_base} "
-                "public records along e1; the estimator's defaults (private centring, "
-                "data_norm='auto')")
+        X_neighbour = np.vstack([base, far_other])
+        record, other = far, far_other
+        desc = (f"replace one record: 10*e2 vs 10*e1 (both clipped to the private bound), "
+                f"{n_base} public records along e1; the estimator's defaults (private "
+                "centring, data_norm='auto')")
     return Neighbours(X, X_neighbour, record, other, params, desc)
 
 

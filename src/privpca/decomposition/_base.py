@@ -97,7 +97,7 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
         return out
 
     def _set_spectrum(self, fit: Any) -> None:
-        """The attributes of a :class:`~privpca.decomposition._spectrum.SpectrumFit`."""
+        """The attributes of a :class:`~privpca.pipeline.spectrum.SpectrumFit`."""
         self.components_ = fit.components
         self.n_components_ = fit.n_components
         self.explained_variance_ = fit.explained_variance

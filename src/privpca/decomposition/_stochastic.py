@@ -110,23 +110,23 @@ an int ``batch_size`` to bound it). X is never formed.
   the order: Oja's analysis assumes i.i.d. records, so a table sorted by a feature (by time,
   by region) biases the estimate towards the last rows' directions; shuffle such a table
   first (e.g. ``X[rng.permutation(n)]`` in Dask) or fit it in memory.
-* **Held-out share.** The held-out records must be chosen without reading the data and be
-  readable without an extra pass over the rest: the rows are cut into
-  ``S = min(n, 1000)`` public segments of ``s = ⌊n/S⌋`` consecutive rows (the last ``n − S·s``
-  rows are always streamed) and ``h = ⌈holdout_fraction·S⌉`` whole segments, drawn uniformly
-  without replacement from the estimator's generator, are held out, so ``n_held = h·s`` and
-  the stream size are functions of n and public parameters. The held-out passes (the
-  pipeline's quantiles and means, then the variances) read only those segments from a memory
-  map or a Dask array; a chunk list or Parquet is read whole for each (and the held-out rows
-  kept). Then the stream reads the other rows in order. The partition is data-independent,
-  so the parallel-composition argument above holds word for word, with the segment draw in
-  place of π. The cost is in accuracy when the rows are **sorted**: the held-out mean, bound
-  and variances are then estimated from h clusters of neighbouring rows instead of n_held
-  independent ones (unbiased over the draw, but with the variance of a cluster sample:
-  roughly the spread of the segments' means over h, not the rows' spread over n_held), and
-  pair differences (``stream_centering="pairs"``) of neighbouring sorted rows are small and
-  estimate the local, not the global, covariance. In the papers' setting (``centering=None``
-  and, for Private Oja, a numeric ``clip_norm``) nothing is held out: one pass.
+* **Held-out share.** ``n_held = ⌈holdout_fraction·n⌉`` rows (a function of n and public
+  parameters, as in memory) are drawn uniformly without replacement from the estimator's
+  generator, as single rows, not from the data, and kept secret
+  (:func:`privpca.streaming.holdout.random_row_split`): the partition of the multiset of
+  records is then uniform whatever the storage order, so replacing one record of a table
+  sorted by a feature (and re-sorting it) changes the side of no other record, and the
+  parallel-composition argument above holds word for word, with this draw in place of π.
+  (Whole segments of consecutive rows, the layout before, did not: re-sorting moved other
+  records across the boundary.) The held-out rows are gathered into memory in one pass over
+  the table (:func:`privpca.streaming.selection.take_rows`; ``n_held × p`` values), the
+  held-out passes (the pipeline's quantiles and means, then the variances) read them there,
+  and the stream then reads the other rows in order, block by block with the held-out ones
+  removed (:func:`privpca.streaming.selection.drop_rows`): two passes over the table in all.
+  Pair differences (``stream_centering="pairs"``) of neighbouring **sorted** rows are still
+  small and estimate the local, not the global, covariance (the stream's order, not the
+  split). In the papers' setting (``centering=None`` and, for Private Oja, a numeric
+  ``clip_norm``) nothing is held out: one pass.
 * **The same output.** A streamed fit equals the in-memory fit with ``shuffle=False`` and the
   same seed (to rounding, at most; the draws are the same).
 """
@@ -163,18 +163,15 @@ from privpca.pipeline.release import (
 )
 from privpca.solvers.oja import GradientSource, MatrixGradients, VectorGradients, check_matrices
 from privpca.solvers.power import random_orthonormal_basis
-from privpca.streaming.holdout import HOLDOUT_SEGMENTS, StreamSplit, segment_split
+from privpca.streaming.holdout import held_out_size
 
 __all__ = [
     "DEFAULT_HOLDOUT_FRACTION",
-    "HOLDOUT_SEGMENTS",
     "HOLDOUT_SHARES",
     "HeldOutRelease",
     "StochasticPCA",
-    "StreamSplit",
     "held_out_notes",
     "pair_differences",
-    "segment_split",
     "stream_rows",
 ]
 
@@ -357,7 +354,7 @@ class StochasticPCA(BasePrivatePCA):
         raise NotImplementedError
 
     def _fit_stream_table(self, source: Any) -> Any:
-        """Held-out segments + the stream over the rest, in order (module docstring)."""
+        """Held-out rows + the stream over the rest, in order (module docstring)."""
         raise NotImplementedError
 
     def _resolve_shuffle(self, *, streamed: bool) -> bool:
@@ -474,11 +471,11 @@ class StochasticPCA(BasePrivatePCA):
     ) -> tuple[int, int, bool]:
         """``(n_held, m, pairs)``: held-out size, stream size, whether pairs are formed.
 
-        ``n_held`` defaults to ``⌈holdout_fraction·n⌉`` (a streamed table's segments give
-        their own, :func:`segment_split`)."""
+        ``n_held`` defaults to ``⌈holdout_fraction·n⌉``
+        (:func:`~privpca.streaming.holdout.held_out_size`, in memory and streamed alike)."""
         frac = self._holdout_fraction()
         if n_held is None:
-            n_held = math.ceil(frac * n)
+            n_held = held_out_size(n, frac)
         mode = getattr(self, "stream_centering", "mean")
         if mode not in ("mean", "pairs"):
             raise ValueError(
@@ -645,12 +642,12 @@ class StochasticPCA(BasePrivatePCA):
 
 
 def held_out_notes(n: int, n_held: int, m: int, pairs: bool, centering: Any,
-                   run: ReleasePipeline, *, segments: bool = False) -> str:
+                   run: ReleasePipeline, *, in_order: bool = False) -> str:
     """The part of a table-mode record's notes that explains the split and the centring."""
     shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in run.plan.parts.items())
-    order = "in the table's order" if segments else "in a uniformly random order"
-    chosen = ("whole segments of consecutive rows, drawn uniformly from public segments "
-              "independently of the data" if segments
+    order = "in the table's order" if in_order else "in a uniformly random order"
+    chosen = ("a uniformly random set of rows drawn secretly from the estimator's generator, "
+              "independently of the data and of the row order" if in_order
               else "chosen by a data-independent random permutation")
     if pairs:
         centring = (f"Centring by pair differences: the other {n - n_held} records, {order}, "
@@ -672,4 +669,9 @@ def held_out_notes(n: int, n_held: int, m: int, pairs: bool, centering: Any,
         f"(shares of 1/m²: {shares}); the stream runs at the full (epsilon, delta) on the "
         f"rest. {centring} A ledger composing this fit with others treats the held-out "
         "events and the stream's as sequential (conservative)."
+        + (" Assumption of a streamed fit: the stream reads the rest in the table's storage "
+           "order, its minibatches fixed by position, so its guarantee is for replacing the "
+           "record at a position; that is replace-one only if the row order does not depend "
+           "on the values (a table sorted by a feature does: shuffle it first, or fit it in "
+           "memory, where the order is a secret random permutation)." if in_order else "")
     )

@@ -32,7 +32,6 @@ from privpca._validation import check_options, check_random_state
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
-from privpca.decomposition._spectrum import check_n_components_spec, fit_noisy_matrix
 from privpca.mechanisms.gaussian import (
     CALIBRATIONS,
     certified_epsilon,
@@ -44,6 +43,7 @@ from privpca.mechanisms.sensitivity import (
     gram_sensitivity,
 )
 from privpca.pipeline.release import ReleasePipeline, Statistic, validated_table
+from privpca.pipeline.spectrum import check_n_components_spec, fit_noisy_matrix
 
 __all__ = [
     "ADD_REMOVE_ONE",
@@ -154,7 +154,7 @@ class AnalyzeGaussPCA(BasePrivatePCA):
     expected_error_ : float
         Bound (probability ≈ 95 %) on ‖V̂V̂ᵀ − VVᵀ‖_F between ``components_`` and the exact
         PCA of the same centred, clipped rows, from released quantities only
-        (:mod:`privpca.decomposition._spectrum`); its maximum √(2k) means "no guarantee".
+        (:mod:`privpca.pipeline.spectrum`); its maximum √(2k) means "no guarantee".
     noise_scale_ : float
         σ, the standard deviation of each upper-triangle entry of ``E``.
     privacy_ : PrivacyRecord

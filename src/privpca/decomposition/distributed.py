@@ -556,9 +556,9 @@ def _runs(mask: NDArray[np.bool_]) -> list[tuple[int, int]]:
 def _row_view(source: Any, ranges: list[tuple[int, int]]) -> Any:
     """The rows of ``source`` in ``ranges`` without reading them: a memory map's slice (its
     threaded reductions kept), a lazy Dask slice, or a filter over any other source's
-    blocks (:func:`privpca.streaming.sources.select_rows`)."""
+    blocks (:func:`privpca.streaming.selection.select_rows`)."""
     from privpca.streaming import ArraySource
-    from privpca.streaming.sources import select_rows
+    from privpca.streaming.selection import select_rows
 
     if isinstance(source, ArraySource) and len(ranges) == 1:
         a, b = ranges[0]

@@ -58,7 +58,7 @@ in memory, and each record still enters one call: the records after T·B are not
 guarantee above never used the order (the batches are fixed by positions, not values), so it
 is unchanged; the accuracy assumes i.i.d. records (shuffle a sorted table first). With
 ``shuffle=False`` an in-memory array is read the same way, and the streamed fit equals it for
-the same seed. :mod:`privpca.decomposition._stochastic` gives the held-out segments used on
+the same seed. :mod:`privpca.decomposition._stochastic` gives the held-out rows used on
 defaults. ``learning_rate="search"`` is refused on streams.
 
 Learning rate
@@ -97,7 +97,6 @@ from privpca.decomposition._stochastic import (
     StochasticPCA,
     held_out_notes,
     pair_differences,
-    segment_split,
     stream_blocks,
 )
 from privpca.decomposition.oja import REPLACE_ONE
@@ -504,7 +503,7 @@ class DPPCA(StochasticPCA):
         return self
 
     def _fit_stream_table(self, source: Any) -> DPPCA:
-        """Held-out segments (mean, bound, variances) + Algorithm 3 on the rest, in order."""
+        """Held-out rows (mean, bound, variances) + Algorithm 3 on the rest, in order."""
         self._refuse_search_on_stream()
         return self._fit_held_out(source)
 
@@ -512,16 +511,15 @@ class DPPCA(StochasticPCA):
         """A held-out share releases the mean, bound and variances at the full (ε, δ); the
         stream runs Algorithm 3 on the rest (parallel composition). ``table`` is an array
         (held-out rows drawn by a public permutation, the rest read in place) or a
-        :class:`~privpca.streaming.RowSource` (held-out public segments, the rest in order)."""
+        :class:`~privpca.streaming.RowSource` (a secret uniformly random set of held-out
+        rows, gathered in one pass; the rest in order)."""
         streamed = not isinstance(table, np.ndarray)
         n, p = table.shape if not streamed else (table.n_samples, table.n_features)
         check_n_components(self.n_components, p, owner=self)
         epsilon = check_epsilon(self.epsilon, owner=self)
         delta = check_delta(self.delta, owner=self)
         centering = check_centering(self.centering, p, self)
-        # On a stream the held-out size is that of whole public segments (sizes only here).
-        hint = segment_split(n, self._holdout_fraction(), None).n_held if streamed else None
-        n_held, m, pairs = self._split(n, centering, hint)
+        n_held, m, pairs = self._split(n, centering)
         run = self._held_out_pipeline(n_held, p, epsilon, delta, centering, REPLACE_ONE)
         setup = self._setup(m, p, what="m (pair differences)" if pairs else "m (records)")
         stream = self._record(setup.plan, m, search=setup.search)
@@ -544,14 +542,18 @@ class DPPCA(StochasticPCA):
         ledger = self._book(planned)
         source: Any
         if streamed:
-            from privpca.streaming.sources import select_rows
+            from privpca.streaming.holdout import random_row_split
+            from privpca.streaming.selection import drop_rows, take_rows
 
-            split = segment_split(n, self._holdout_fraction(), pre_rng)
-            held = self._prepare_held_out_streamed(run, select_rows(table, split.held),
+            # A secret, uniformly random set of single rows (whatever the storage order),
+            # gathered in one pass; the stream then reads the other rows in order.
+            split = random_row_split(n, self._holdout_fraction(), pre_rng)
+            assert split.n_held == n_held
+            held = self._prepare_held_out_streamed(run, take_rows(table, split.held),
                                                    pre_rng)
             centre = None if pairs else (held.prepared.mean if isinstance(centering, str)
                                          else centering)
-            source = _StreamedRows(stream_blocks(select_rows(table, split.rest).blocks(),
+            source = _StreamedRows(stream_blocks(drop_rows(table, split.held).blocks(),
                                                  pairs), m, p, centre)
         else:
             held = self._prepare_held_out(run, held_rows, pre_rng)
@@ -574,7 +576,7 @@ class DPPCA(StochasticPCA):
         del source
         self._set_table_attributes(fix_signs(W).T.copy(), held, pre_rng)
         notes = (stream.notes + " " + held_out_notes(n, n_held, m, pairs, centering, run,
-                                                     segments=streamed)
+                                                     in_order=streamed)
                  + " Held-out rows above D are clipped to it for the variances (the stream "
                  "needs no norm bound); how many is not reported, being a non-private count.")
         record = self._table_record(

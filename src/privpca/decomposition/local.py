@@ -33,12 +33,6 @@ from privpca._validation import (
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
-from privpca.decomposition._spectrum import (
-    check_n_components_spec,
-    fit_noisy_matrix,
-    mean_perturbation_bound,
-    noise_norm_bound,
-)
 from privpca.mechanisms.gaussian import CALIBRATIONS
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.pipeline.release import (
@@ -46,6 +40,12 @@ from privpca.pipeline.release import (
     check_data_norm,
     check_scale,
     validated_table,
+)
+from privpca.pipeline.spectrum import (
+    check_n_components_spec,
+    fit_noisy_matrix,
+    mean_perturbation_bound,
+    noise_norm_bound,
 )
 from privpca.protocols.local_covariance import (
     NEIGHBOURING,

@@ -37,11 +37,11 @@ from privpca._validation import check_delta, check_epsilon, check_in_range, chec
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
-from privpca.decomposition._spectrum import check_n_components_spec, fit_noisy_matrix
 from privpca.decomposition.analyze_gauss import REPLACE_ONE
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.pipeline.release import ReleasePipeline, Statistic, validated_table
+from privpca.pipeline.spectrum import check_n_components_spec, fit_noisy_matrix
 
 __all__ = ["ModSuLQPCA", "mod_sulq_beta"]
 

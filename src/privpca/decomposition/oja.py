@@ -49,8 +49,8 @@ argument above never used the order. Shuffling inside a bounded buffer is not of
 not a uniformly random permutation of the n records, and no amplification bound is claimed
 for it. ``shuffle=False`` on an in-memory array reads it the same way and gives the streamed
 fit's output for the same seed (the noise is drawn 4096 steps at a time, counted in steps,
-so any cut into blocks draws the same). On defaults whole public segments of rows are held
-out for the mean, β and the variances, read before the stream.
+so any cut into blocks draws the same). On defaults a secret, uniformly random set of rows is
+held out for the mean, β and the variances, gathered in one pass before the stream.
 
 :class:`OjaPCA` is not private (ε = ∞): its ``centering="private"`` subtracts the exact mean
 (on a streamed table one more pass for it and one for the exact variances).
@@ -83,7 +83,6 @@ from privpca.decomposition._stochastic import (
     DEFAULT_HOLDOUT_FRACTION,
     StochasticPCA,
     held_out_notes,
-    segment_split,
     stream_blocks,
     stream_rows,
 )
@@ -467,7 +466,7 @@ class PrivateOjaPCA(StochasticPCA):
         read in one pass with memory independent of n; ``True`` is refused on them). In
         the given order only ``amplification="none"`` applies, and the accuracy suffers if
         the rows are sorted; see :mod:`privpca.decomposition._stochastic` (streamed tables:
-        order, held-out segments).
+        order, held-out rows).
     stream_centering : {"mean", "pairs"}, default="mean"
         With ``centering="private"``: ``"mean"`` centres the streamed records on the held-out
         share's private mean (a released value, computed from other records: free for the
@@ -756,23 +755,22 @@ class PrivateOjaPCA(StochasticPCA):
         return self._fit_source(source, shuffle=False, streamed=True)
 
     def _fit_stream_table(self, source: RowSource) -> PrivateOjaPCA:
-        """Held-out segments (mean, β, variances) + Algorithm 2 on the rest, in order."""
+        """Held-out rows (mean, β, variances) + Algorithm 2 on the rest, in order."""
         return self._fit_held_out(source)
 
     def _fit_held_out(self, table: Any) -> PrivateOjaPCA:
         """A held-out share releases the mean, β and variances at the full (ε, δ); the stream
         runs Algorithm 2 on the rest (parallel composition). ``table`` is an array (held-out
         rows drawn by a public permutation, the rest shuffled) or a
-        :class:`~privpca.streaming.RowSource` (held-out public segments, the rest in order,
-        where amplification by shuffling is refused)."""
+        :class:`~privpca.streaming.RowSource` (a secret uniformly random set of held-out
+        rows, gathered in one pass; the rest in order, where amplification by shuffling is
+        refused)."""
         streamed = not isinstance(table, np.ndarray)
         n, p = table.shape if not streamed else (table.n_samples, table.n_features)
         check_n_components(self.n_components, p, owner=self)
         centering = check_centering(self.centering, p, self)
         clip = self._check_clip_norm()
-        # On a stream the held-out size is that of whole public segments (sizes only here).
-        hint = segment_split(n, self._holdout_fraction(), None).n_held if streamed else None
-        n_held, m, pairs = self._split(n, centering, hint)
+        n_held, m, pairs = self._split(n, centering)
         run = self._held_out_pipeline(n_held, p, check_epsilon(self.epsilon, owner=self),
                                       check_delta(self.delta, owner=self), centering,
                                       REPLACE_ONE)
@@ -794,15 +792,19 @@ class PrivateOjaPCA(StochasticPCA):
         rng = check_random_state(self.random_state)
         pre_rng = self._preprocessing_rng(rng)
         if streamed:
-            from privpca.streaming.sources import select_rows
+            from privpca.streaming.holdout import random_row_split
+            from privpca.streaming.selection import drop_rows, take_rows
 
-            split = segment_split(n, self._holdout_fraction(), pre_rng)
-            held = self._prepare_held_out_streamed(run, select_rows(table, split.held),
+            # A secret, uniformly random set of single rows (whatever the storage order),
+            # gathered in one pass; the stream then reads the other rows in order.
+            split = random_row_split(n, self._holdout_fraction(), pre_rng)
+            assert split.n_held == n_held
+            held = self._prepare_held_out_streamed(run, take_rows(table, split.held),
                                                    pre_rng)
             beta = held.prepared.data_norm ** 2 if isinstance(clip, str) else float(clip)
             centre = None if pairs else (held.prepared.mean if isinstance(centering, str)
                                          else centering)
-            blocks = stream_blocks(select_rows(table, split.rest).blocks(), pairs)
+            blocks = stream_blocks(drop_rows(table, split.held).blocks(), pairs)
             if centre is not None:
                 blocks = (b - centre for b in blocks)
             W, n_clipped = self._stream(_Shape(m, p), cal, beta, rng, blocks=blocks)
@@ -821,7 +823,7 @@ class PrivateOjaPCA(StochasticPCA):
             self._stream_notes(cal, beta, m)
             + ("beta = D² (clip_norm='auto'), D the held-out private norm bound. "
                if isinstance(clip, str) else "beta is the public clip_norm. ")
-            + held_out_notes(n, n_held, m, pairs, centering, run, segments=streamed)
+            + held_out_notes(n, n_held, m, pairs, centering, run, in_order=streamed)
         )
         record = self._table_record(
             held.prepared.spends, self._stream_spend(cal, beta, derived=pairs),

@@ -20,8 +20,9 @@ multiplier the plan gives it. The budget split (:mod:`privpca.pipeline.budget`),
 and the charge to the ledger all happen here.
 
 From 10⁷ rows on (``holdout_fraction="auto"``; any fraction on request) the Gram-based
-estimators run the **held-out layout**: the preprocessing reads a public 2 % of the rows (whole
-segments drawn from the estimator's generator) with its own plan at the whole (ε, δ), and the
+estimators run the **held-out layout**: the preprocessing reads 2 % of the rows (a uniformly
+random set of single rows, drawn secretly from the estimator's generator: whatever the row
+order, :mod:`privpca.streaming.holdout`) with its own plan at the whole (ε, δ), and the
 statistic reads the other rows with its own plan at the whole (ε, δ), releasing also their
 clipped sum (the ``"centre"`` part) to re-centre itself on their own mean. Each record enters
 one of the two: parallel composition (docs/PIPELINE.md).
@@ -50,6 +51,7 @@ from privpca._validation import (
     check_delta,
     check_epsilon,
     check_norm_bound,
+    check_secure_random_state,
     clip_rows,
 )
 from privpca.accounting.ledger import PrivacyLedger, resolve_ledger
@@ -65,6 +67,7 @@ from privpca.pipeline.preprocessing import (
     private_scale,
     sq_norms,
 )
+from privpca.pipeline.spectrum import ERROR_ALPHA, mean_perturbation_bound
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.gram import (
     clipped_blocks,
@@ -97,9 +100,6 @@ SCALE_QUANTILE = 0.99
 HOLDOUT_AUTO_MIN_ROWS = 10_000_000
 #: The share of the rows held out under ``holdout_fraction="auto"``.
 HOLDOUT_AUTO_FRACTION = 0.02
-#: Public segments of a held-out split in the pipeline (more than the Oja family's 1 000: at
-#: 2 % that is 200 neighbourhoods, closer to a simple random sample on sorted rows).
-PIPELINE_HOLDOUT_SEGMENTS = 10_000
 
 
 def check_centering(value: Any, n_features: int, owner: object) -> Any:
@@ -380,7 +380,7 @@ class ReleasePipeline:
         self.held_plan: BudgetPlan | None = None
         statistic_parts = self.active
         if self.holdout_fraction is not None:
-            self.held_out_split(None)  # sizes only: refuses a split too small, before the data
+            self.held_out_sizes()  # refuses a split too small, before the data
             self.held_plan = BudgetPlan.split(self.epsilon, self.delta, held_parts,
                                               shares=shares, include_statistic=False)
             statistic_parts = tuple(part for part in self.active if part not in held_parts)
@@ -424,21 +424,33 @@ class ReleasePipeline:
                                            else self.held_plan.parts)
         return [name for name in PART_NAMES if name in names]
 
-    def held_out_split(self, rng: np.random.Generator | None) -> Any:
-        """The public segments of the held-out rows and the rest (None: no hold-out)."""
+    def held_out_sizes(self) -> tuple[int, int] | None:
+        """``(n_held, n_rest)``, public: ``n_held = ⌈holdout_fraction·n⌉`` (None: no
+        hold-out). Refuses a split with fewer than 2 rows on either side."""
         if self.holdout_fraction is None:
             return None
-        from privpca.streaming.holdout import segment_split
+        from privpca.streaming.holdout import held_out_size
 
-        split = segment_split(self.n_samples, self.holdout_fraction, rng,
-                              segments=PIPELINE_HOLDOUT_SEGMENTS)
-        if split.n_held < 2 or split.n_rest < 2:
+        n_held = held_out_size(self.n_samples, self.holdout_fraction)
+        n_rest = self.n_samples - n_held
+        if n_held < 2 or n_rest < 2:
             raise ValueError(
                 f"{type(self.owner).__name__}: holdout_fraction={self.holdout_fraction:g} "
-                f"holds out {split.n_held} of n_samples={self.n_samples} rows and leaves "
-                f"{split.n_rest}; both need at least 2. Use holdout_fraction=None."
+                f"holds out {n_held} of n_samples={self.n_samples} rows and leaves "
+                f"{n_rest}; both need at least 2. Use holdout_fraction=None."
             )
-        return split
+        return n_held, n_rest
+
+    def held_out_split(self, rng: np.random.Generator) -> Any:
+        """The held-out rows, ``n_held`` of them drawn uniformly without replacement from
+        ``rng`` (the estimator's own generator; the draw stays secret), as a
+        :class:`~privpca.streaming.holdout.RowSplit` (None: no hold-out)."""
+        if self.held_out_sizes() is None:
+            return None
+        from privpca.streaming.holdout import random_row_split
+
+        assert self.holdout_fraction is not None
+        return random_row_split(self.n_samples, self.holdout_fraction, rng)
 
     @property
     def recentre(self) -> bool:
@@ -484,8 +496,6 @@ class ReleasePipeline:
         ``(ssᵀ − s̃s̃ᵀ)/n`` with ``s = s̃ − e``, is at most ``(2‖s̃‖‖e‖ + ‖e‖²)/n`` and ‖e‖ is
         bounded w.p. 1 − α from σ: released quantities only (``expected_error_``).
         """
-        from privpca.decomposition._spectrum import ERROR_ALPHA
-
         b = self.plan["centre"]
         sensitivity = 2.0 * prepared.data_norm
         sigma = b.multiplier * sensitivity
@@ -507,8 +517,8 @@ class ReleasePipeline:
     @property
     def n_statistic(self) -> int:
         """Rows the statistic reads: n, or the rows not held out (public: sizes only)."""
-        split = self.held_out_split(None)
-        return self.n_samples if split is None else split.n_rest
+        sizes = self.held_out_sizes()
+        return self.n_samples if sizes is None else sizes[1]
 
     @property
     def paper_mode(self) -> bool:
@@ -551,6 +561,8 @@ class ReleasePipeline:
         itself (classic calibration, a theorem's noise level), which needs a public bound.
         """
         owner = self.owner
+        # Secure mode refuses a seed before anything is booked (a refused fit spends nothing).
+        check_secure_random_state(getattr(owner, "random_state", None), owner=owner)
         target = resolve_ledger(owner, ledger)
         spends = [self._spend(part, "planned", math.nan, math.nan) for part in self._all_parts()
                   if part != "statistic"]
@@ -763,21 +775,25 @@ class ReleasePipeline:
         return self.prepare(table.X, rng, sq=table.sq)
 
     def prepare_held_out(self, table: Table, rng: np.random.Generator) -> PreparedRows:
-        """The preprocessing from held-out public segments, the statistic's rows the rest.
+        """The preprocessing from held-out rows, the statistic's rows the rest.
 
-        The segments are drawn from ``rng`` (the estimator's own stream, never the data), the
-        mean, scales and bound are released from the held-out rows with the held-out plan
-        (the whole (ε, δ)), and the returned rows are the other rows, read in place (a memory
-        map or a ``.npy``-backed Dask table reads only the selected rows). Each record enters
-        either the preprocessing or the statistic, never both: parallel composition, so the
-        statistic's own plan gets the whole (ε, δ) too.
+        The held-out rows are a uniformly random ``n_held``-subset of the rows drawn from
+        ``rng`` (the estimator's own stream, never the data; kept secret), gathered into
+        memory in one pass (:func:`~privpca.streaming.selection.take_rows`); the mean, scales
+        and bound are released from them with the held-out plan (the whole (ε, δ)), and the
+        returned rows are the other rows, read block by block with the held-out ones removed
+        (:func:`~privpca.streaming.selection.drop_rows`). Each record enters either the
+        preprocessing or the statistic, never both, and which one does not depend on the row
+        order: parallel composition (:mod:`privpca.streaming.holdout`), so the statistic's
+        own plan gets the whole (ε, δ) too.
         """
-        from privpca.streaming.sources import ArraySource, select_rows
+        from privpca.streaming.selection import drop_rows, take_rows
+        from privpca.streaming.sources import ArraySource
 
         source = table.source if table.streamed else ArraySource(table.X, validated=True)
         split = self.held_out_split(rng)
-        prepared = self.prepare_streamed(select_rows(source, split.held), rng)
-        prepared.source = select_rows(source, split.rest)
+        prepared = self.prepare_streamed(take_rows(source, split.held), rng)
+        prepared.source = drop_rows(source, split.held)
         return prepared
 
     # ------------------------------------------------------------------ streamed tables
@@ -905,8 +921,6 @@ class ReleasePipeline:
             return float(prepared.details["centre_error"])
         if "mean_noise_scale" not in prepared.details:
             return 0.0
-        from privpca.decomposition._spectrum import mean_perturbation_bound
-
         sd = float(prepared.details["mean_noise_scale"])
         if prepared.scale is not None:
             sd /= float(np.min(prepared.scale))
@@ -970,13 +984,16 @@ class ReleasePipeline:
                           "(paid from delta).")
             if self.held_plan is not None:
                 held = self.held_plan
-                n_held = self.held_out_split(None).n_held
+                sizes = self.held_out_sizes()
+                assert sizes is not None
+                n_held = sizes[0]
                 shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in held.parts.items())
                 split += (
                     f" Held-out preprocessing (holdout_fraction={self.holdout_fraction:g}): "
                     f"{', '.join(held.parts)} were released from {n_held} of the "
-                    f"{self.n_samples} rows (whole public segments drawn from the estimator's "
-                    f"own generator) at the whole (epsilon, delta), split {shares} (total "
+                    f"{self.n_samples} rows (a uniformly random set of rows drawn secretly from "
+                    f"the estimator's own generator, whatever the row order) at the whole "
+                    f"(epsilon, delta), split {shares} (total "
                     f"noise multiplier {held.total_multiplier:.6g}"
                     + (f"; histogram tails {held.tail:.3g} per side" if held.tail else "")
                     + "); the statistic read only the other "

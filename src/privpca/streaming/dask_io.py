@@ -6,8 +6,8 @@ only the partial sums travel. The workers must see the file at the same path (a 
 replicated file system), as with any Dask cluster reading from disk. Only the shape is read on
 the client: the ``.npy`` header, the Zarr metadata or the Parquet footers (not data).
 
-A table is registered by its Dask name, so that a selection of its rows (the
-held-out share of a fit) is read by tasks that read only those rows (:func:`dask_table_rows`);
+A table is registered by its Dask name, so that a selection of row ranges (a party's rows
+in a distributed fit) is read by tasks that read only those rows (:func:`dask_table_rows`);
 Dask's own slicing of a block would read the whole block first.
 """
 
@@ -26,8 +26,8 @@ __all__ = ["dask_table", "dask_table_rows"]
 DEFAULT_CHUNK_ROWS = 1_000_000
 
 #: Tables made by :func:`dask_table` (``.npy``, Zarr, Parquet), by Dask array name:
-#: ``(kind, path, dtype, chunk_rows)``, so that a selection of rows (a held-out share) reads only
-#: those rows. Bounded: the oldest entries are dropped.
+#: ``(kind, path, dtype, chunk_rows)``, so that a selection of row ranges (a party's rows)
+#: reads only those rows. Bounded: the oldest entries are dropped.
 _TABLES: dict[str, tuple[str, str, Any, int]] = {}
 _TABLES_MAX = 256
 
@@ -50,8 +50,8 @@ def dask_table(path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_
         (``chunk_rows`` rounded up to whole Zarr chunks), a ``.parquet`` file or a folder of
         them (one block per file; every column must be numeric).
     chunk_rows : int, default=1_000_000
-        Rows per block of a ``.npy`` file or a Zarr store (Parquet: of a selection of rows,
-        such as a held-out share, which reads only the row groups it overlaps).
+        Rows per block of a ``.npy`` file or a Zarr store (Parquet: of a selection of row
+        ranges, which reads only the row groups it overlaps).
 
     Returns
     -------
@@ -195,8 +195,8 @@ def _table_blocks(kind: str, path: str, ranges: list[tuple[int, int]], p: int, d
                   chunk_rows: int) -> Any:
     """The rows of ``ranges`` of a ``.npy`` file or a Zarr store in blocks of at most
     ``chunk_rows`` rows, each block one task that reads only its rows (a block may gather
-    several short ranges: a held-out share of many small segments is then a few tasks, not
-    one per segment)."""
+    several short ranges: a selection of many short ranges is then a few tasks, not one per
+    range)."""
     import dask
     import dask.array as da
 

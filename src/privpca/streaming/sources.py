@@ -184,14 +184,16 @@ class ArraySource(RowSource):
 def _threaded_reduce(array: ArraySource, bounds: Sequence[tuple[int, int, int]],
                      fn: Callable[..., T], combine: Callable[[T, T], T],
                      aux: Callable[[int, int], tuple[Any, ...]] | None, *,
-                     raw: bool = False) -> T:
+                     raw: bool = False, drop: NDArray[np.int64] | None = None) -> T:
     """``combine`` of ``fn`` over the blocks ``array.rows(a, b)`` of ``bounds``
     ``(a, b, start)``, one thread per core, or :data:`READ_THREADS_PER_CORE` per core for a
     memory map or a Zarr array (NumPy releases the GIL; BLAS limited to one thread per block
-    meanwhile), combined in the order of ``bounds``; ``aux(start, start + b − a)`` numbers
-    the block's rows as the caller's view does (a row range's own numbering). A direct Zarr
-    read fills each thread's own buffer, reused block after block: ``fn`` must not keep its
-    block. ``raw``: see :meth:`RowSource.reduce`."""
+    meanwhile), combined in the order of ``bounds``; ``aux(start, start + rows)`` numbers
+    the block's rows as the caller's view does (a row range's own numbering). ``drop``:
+    sorted row indices of ``array`` removed from each block before ``fn`` sees it (the rest
+    of a held-out split, :class:`RowsExcept`). A direct Zarr read fills each thread's own
+    buffer, reused block after block: ``fn`` must not keep its block. ``raw``: see
+    :meth:`RowSource.reduce`."""
     local = threading.local()  # each thread's read buffer, for a direct Zarr read
 
     def part(bound: tuple[int, int, int]) -> T:
@@ -203,9 +205,13 @@ def _threaded_reduce(array: ArraySource, bounds: Sequence[tuple[int, int, int]],
                 buffer = local.buffer = np.empty((b - a, array.n_features),
                                                  dtype=array.direct.dtype)
         block = array.rows(a, b, out=buffer)  # fn never keeps its block
+        if drop is not None:
+            block = _without(block, drop, a)
         if not (array.validated or raw):
             block = _check_block(block, array.n_features)
-        return fn(block) if aux is None else fn(block, *aux(start, start + b - a))
+        if aux is None:
+            return fn(block)
+        return fn(block, *aux(start, start + block.shape[0]))
 
     def combined(pieces: Iterable[T]) -> T:
         out: T | None = None
@@ -265,8 +271,8 @@ class ChunkSource(RowSource):
 class ParquetSource(RowSource):
     """A Parquet file or a folder of ``*.parquet`` files, all columns numeric, by batches.
 
-    A selection of rows (:func:`select_rows`: the held-out share of a fit) reads only the row
-    groups it overlaps, located from the files' footers.
+    A selection of row ranges (:func:`select_rows`: a party's rows in a distributed fit) reads
+    only the row groups it overlaps, located from the files' footers.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, block_rows: int = BLOCK_ROWS) -> None:
@@ -543,84 +549,25 @@ def as_row_source(X: Any) -> RowSource:
     raise ValueError(f"Cannot stream an object of type {type(X).__name__}.")
 
 
-# ------------------------------------------------------------------ row ranges (stream-oja)
-class RowRanges(RowSource):
-    """The rows of ``parent`` in the public half-open ``ranges`` ``[(a, b), …]`` (increasing,
-    disjoint), in the parent's order: the held-out share of a streamed fit, or the rest.
-
-    An :class:`ArraySource` (memory map, Zarr) is sliced, so only the selected rows are read;
-    a :class:`ParquetSource` reads only the row groups they overlap; any other source is read
-    whole and the selected rows kept (one full pass per pass of the view). Use
-    :func:`select_rows`, which also keeps a :class:`DaskSource` lazy.
-    """
-
-    def __init__(self, parent: RowSource, ranges: Sequence[tuple[int, int]]) -> None:
-        self.parent = parent
-        self.ranges = [(int(a), int(b)) for a, b in ranges if b > a]
-        self.n_samples = sum(b - a for a, b in self.ranges)
-        self.n_features = parent.n_features
-        self.progress = parent.progress
-
-    def _bounds(self) -> list[tuple[int, int, int]]:
-        """The blocks of an :class:`ArraySource` parent: ``(a, b, offset in the view)``."""
-        assert isinstance(self.parent, ArraySource)
-        out, offset, step = [], 0, self.parent.block_rows
-        for a, b in self.ranges:
-            for start in range(a, b, step):
-                stop = min(start + step, b)
-                out.append((start, stop, offset))
-                offset += stop - start
-        return out
-
-    def reduce(self, fn: Callable[..., T], combine: Callable[[T, T], T], *,
-               aux: Callable[[int, int], tuple[Any, ...]] | None = None,
-               desc: str = "pass", raw: bool = False) -> T:
-        """Over an :class:`ArraySource`, the selected blocks threaded as the array's own
-        reduction; otherwise one pass of the parent, keeping the selected rows."""
-        if isinstance(self.parent, ArraySource) and not self.progress:
-            return _threaded_reduce(self.parent, self._bounds(), fn, combine, aux, raw=raw)
-        return super().reduce(fn, combine, aux=aux, desc=desc)
-
-    def blocks(self) -> Iterator[Block]:
-        parent = self.parent
-        if isinstance(parent, ArraySource):
-            for a, b in self.ranges:
-                for start in range(a, b, parent.block_rows):
-                    block = parent.rows(start, min(start + parent.block_rows, b))
-                    yield block if parent.validated else _check_block(block, self.n_features)
-            return
-        if isinstance(parent, ParquetSource):  # only the row groups the ranges overlap
-            yield from parent.blocks_in(self.ranges)
-            return
-        ranges = iter(self.ranges)
-        current = next(ranges, None)
-        offset = 0
-        for block in parent.blocks():
-            stop = offset + block.shape[0]
-            while current is not None and current[0] < stop:
-                a, b = max(current[0], offset), min(current[1], stop)
-                if b > a:
-                    yield block[a - offset:b - offset]
-                if current[1] <= stop:
-                    current = next(ranges, None)
-                else:
-                    break
-            offset = stop
-            if current is None:
-                return  # nothing selected further on: stop reading
+# ------------------------------------------------------------------ dropping rows from blocks
+def _without(block: NDArray[Any], rows: NDArray[np.int64], start: int) -> NDArray[Any]:
+    """``block`` (the rows ``start:start + len(block)`` of a table) without the table's rows
+    ``rows`` (sorted): a copy when any falls in the block, else the block itself."""
+    lo, hi = np.searchsorted(rows, (start, start + block.shape[0]))
+    if hi == lo:
+        return block
+    return _compress_out(block, rows[lo:hi] - start)
 
 
-def select_rows(source: RowSource, ranges: Sequence[tuple[int, int]]) -> RowSource:
-    """The rows of ``source`` in ``ranges`` (see :class:`RowRanges`); a Dask array stays a
-    lazy Dask array (its reductions still run on the workers, reading only those chunks)."""
-    if isinstance(source, DaskSource):
-        import dask.array as da
+def _compress_out(block: NDArray[Any], local: NDArray[np.int64]) -> NDArray[Any]:
+    """``block`` without its rows ``local`` (``np.compress`` on a mask: a third of the time
+    of ``np.delete`` with indices, measured on 16 384 × 20 blocks)."""
+    keep = np.ones(block.shape[0], dtype=bool)
+    keep[local] = False
+    return np.compress(keep, block, axis=0)
 
-        from privpca.streaming.dask_io import dask_table_rows
 
-        direct = dask_table_rows(source.X, list(ranges))
-        if direct is not None:  # a .npy table: the tasks read only the selected rows
-            return DaskSource(direct)
-        parts = [source.X[a:b] for a, b in ranges if b > a]
-        return DaskSource(da.concatenate(parts, axis=0))
-    return RowRanges(source, ranges)
+def _span(rows: NDArray[np.int64], a: int, b: int) -> tuple[int, int]:
+    """The positions ``lo:hi`` in the sorted ``rows`` of the indices in ``[a, b)``."""
+    lo, hi = np.searchsorted(rows, (a, b))
+    return int(lo), int(hi)

@@ -1,0 +1,114 @@
+"""The house's floors: no import runs up a floor, and no module imports one that imports it.
+
+Floors, ground first (a module may import only from its own floor or below). The ground floor
+holds what imports nothing of privpca: exceptions, configuration, metrics, the secure samplers
+and the composition of privacy losses. docs/ARCHITECTURE.md draws the same floors.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import privpca
+
+SRC = pathlib.Path(privpca.__file__).parent
+
+FLOORS: list[tuple[str, ...]] = [
+    ("privpca.exceptions", "privpca._config", "privpca.metrics",
+     "privpca.mechanisms.secure_noise", "privpca.accounting.composition"),
+    ("privpca._validation",),
+    ("privpca.mechanisms",),
+    ("privpca.accounting",),
+    ("privpca.solvers", "privpca.streaming"),
+    ("privpca.protocols", "privpca.pipeline"),
+    ("privpca.federated",),
+    ("privpca.decomposition",),
+    ("privpca.datasets", "privpca.plot", "privpca._registry", "privpca"),
+    ("privpca.audit", "privpca.experiments"),
+    ("privpca.cli", "privpca.__main__"),
+]
+
+
+def floor_of(module: str) -> int:
+    best: tuple[int, int] | None = None
+    for i, names in enumerate(FLOORS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and \
+                    (best is None or len(name) > best[1]):
+                best = (i, len(name))
+    assert best is not None, f"{module} is on no floor: add it to FLOORS"
+    return best[0]
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every privpca module → the privpca modules it imports (anywhere in its body)."""
+    modules = {_module_name(p): p for p in SRC.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                targets = [base] + [f"{base}.{a.name}" for a in node.names]
+            graph[module].update(t for t in targets if t in modules and t != module)
+    return graph
+
+
+def test_no_import_runs_up_a_floor():
+    upward = sorted(
+        f"{a} (floor {floor_of(a)}) -> {b} (floor {floor_of(b)})"
+        for a, targets in import_graph().items() if a != "privpca"
+        for b in targets if b != "privpca" and floor_of(b) > floor_of(a)
+    )
+    assert not upward, "\n".join(upward)
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    graph = import_graph()
+    # A package's __init__ re-exports its modules: those arrows are not dependencies.
+    graph = {a: {b for b in bs if not (SRC / b.replace("privpca.", "", 1).replace(".", "/")
+                                      / "__init__.py").exists()}
+             for a, bs in graph.items()
+             if not (SRC / a.replace("privpca.", "", 1).replace(".", "/") / "__init__.py")
+             .exists()}
+    cycles = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join([*stack[stack.index(nxt):], nxt]))
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    assert not cycles, "\n".join(cycles)
+
+
+def test_the_checks_see_a_violation():
+    """The floors are read from the code: a module is found and placed."""
+    graph = import_graph()
+    assert "privpca.mechanisms.noise" in graph["privpca.decomposition.analyze_gauss"]
+    assert floor_of("privpca.cli") > floor_of("privpca.decomposition.dp_pca") > \
+        floor_of("privpca.mechanisms.noise") > floor_of("privpca.exceptions")
