@@ -6,8 +6,8 @@ covariance (one pass over the data alone is 10⁸ multiply-adds per d = 1000). P
 
 * ``gram`` — one round with the provider holding ``Σ̂ᵢ`` (computed once, timed separately):
   ``Σ̂ᵢ[:, S] Q_S`` + noise, then the server's ThinQR, Threshold, ThinQR — the O(k·ŝ·d) round;
-* ``data`` — one round of :class:`privpca.federated.protocol.ProviderState` as shipped, which
-  never forms ``Σ̂ᵢ``: ``Xᵢᵀ(Xᵢ[:, S] Q_S)/nᵢ``, O(nᵢ·k·(ŝ + d));
+* ``data`` — one round of :class:`privpca.federated.protocol.provider.ProviderState` as
+  shipped, which never forms ``Σ̂ᵢ``: ``Xᵢᵀ(Xᵢ[:, S] Q_S)/nᵢ``, O(nᵢ·k·(ŝ + d));
 * ``DPSPCA.fit`` whole (T = 10 rounds, data path).
 
 ``--flower`` also runs the protocol over Flower with real processes on 127.0.0.1 (SuperLink,

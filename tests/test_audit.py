@@ -314,14 +314,13 @@ def test_mutant_bingham_exponential_mechanism():
 def test_mutant_dpspca_provider(monkeypatch):
     """A DPS-PCA provider's answer ``XᵢᵀXᵢQ + G`` (one round, its whole budget): its noise
     generator is replaced by the real or the half-noise one."""
-    from privpca.federated import protocol
-    from privpca.federated.protocol import ProviderState, Query
+    from privpca.federated.protocol import ProviderState, Query, provider
 
     Q = Query.from_dense(np.array([[1.0], [1.0]]) / np.sqrt(2.0))
     reports = []
     for make in (real, half):
         gen = make(5)
-        monkeypatch.setattr(protocol, "provider_noise_rng", lambda seed, release, kind="query",
+        monkeypatch.setattr(provider, "provider_noise_rng", lambda seed, release, kind="query",
                             gen=gen: gen)
 
         def m(X, rng):

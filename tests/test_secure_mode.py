@@ -311,11 +311,11 @@ def test_in_process_dpspca_runs_in_secure_mode(paper, secure_table):
     a fresh OS-keyed SecureGenerator."""
     from unittest import mock
 
-    from privpca.federated import protocol
+    from privpca.federated.protocol import provider
 
     ledger = privpca.PrivacyLedger()
     seen = []
-    real = protocol.provider_noise_rng
+    real = provider.provider_noise_rng
 
     def spy(noise_seed, release, kind="query"):
         rng = real(noise_seed, release, kind)
@@ -323,7 +323,7 @@ def test_in_process_dpspca_runs_in_secure_mode(paper, secure_table):
         return rng
 
     with privpca.config_context(secure_mode=True), warnings.catch_warnings(), \
-            mock.patch.object(protocol, "provider_noise_rng", spy):
+            mock.patch.object(provider, "provider_noise_rng", spy):
         warnings.simplefilter("ignore")
         est = privpca.DPSPCA(n_providers=2, n_iter=3, ledger=ledger,
                              **_estimator_params(privpca.DPSPCA, paper)).fit(secure_table)

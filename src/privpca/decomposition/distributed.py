@@ -1,9 +1,10 @@
 """DPS-PCA (Ge, Wang, Wang, Liu 2018): distributed private sparse PCA, simulated in one process.
 
 :class:`DPSPCA` runs the protocol of :mod:`privpca.federated.protocol` with N providers held in
-this process: every provider is a :class:`~privpca.federated.protocol.ProviderState` (its own
-noise stream, its own budget plan, its own release counter), the server a
-:class:`~privpca.federated.protocol.ServerState`. The Flower application
+this process: every provider is a
+:class:`~privpca.federated.protocol.provider.ProviderState` (its own noise stream, its own
+budget plan, its own release counter), the server a
+:class:`~privpca.federated.protocol.server.ServerState`. The Flower application
 (:mod:`privpca.federated.flower_app`) runs the very same two classes in separate processes or
 machines; with the same seeds and split both give bitwise the same components.
 
@@ -125,7 +126,7 @@ class DPSPCA(BasePrivatePCA):
     init : {"random", "random-sparse"} or array of shape (n_features, n_components), \
 default="random"
         Data-independent start ``Q⁽⁰⁾`` (see
-        :meth:`privpca.federated.protocol.ServerState.initial`): ``"random"`` queries a dense
+        :meth:`privpca.federated.protocol.server.ServerState.initial`): ``"random"`` queries a dense
         Haar-random Q first; ``"random-sparse"`` thresholds it first (Algorithm 1 literally);
         an array is a public start. None costs privacy.
     random_state : None, int or numpy.random.Generator, default=None

@@ -4,13 +4,13 @@
   only answers the protocol's messages: ``query`` (a power round), ``query.mean`` (a round of
   the private mean), ``query.prepare`` (the broadcast mean: centre, bound, clip) and
   ``query.variance`` (the variances along the final components). It rebuilds the provider's
-  :class:`~privpca.federated.protocol.ProviderState` from the SuperNode's ``--node-config``
-  (its data file, its (ε, δ, T) and pipeline settings, its state file) and returns
-  ``ProviderState.handle`` — or a Flower ``Error`` reply saying why it refused.
+  :class:`~privpca.federated.protocol.provider.ProviderState` from the SuperNode's
+  ``--node-config`` (its data file, its (ε, δ, T) and pipeline settings, its state file) and
+  returns ``ProviderState.handle`` — or a Flower ``Error`` reply saying why it refused.
 * ``server_app`` (started by ``flwr run`` on the SuperLink) only loops: send the
-  :class:`~privpca.federated.protocol.ServerState`'s next message to the providers still in the
-  run, collect replies until a timeout, apply the dropout policy, let the server combine them;
-  then it writes the result (JSON) to ``output-path``.
+  :class:`~privpca.federated.protocol.server.ServerState`'s next message to the providers still
+  in the run, collect replies until a timeout, apply the dropout policy, let the server combine
+  them; then it writes the result (JSON) to ``output-path``.
 
 Every privacy decision is taken by the provider's own configuration, never by the server's
 messages: a provider answers at most what it agreed to for its data, ever (the counts, and the

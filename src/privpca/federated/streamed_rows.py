@@ -1,14 +1,14 @@
 """A DPS-PCA provider's rows in a streamed table: each of its statistics is one pass.
 
-A :class:`~privpca.federated.protocol.ProviderState` given a table that is not one in-memory
-array (anything :func:`privpca.streaming.as_row_source` accepts: a ``numpy.memmap`` or
-``.npy`` path, a Parquet file or folder, a list of chunks, a Dask array) never forms its
-rows. Every statistic it releases is a sum over its rows, computed here as a block reduction
-of its :class:`~privpca.streaming.RowSource` (on the Dask workers for a Dask array), exact;
-the provider adds its noise to the total afterwards, once, with the same draws as from an
-in-memory array. So a streamed provider and an in-memory one with the same noise seed
-release the same values to rounding, and the provider's memory is one block (plus p×k and
-bins × p partial sums), whatever its n.
+A :class:`~privpca.federated.protocol.provider.ProviderState` given a table that is not one
+in-memory array (anything :func:`privpca.streaming.as_row_source` accepts: a ``numpy.memmap`` or
+``.npy`` path, a Parquet file or folder, a list of chunks, a Dask array) never forms its rows.
+Every statistic it releases is a sum over its rows, computed here as a block reduction of its
+:class:`~privpca.streaming.RowSource` (on the Dask workers for a Dask array), exact; the
+provider adds its noise to the total afterwards, once, with the same draws as from an in-memory
+array. So a streamed provider and an in-memory one with the same noise seed release the same
+values to rounding, and the provider's memory is one block (plus p×k and bins × p partial sums),
+whatever its n.
 
 * the private mean's rounds: the rows binned by ``‖x − c‖`` with each bin's sums
   (:func:`privpca.streaming.reductions.binned_norm_sums`): the norm histogram, then the exact
@@ -20,10 +20,10 @@ bins × p partial sums), whatever its n.
 * the variances: ``(Σ (Q_Sᵀyᵢ[S])(…)ᵀ, Σ ‖yᵢ‖²)``.
 
 The prepared rows are those of :meth:`ProviderState._prepare_rows
-<privpca.federated.protocol.ProviderState>` block by block: the same shift, division and clip
-test (with its relative slack :data:`CLIP_SLACK`, so a row of norm ``Dᵢ`` up to rounding is
-not counted as clipped by one path and kept by the other). The block functions are
-module-level so that Dask can ship them to worker processes.
+<privpca.federated.protocol.provider.ProviderState>` block by block: the same shift, division
+and clip test (with its relative slack :data:`CLIP_SLACK`, so a row of norm ``Dᵢ`` up to
+rounding is not counted as clipped by one path and kept by the other). The block functions
+are module-level so that Dask can ship them to worker processes.
 """
 
 from __future__ import annotations
