@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from privpca._validation import check_random_state, check_secure_random_state
 from privpca.accounting.ledger import PrivacyLedger, resolve_ledger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
-from privpca.pipeline.release import ReleasePipeline, Table, validated_table
+from privpca.pipeline.release import PipelineSettings, ReleasePipeline, Table, validated_table
 
 __all__ = ["BasePrivatePCA", "FitPlan", "PipelinePCA", "Release"]
 
@@ -210,8 +210,17 @@ class PipelinePCA(BasePrivatePCA):
         self._set_preprocessing(prepared)
         return self
 
+    def _settings(self) -> PipelineSettings:
+        """The parameters the pipeline reads, handed over explicitly."""
+        return PipelineSettings(
+            epsilon=self.epsilon, delta=self.delta, centering=self.centering,
+            data_norm=self.data_norm, scale=self.scale, budget_shares=self.budget_shares,
+            holdout_fraction=self.holdout_fraction, random_state=self.random_state,
+        )
+
     def _plan(self, table: Table) -> FitPlan:
-        """Check the parameters against the table's public shape and plan the fit."""
+        """Check the parameters against the table's public shape and plan the fit
+        (a :class:`ReleasePipeline` on :meth:`_settings`)."""
         raise NotImplementedError
 
     def _release(self, plan: FitPlan, prepared: Any, rng: np.random.Generator,

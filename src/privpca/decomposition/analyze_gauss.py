@@ -240,7 +240,7 @@ class AnalyzeGaussPCA(PipelinePCA):
         relation = check_options(self.neighbouring, "neighbouring", NEIGHBOURING_RELATIONS,
                                  owner=self)
         calibration = check_options(self.calibration, "calibration", CALIBRATIONS, owner=self)
-        run = ReleasePipeline(self, n, p, self._statistic(relation),
+        run = ReleasePipeline(self, self._settings(), n, p, self._statistic(relation),
                               neighbouring=REPLACE_ONE if relation == "replace"
                               else ADD_REMOVE_ONE)
         if not run.paper_mode and (relation != "replace" or calibration != "analytic"):

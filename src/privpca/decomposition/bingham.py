@@ -365,7 +365,7 @@ class BinghamPCA(PipelinePCA):
         n, p = table.n_samples, table.n_features
         k = self._check_params(p)
         run = ReleasePipeline(
-            self, n, p,
+            self, self._settings(), n, p,
             Statistic("exponential mechanism on the Stiefel manifold (matrix Bingham)",
                       lambda D: D**2, kind="pure"),
             neighbouring=NEIGHBOURING,

@@ -205,7 +205,7 @@ class ModSuLQPCA(PipelinePCA):
         check_delta(self.delta, owner=self)
         n_stat = [n]  # the statistic's rows: n, or the rows not held out (public)
         run = ReleasePipeline(
-            self, n, d,
+            self, self._settings(), n, d,
             Statistic("gaussian (MOD-SuLQ): packed upper triangle of XᵀX/n",
                       lambda D: math.sqrt(2.0) * D**2 / n_stat[0], kind="approx",
                       releases_spectrum=True),

@@ -243,7 +243,7 @@ class NoisyPowerPCA(PipelinePCA):
                 f"Got {self.keep_history!r} instead."
             )
         run = ReleasePipeline(
-            self, n, p,
+            self, self._settings(), n, p,
             Statistic("gaussian: XᵀX Q per power iteration (Frobenius sensitivity)",
                       lambda D: power_sensitivity(D, k), count=T),
             neighbouring=REPLACE_ONE,
