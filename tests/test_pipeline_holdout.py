@@ -18,6 +18,7 @@ from privpca.pipeline.budget import BudgetPlan
 from privpca.pipeline.release import (
     HOLDOUT_AUTO_FRACTION,
     HOLDOUT_AUTO_MIN_ROWS,
+    PipelineSettings,
     ReleasePipeline,
     Statistic,
 )
@@ -50,19 +51,14 @@ def _fit(cls, X, ledger=None, **kw):
 
 
 class _Owner:
-    epsilon, delta, centering, data_norm, scale, budget_shares = 1.0, 1e-5, "private", "auto", \
-        False, None
-
-    def __init__(self, holdout):
-        self.holdout_fraction = holdout
+    """Stands in for an estimator (named in the pipeline's messages)."""
 
 
-def _pipeline(n, holdout="auto", **owner):
-    o = _Owner(holdout)
-    for key, value in owner.items():
-        setattr(o, key, value)
-    return ReleasePipeline(o, n, 5, Statistic("gaussian: test", lambda D: D**2,
-                                              releases_spectrum=True))
+def _pipeline(n, holdout="auto", **settings):
+    options = {"epsilon": 1.0, "delta": 1e-5, "centering": "private", "data_norm": "auto",
+               "scale": False, "budget_shares": None, "holdout_fraction": holdout, **settings}
+    return ReleasePipeline(_Owner(), PipelineSettings(**options), n, 5,
+                           Statistic("gaussian: test", lambda D: D**2, releases_spectrum=True))
 
 
 def test_plan_without_statistic_composes_to_exactly_epsilon_delta():

@@ -157,6 +157,7 @@ from privpca.pipeline.budget import DEFAULT_SHARES, HISTOGRAM_PARTS, PART_NAMES
 from privpca.pipeline.preprocessing import BoundNotFoundError
 from privpca.pipeline.release import (
     DEFAULT_NORM_QUANTILE,
+    PipelineSettings,
     PreparedRows,
     ReleasePipeline,
     Statistic,
@@ -244,19 +245,6 @@ class HeldOutRelease:
 
     prepared: PreparedRows
     run: ReleasePipeline
-
-
-class _HeldOutOwner:
-    """The parameters :class:`ReleasePipeline` reads, for the held-out share of a fit."""
-
-    def __init__(self, epsilon: float, delta: float, centering: Any,
-                 shares: dict[str, float] | None) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.centering = centering
-        self.data_norm = "auto"
-        self.scale = False
-        self.budget_shares = shares
 
 
 class StochasticPCA(BasePrivatePCA):
@@ -507,12 +495,14 @@ class StochasticPCA(BasePrivatePCA):
         """
         statistic = Statistic("gaussian: packed VᵀGV and tr G of the held-out rows",
                               lambda D: math.sqrt(2.0) * D**2, releases_spectrum=True)
-        probe = ReleasePipeline(_HeldOutOwner(epsilon, delta, centering, None), n_held, p,
-                                statistic, model="central", neighbouring=neighbouring)
+        # The held-out rows' own settings: a private bound, no scales; shares set below.
+        held = PipelineSettings(epsilon=epsilon, delta=delta, centering=centering,
+                                data_norm="auto", scale=False)
+        probe = ReleasePipeline(self, held, n_held, p, statistic, model="central",
+                                neighbouring=neighbouring)
         weights = self._holdout_weights((*probe.active, "variance"))
-        owner = _HeldOutOwner(epsilon, delta, centering,
-                              {part: weights[part] for part in probe.active})
-        run = ReleasePipeline(owner, n_held, p, statistic, model="central",
+        held = replace(held, budget_shares={part: weights[part] for part in probe.active})
+        run = ReleasePipeline(self, held, n_held, p, statistic, model="central",
                               neighbouring=neighbouring)
         parts = {name: b for name, b in run.plan.parts.items() if name != "statistic"}
         parts["variance"] = replace(run.plan.parts["statistic"], name="variance")

@@ -26,12 +26,12 @@ from __future__ import annotations
 from typing import Any
 
 import dp_accounting
-from numpy.typing import ArrayLike
+import numpy as np
 
-from privpca._validation import check_options, check_random_state
+from privpca._validation import check_options
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacySpend
-from privpca.decomposition._base import BasePrivatePCA
+from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.mechanisms.gaussian import (
     CALIBRATIONS,
     certified_epsilon,
@@ -42,7 +42,7 @@ from privpca.mechanisms.sensitivity import (
     NEIGHBOURING_RELATIONS,
     gram_sensitivity,
 )
-from privpca.pipeline.release import ReleasePipeline, Statistic, validated_table
+from privpca.pipeline.release import ReleasePipeline, Statistic, Table
 from privpca.pipeline.spectrum import check_n_components_spec, fit_noisy_matrix
 
 __all__ = [
@@ -57,7 +57,7 @@ REPLACE_ONE = "replace one record (any two records of norm <= data_norm)"
 ADD_REMOVE_ONE = "add or remove one record of norm <= data_norm"
 
 
-class AnalyzeGaussPCA(BasePrivatePCA):
+class AnalyzeGaussPCA(PipelinePCA):
     """Central-model PCA by Gaussian noise on the Gram matrix ("Analyze Gauss").
 
     On defaults it is the PCA a data scientist expects, privately: the rows are centred on a
@@ -234,26 +234,13 @@ class AnalyzeGaussPCA(BasePrivatePCA):
             releases_spectrum=True,
         )
 
-    def fit(self, X: ArrayLike, y: Any = None) -> AnalyzeGaussPCA:
-        """Centre and bound privately, add calibrated noise to the Gram matrix, keep top-k.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            One record per row. Not modified.
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        table = validated_table(self, X)
+    def _plan(self, table: Table) -> FitPlan:
         n, p = table.n_samples, table.n_features
         k = check_n_components_spec(self.n_components, p, self)
         relation = check_options(self.neighbouring, "neighbouring", NEIGHBOURING_RELATIONS,
                                  owner=self)
         calibration = check_options(self.calibration, "calibration", CALIBRATIONS, owner=self)
-        run = ReleasePipeline(self, n, p, self._statistic(relation),
+        run = ReleasePipeline(self, self._settings(), n, p, self._statistic(relation),
                               neighbouring=REPLACE_ONE if relation == "replace"
                               else ADD_REMOVE_ONE)
         if not run.paper_mode and (relation != "replace" or calibration != "analytic"):
@@ -262,31 +249,38 @@ class AnalyzeGaussPCA(BasePrivatePCA):
                 "reproduce the paper's setting; they require centering=None, scale=False and a "
                 "numeric data_norm."
             )
-        rng = check_random_state(self.random_state)
-        pre_rng = self._preprocessing_rng(rng)
-        if run.paper_mode:  # public D: σ and the certified ε are known before the data
-            sensitivity = gram_sensitivity(run.data_norm, relation)
-            sigma = (classic_gaussian_sigma(run.epsilon, run.delta, sensitivity)
-                     if calibration == "classic"
-                     else run.statistic_multiplier() * sensitivity)
-            eps = certified_epsilon(sigma, run.delta, sensitivity) if calibration == "classic" \
-                else run.epsilon
-            run.charge(self.ledger, epsilon=eps,
-                       statistic_event=dp_accounting.GaussianDpEvent(sigma / sensitivity))
-        else:
-            eps = run.epsilon
-            run.charge(self.ledger)
-        prepared = run.prepare_table(table, pre_rng)
-        sensitivity = gram_sensitivity(prepared.data_norm, relation)
+        settings: dict[str, Any] = {"k": k, "relation": relation, "calibration": calibration,
+                                    "epsilon": run.epsilon}
         if not run.paper_mode:
-            sigma = run.statistic_multiplier() * sensitivity
+            return FitPlan(run, settings=settings)
+        # A public D: σ and the certified ε are known before the data.
+        sensitivity = gram_sensitivity(run.data_norm, relation)
+        sigma = (classic_gaussian_sigma(run.epsilon, run.delta, sensitivity)
+                 if calibration == "classic" else run.statistic_multiplier() * sensitivity)
+        eps = (certified_epsilon(sigma, run.delta, sensitivity) if calibration == "classic"
+               else run.epsilon)
+        settings.update(epsilon=eps, sigma=sigma)
+        return FitPlan(run, settings=settings,
+                       charge={"epsilon": eps,
+                               "statistic_event": dp_accounting.GaussianDpEvent(
+                                   sigma / sensitivity)})
+
+    def _release(self, plan: FitPlan, prepared: Any, rng: np.random.Generator,
+                 pre_rng: np.random.Generator) -> Release:
+        """The Gram matrix of the prepared rows, Gaussian noise on its upper triangle, top-k."""
+        run, settings = plan.run, plan.settings
+        relation, eps = settings["relation"], settings["epsilon"]
+        sensitivity = gram_sensitivity(prepared.data_norm, relation)
+        sigma = settings["sigma"] if run.paper_mode else run.statistic_multiplier() * sensitivity
         noisy = run.recentred_gram(prepared, pre_rng) if run.recentre else prepared.gram()
         noisy = symmetric_gaussian_release(noisy, sigma, rng, sensitivity=sensitivity)
         # Under add/remove neighbours n is a private count: no released value may divide by
         # it, so the spectrum stays in the units of the noisy Gram matrix (denominator 1).
         denominator = 1.0 if relation == "add-remove" else run.denominator(prepared)
-        fit = fit_noisy_matrix(noisy, k, noise_sd=sigma, denominator=denominator,
+        fit = fit_noisy_matrix(noisy, settings["k"], noise_sd=sigma, denominator=denominator,
                                extra_perturbation=run.mean_perturbation(prepared))
+        self._set_spectrum(fit)
+        self.noise_scale_ = sigma
         spend = PrivacySpend(
             mechanism=self._statistic(relation).mechanism,
             epsilon=eps if run.paper_mode else run.statistic_budget.epsilon,
@@ -296,12 +290,8 @@ class AnalyzeGaussPCA(BasePrivatePCA):
             dp_event=dp_accounting.GaussianDpEvent(
                 sigma / sensitivity if run.paper_mode else run.statistic_multiplier()),
         )
-        self.privacy_ = run.record(prepared, spend, calibration=calibration,
-                                   notes=self._notes(eps, sigma, run), epsilon=eps)
-        self._set_preprocessing(prepared)
-        self._set_spectrum(fit)
-        self.noise_scale_ = sigma
-        return self
+        return Release(spend, settings["calibration"], self._notes(eps, sigma, run),
+                       record={"epsilon": eps})
 
     def _notes(self, eps: float, sigma: float, run: ReleasePipeline) -> str:
         notes = (

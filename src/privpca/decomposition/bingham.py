@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
 from privpca._validation import (
@@ -30,13 +30,12 @@ from privpca._validation import (
     check_in_range,
     check_n_components,
     check_options,
-    check_random_state,
 )
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacySpend
-from privpca.decomposition._base import BasePrivatePCA
+from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.exceptions import DataDependentWarning, PrivacyLeakWarning
-from privpca.pipeline.release import ReleasePipeline, Statistic, validated_table
+from privpca.pipeline.release import ReleasePipeline, Statistic, Table
 from privpca.solvers.bingham import (
     UPDATES,
     ProposalBudgetExceededError,
@@ -54,7 +53,7 @@ _ONE_THREAD_EIGH = 1024  # largest p whose eigh of B runs on one BLAS thread
 NEIGHBOURING = "replace one record"
 
 
-class BinghamPCA(BasePrivatePCA):
+class BinghamPCA(PipelinePCA):
     """Private PCA by the exponential mechanism (Chaudhuri, Sarwate & Sinha's PPCA).
 
     Releases ``V`` drawn from the matrix Bingham density
@@ -362,36 +361,25 @@ class BinghamPCA(BasePrivatePCA):
         return spend, notes
 
     # ------------------------------------------------------------------------------------
-    def fit(self, X: ArrayLike, y: Any = None) -> BinghamPCA:
-        """Centre and bound privately, then sample the basis from the Bingham law.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            One record per row. Not modified.
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        table = validated_table(self, X)
+    def _plan(self, table: Table) -> FitPlan:
         n, p = table.n_samples, table.n_features
         k = self._check_params(p)
         run = ReleasePipeline(
-            self, n, p,
+            self, self._settings(), n, p,
             Statistic("exponential mechanism on the Stiefel manifold (matrix Bingham)",
                       lambda D: D**2, kind="pure"),
             neighbouring=NEIGHBOURING,
         )
-        eps = float(run.statistic_budget.epsilon)
-        rng = check_random_state(self.random_state)
-        pre_rng = self._preprocessing_rng(rng)
-        sampler = self._resolve_sampler(k, p)
-        run.charge(self.ledger)  # before anything data-dependent is computed
-        prepared = run.prepare_table(table, pre_rng)
-        data_norm = prepared.data_norm
+        return FitPlan(run, settings={"k": k, "n": n, "p": p,
+                                      "epsilon": float(run.statistic_budget.epsilon),
+                                      "sampler": self._resolve_sampler(k, p)})
 
+    def _release(self, plan: FitPlan, prepared: Any, rng: np.random.Generator,
+                 pre_rng: np.random.Generator) -> Release:
+        """Sample the basis from the Bingham law of the prepared rows' Gram matrix."""
+        run, settings = plan.run, plan.settings
+        k, n, p, eps, sampler = (settings[key] for key in ("k", "n", "p", "epsilon", "sampler"))
+        data_norm = prepared.data_norm
         for attr in ("trace_", "mixing_"):
             if hasattr(self, attr):
                 delattr(self, attr)
@@ -403,8 +391,7 @@ class BinghamPCA(BasePrivatePCA):
         self.expected_error_ = math.nan
         if sampler == "uniform":
             V = scipy.linalg.qr(rng.standard_normal((p, p)))[0]
-            self._finish(run, prepared, np.asarray(fix_signs(V).T), eps, sampler, pre_rng)
-            return self
+            return self._finish(run, prepared, np.asarray(fix_signs(V).T), eps, sampler, pre_rng)
 
         inv_temp = eps / (2.0 * data_norm**2)
         # A streamed table: one Gram pass on the workers; the sampler runs here.
@@ -439,20 +426,21 @@ class BinghamPCA(BasePrivatePCA):
                     "this happens depends on the data: this warning is for the data holder "
                     "only, never publish it (sampler_ and privacy_ do not show it).",
                     DataDependentWarning,
-                    stacklevel=2,
+                    stacklevel=3,
                 )
             else:
-                self._finish(run, prepared, np.asarray(fix_signs(res.vector[:, None]).T), eps,
-                             sampler, pre_rng)
-                return self
+                return self._finish(run, prepared,
+                                    np.asarray(fix_signs(res.vector[:, None]).T), eps,
+                                    sampler, pre_rng)
 
         chain = sample_bingham_gibbs(
             lam, k, n_sweeps, eigenvectors=U, update=str(self.update), rng=rng
         )
-        self._finish(run, prepared, np.asarray(fix_signs(chain.basis).T), eps, sampler, pre_rng)
+        release = self._finish(run, prepared, np.asarray(fix_signs(chain.basis).T), eps,
+                               sampler, pre_rng)
         if int(self.diagnostic_chains) > 0:
             self._diagnose(chain.trace, lam, k, n_sweeps, n, rng, eps, data_norm)
-        return self
+        return release
 
     def _finish(
         self,
@@ -462,18 +450,17 @@ class BinghamPCA(BasePrivatePCA):
         eps: float,
         sampler: str,
         rng: np.random.Generator,
-    ) -> None:
-        """Variances (outside the papers' setting), the record, the fitted attributes."""
+    ) -> Release:
+        """Variances (outside the papers' setting), the fitted attributes, the record's
+        statistic."""
         components, self.explained_variance_, self.explained_variance_ratio_ = (
             run.rotate_to_spectrum(prepared, components, rng))
         spend, notes = self._statistic_spend(eps, prepared.data_norm, sampler)
         if not run.paper_mode:
             notes += (" The Gaussian preprocessing parts and the exponential mechanism compose "
                       "by basic composition to the requested (epsilon, delta).")
-        self.privacy_ = run.record(prepared, spend, calibration="exponential mechanism",
-                                   notes=notes)
-        self._set_preprocessing(prepared)
         self.components_ = components
+        return Release(spend, "exponential mechanism", notes)
 
     def _diagnose(
         self,

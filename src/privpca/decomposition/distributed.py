@@ -69,7 +69,7 @@ from privpca.federated.protocol import (
 )
 from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.metrics import sin_theta
-from privpca.pipeline.release import PreparedRows, ReleasePipeline, Statistic
+from privpca.pipeline.release import PipelineSettings, PreparedRows, ReleasePipeline, Statistic
 
 __all__ = ["DPSPCA", "dpspca_provider_seeds"]
 
@@ -372,8 +372,13 @@ default="random"
                 "distributed model: pass public per-feature scales as an array of shape "
                 f"({p},), or scale=False."
             )
+        settings = PipelineSettings(
+            epsilon=self.epsilon, delta=self.delta, centering=self.centering,
+            data_norm=self.data_norm, scale=self.scale, budget_shares=self.budget_shares,
+            random_state=self.random_state,
+        )
         run = ReleasePipeline(
-            self, N, p,
+            self, settings, N, p,
             Statistic(STATISTIC_MECHANISM, lambda D: power_sensitivity(D, k), count=T),
             model="distributed", neighbouring=DISTRIBUTED_REPLACE_ONE,
         )

@@ -374,6 +374,29 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
     def _check_params(self, n_features: int) -> None:
         check_n_components_spec(self.n_components, n_features, self)
 
+    def fit(self, X: ArrayLike, y: Any = None) -> Any:
+        """Simulate every user's report and fit on the server's aggregate.
+
+        The one path of the local estimators: each user's randomised report (clipped to
+        ``data_norm``, Gaussian noise from :mod:`privpca.mechanisms.noise`), their sum
+        charged and recorded (:meth:`_noisy_second_moment`), then the estimator's own
+        post-processing of the aggregate (:meth:`_fit_second_moment`: top-k eigenvectors, or
+        the Fantope-ℓ₁ problem by ADMM).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One record per user. Not modified.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        total, n, _ = self._noisy_second_moment(X)
+        self._fit_second_moment(total, n)
+        return self
+
     def fit_aggregate(self, aggregator: LocalCovarianceAggregator) -> _LocalCovarianceEstimator:
         """Fit from reports collected by the real client/server protocol.
 
@@ -536,23 +559,6 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
         self.random_state = random_state
         self.ledger = ledger
 
-    def fit(self, X: ArrayLike, y: Any = None) -> LocalGaussianPCA:
-        """Simulate every user's report and fit on their average.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            One record per user. Not modified.
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        total, n, _ = self._noisy_second_moment(X)
-        self._fit_second_moment(total, n)
-        return self
-
     def _fit_second_moment(self, total: NDArray[np.float64], n: int) -> None:
         p = total.shape[0]
         k = check_n_components_spec(self.n_components, p, self)
@@ -714,23 +720,6 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
         if not isinstance(self.progress, bool | np.bool_):
             raise ValueError(f"{type(self).__name__}: progress must be a bool, got "
                              f"{self.progress!r}.")
-
-    def fit(self, X: ArrayLike, y: Any = None) -> LocalSparsePCA:
-        """Simulate every user's report, then solve the Fantope-ℓ₁ problem by ADMM.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            One record per user. Not modified.
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        total, n, _ = self._noisy_second_moment(X)
-        self._fit_second_moment(total, n)
-        return self
 
     def default_lam(self, n_samples: int, n_features: int) -> float:
         """λ for ``lam="auto"``: ``lam_scale · (σ₁/√n)·√(2 ln(p²))`` (public inputs only).

@@ -31,16 +31,16 @@ import math
 from typing import Any
 
 import dp_accounting
-from numpy.typing import ArrayLike
+import numpy as np
 
-from privpca._validation import check_delta, check_epsilon, check_in_range, check_random_state
+from privpca._validation import check_delta, check_epsilon, check_in_range
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacySpend
-from privpca.decomposition._base import BasePrivatePCA
+from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.decomposition.analyze_gauss import REPLACE_ONE
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.noise import symmetric_gaussian_release
-from privpca.pipeline.release import ReleasePipeline, Statistic, validated_table
+from privpca.pipeline.release import ReleasePipeline, Statistic, Table
 from privpca.pipeline.spectrum import check_n_components_spec, fit_noisy_matrix
 
 __all__ = ["ModSuLQPCA", "mod_sulq_beta"]
@@ -85,7 +85,7 @@ def mod_sulq_beta(n_samples: int, n_features: int, epsilon: float, delta: float)
     )
 
 
-class ModSuLQPCA(BasePrivatePCA):
+class ModSuLQPCA(PipelinePCA):
     """Central-model PCA by Chaudhuri et al.'s MOD-SuLQ: eigenvectors of ``XᵀX/n + N``.
 
     ``N`` is symmetric with i.i.d. ``N(0, (D²β)²)`` upper triangle (diagonal included), β as in
@@ -198,27 +198,14 @@ class ModSuLQPCA(BasePrivatePCA):
         self.random_state = random_state
         self.ledger = ledger
 
-    def fit(self, X: ArrayLike, y: Any = None) -> ModSuLQPCA:
-        """Centre and bound privately, add MOD-SuLQ noise to ``XᵀX/n``, keep the top-k.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            One record per row. Not modified.
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        table = validated_table(self, X)
+    def _plan(self, table: Table) -> FitPlan:
         n, d = table.n_samples, table.n_features
         k = check_n_components_spec(self.n_components, d, self)
         check_epsilon(self.epsilon, owner=self)
         check_delta(self.delta, owner=self)
         n_stat = [n]  # the statistic's rows: n, or the rows not held out (public)
         run = ReleasePipeline(
-            self, n, d,
+            self, self._settings(), n, d,
             Statistic("gaussian (MOD-SuLQ): packed upper triangle of XᵀX/n",
                       lambda D: math.sqrt(2.0) * D**2 / n_stat[0], kind="approx",
                       releases_spectrum=True),
@@ -229,19 +216,24 @@ class ModSuLQPCA(BasePrivatePCA):
         beta = mod_sulq_beta(n, d, eps_s, delta_s)
         # σ/Δ = D²β/(√2·D²/n) does not depend on D: the event is known before the data.
         multiplier = beta * n / math.sqrt(2.0)
-        rng = check_random_state(self.random_state)
-        pre_rng = self._preprocessing_rng(rng)
-        run.charge(self.ledger, statistic_event=dp_accounting.GaussianDpEvent(multiplier))
-        prepared = run.prepare_table(table, pre_rng)
-        data_norm = prepared.data_norm
+        return FitPlan(run, charge={"statistic_event": dp_accounting.GaussianDpEvent(multiplier)},
+                       settings={"k": k, "n": n, "d": d, "beta": beta, "multiplier": multiplier})
 
+    def _release(self, plan: FitPlan, prepared: Any, rng: np.random.Generator,
+                 pre_rng: np.random.Generator) -> Release:
+        """``XᵀX/n`` of the prepared rows, MOD-SuLQ's Gaussian noise, top-k."""
+        run, settings = plan.run, plan.settings
+        n, beta, multiplier = settings["n"], settings["beta"], settings["multiplier"]
+        eps_s, delta_s = run.statistic_budget.epsilon, run.statistic_budget.delta
+        data_norm = prepared.data_norm
         scale = data_norm**2 * beta
         sensitivity = math.sqrt(2.0) * data_norm**2 / n
         eps_gauss = certified_epsilon(scale, delta_s, sensitivity)
         A = run.recentred_gram(prepared, pre_rng) if run.recentre else prepared.gram()
         A /= n
         A = symmetric_gaussian_release(A, scale, rng, sensitivity=sensitivity)
-        fit = fit_noisy_matrix(A, k, noise_sd=scale, denominator=run.denominator(prepared) / n,
+        fit = fit_noisy_matrix(A, settings["k"], noise_sd=scale,
+                               denominator=run.denominator(prepared) / n,
                                extra_perturbation=run.mean_perturbation(prepared) / n)
         spend = PrivacySpend(
             mechanism="gaussian (MOD-SuLQ): packed upper triangle of XᵀX/n",
@@ -267,10 +259,8 @@ class ModSuLQPCA(BasePrivatePCA):
         if not run.paper_mode:
             notes += (" The preprocessing parts and the statistic compose by basic composition "
                       "to the requested (epsilon, delta).")
-        self.privacy_ = run.record(prepared, spend, calibration="mod-sulq", notes=notes)
-        self._set_preprocessing(prepared)
         self._set_spectrum(fit)
         self.beta_ = beta
         self.noise_scale_ = scale
         self.certified_epsilon_ = eps_gauss
-        return self
+        return Release(spend, "mod-sulq", notes)

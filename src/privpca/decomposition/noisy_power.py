@@ -43,22 +43,20 @@ from typing import Any
 
 import dp_accounting
 import numpy as np
-from numpy.typing import ArrayLike
 
 from privpca._validation import (
     check_in_range,
     check_n_components,
     check_options,
-    check_random_state,
 )
 from privpca.accounting.composition import gaussian_noise_multiplier_for_composition
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacySpend
-from privpca.decomposition._base import BasePrivatePCA
+from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.decomposition.analyze_gauss import REPLACE_ONE
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.sensitivity import power_sensitivity
-from privpca.pipeline.release import ReleasePipeline, Statistic, validated_table
+from privpca.pipeline.release import ReleasePipeline, Statistic, Table
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.gram import gram_matrix
 from privpca.solvers.power import power_step, random_orthonormal_basis
@@ -94,7 +92,7 @@ def _use_gram(n: int, p: int, k: int, n_iter: int) -> bool:
     return gram_cost <= data_cost
 
 
-class NoisyPowerPCA(BasePrivatePCA):
+class NoisyPowerPCA(PipelinePCA):
     """Central-model PCA by the noisy power method (Hardt & Price 2014), row-level private.
 
     ``Q₀`` random orthonormal (independent of the data); for ``t = 1..T``:
@@ -232,22 +230,7 @@ class NoisyPowerPCA(BasePrivatePCA):
         self.random_state = random_state
         self.ledger = ledger
 
-    def fit(self, X: ArrayLike, y: Any = None) -> NoisyPowerPCA:
-        """Centre and bound privately, then run T noisy power iterations on ``XᵀX``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), or a streamed table
-            One record per row. Not modified. A ``dask.array.Array``, a memory-mapped array,
-            a Parquet path or a :class:`~privpca.streaming.RowSource` is read block by block
-            (:mod:`privpca.streaming`).
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        table = validated_table(self, X)
+    def _plan(self, table: Table) -> FitPlan:
         n, p = table.n_samples, table.n_features
         k = check_n_components(self.n_components, p, owner=self)
         T = int(
@@ -260,21 +243,24 @@ class NoisyPowerPCA(BasePrivatePCA):
                 f"Got {self.keep_history!r} instead."
             )
         run = ReleasePipeline(
-            self, n, p,
+            self, self._settings(), n, p,
             Statistic("gaussian: XᵀX Q per power iteration (Frobenius sensitivity)",
                       lambda D: power_sensitivity(D, k), count=T),
             neighbouring=REPLACE_ONE,
         )
-        epsilon, delta = run.epsilon, run.delta
-        rng = check_random_state(self.random_state)
-        pre_rng = self._preprocessing_rng(rng)
-        multiplier = (_composition_multiplier(epsilon, delta, T) if run.paper_mode
+        multiplier = (_composition_multiplier(run.epsilon, run.delta, T) if run.paper_mode
                       else run.statistic_multiplier())
-        run.charge(self.ledger)
-        prepared = run.prepare_table(table, pre_rng)
-        data_norm = prepared.data_norm
+        return FitPlan(run, settings={"k": k, "T": T, "solver": solver, "n": n, "p": p,
+                                      "multiplier": multiplier})
 
-        sensitivity = power_sensitivity(data_norm, k)
+    def _release(self, plan: FitPlan, prepared: Any, rng: np.random.Generator,
+                 pre_rng: np.random.Generator) -> Release:
+        """T noisy power steps on ``XᵀX`` of the prepared rows; the variances along Q_T."""
+        run, settings = plan.run, plan.settings
+        epsilon, delta = run.epsilon, run.delta
+        k, T, multiplier = settings["k"], settings["T"], settings["multiplier"]
+        n, p, solver = settings["n"], settings["p"], settings["solver"]
+        sensitivity = power_sensitivity(prepared.data_norm, k)
         sigma = multiplier * sensitivity
         paper_sigma = hardt_price_noise_scale(epsilon, delta, k, T)
 
@@ -315,12 +301,6 @@ class NoisyPowerPCA(BasePrivatePCA):
             "post-processing. For comparison, Hardt & Price's entry-level calibration "
             f"would use sigma = {paper_sigma:.4g}·‖Q‖_∞ (not a row-level guarantee)."
         )
-        self.privacy_ = run.record(
-            prepared, spend,
-            calibration="analytic (T-fold Gaussian composition, dp-accounting)",
-            notes=notes,
-        )
-        self._set_preprocessing(prepared)
         self.components_ = components
         self.n_iter_ = T
         self.noise_scale_ = sigma
@@ -330,4 +310,4 @@ class NoisyPowerPCA(BasePrivatePCA):
         self.expected_error_ = math.nan
         self.history_ = history
         self.solver_ = solver
-        return self
+        return Release(spend, "analytic (T-fold Gaussian composition, dp-accounting)", notes)

@@ -78,6 +78,7 @@ __all__ = [
     "DEFAULT_NORM_QUANTILE",
     "HOLDOUT_AUTO_FRACTION",
     "HOLDOUT_AUTO_MIN_ROWS",
+    "PipelineSettings",
     "PreparedRows",
     "ReleasePipeline",
     "Statistic",
@@ -158,6 +159,34 @@ def check_scale(value: Any, n_features: int, owner: object) -> Any:
             f"({n_features},) of positive public scales. Got {value!r} instead."
         )
     return arr
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """The user's parameters the pipeline reads, handed over explicitly by the estimator.
+
+    Attributes
+    ----------
+    epsilon : float
+    delta : float or None
+        None: the statistic is pure ε-DP and no Gaussian part runs.
+    centering : "private", array-like or None
+    data_norm : float or "auto"
+    scale : bool or array-like
+    budget_shares : dict of part -> share, or None
+    holdout_fraction : "auto", float or None
+    random_state : None, int or Generator
+        Checked against secure mode when the ledger is charged.
+    """
+
+    epsilon: float
+    delta: float | None = None
+    centering: Any = None
+    data_norm: Any = 1.0
+    scale: Any = False
+    budget_shares: Any = None
+    holdout_fraction: Any = None
+    random_state: Any = None
 
 
 @dataclass(frozen=True)
@@ -319,8 +348,9 @@ class ReleasePipeline:
     Parameters
     ----------
     owner : estimator
-        Provides ``epsilon``, ``delta`` (absent: pure statistic), ``centering``,
-        ``data_norm``, ``scale`` and ``budget_shares`` as set by the user.
+        Named in error messages; its ``ledger`` (or the default one) is charged.
+    settings : PipelineSettings
+        The user's parameters (ε, δ, centering, bound, scales, shares, held-out fraction).
     n_samples, n_features : int
     statistic : Statistic
     model : str
@@ -333,6 +363,7 @@ class ReleasePipeline:
     def __init__(
         self,
         owner: Any,
+        settings: PipelineSettings,
         n_samples: int,
         n_features: int,
         statistic: Statistic,
@@ -341,17 +372,18 @@ class ReleasePipeline:
         neighbouring: str = "replace one record (any two records; n public)",
     ) -> None:
         self.owner = owner
+        self.settings = settings
         self.n_samples, self.n_features = int(n_samples), int(n_features)
         self.statistic = statistic
         self.model = model
         self.neighbouring = neighbouring
-        self.epsilon = check_epsilon(owner.epsilon, owner=owner)
+        self.epsilon = check_epsilon(settings.epsilon, owner=owner)
         pure = statistic.kind == "pure"
-        raw_delta = getattr(owner, "delta", None)
-        self.centering = check_centering(getattr(owner, "centering", None), n_features, owner)
-        self.data_norm = check_data_norm(getattr(owner, "data_norm", 1.0), owner)
-        self.scale = check_scale(getattr(owner, "scale", False), n_features, owner)
-        shares = getattr(owner, "budget_shares", None)
+        raw_delta = settings.delta
+        self.centering = check_centering(settings.centering, n_features, owner)
+        self.data_norm = check_data_norm(settings.data_norm, owner)
+        self.scale = check_scale(settings.scale, n_features, owner)
+        shares = settings.budget_shares
         if shares is not None and not isinstance(shares, Mapping):
             raise ValueError(
                 f"The 'budget_shares' parameter of {type(owner).__name__} must be a dict of "
@@ -375,7 +407,7 @@ class ReleasePipeline:
             self.delta = check_delta(raw_delta, owner=owner)
         held_parts = tuple(part for part in self.active if part != "variance")
         self.holdout_fraction = self._resolve_holdout(
-            check_holdout(getattr(owner, "holdout_fraction", None), owner), held_parts)
+            check_holdout(settings.holdout_fraction, owner), held_parts)
         #: The held-out rows' plan (preprocessing only, the whole (ε, δ)), or None.
         self.held_plan: BudgetPlan | None = None
         statistic_parts = self.active
@@ -562,7 +594,7 @@ class ReleasePipeline:
         """
         owner = self.owner
         # Secure mode refuses a seed before anything is booked (a refused fit spends nothing).
-        check_secure_random_state(getattr(owner, "random_state", None), owner=owner)
+        check_secure_random_state(self.settings.random_state, owner=owner)
         target = resolve_ledger(owner, ledger)
         spends = [self._spend(part, "planned", math.nan, math.nan) for part in self._all_parts()
                   if part != "statistic"]

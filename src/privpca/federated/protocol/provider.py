@@ -67,6 +67,7 @@ from privpca.pipeline.preprocessing import (
 )
 from privpca.pipeline.release import (
     DEFAULT_NORM_QUANTILE,
+    PipelineSettings,
     PreparedRows,
     ReleasePipeline,
     Statistic,
@@ -265,8 +266,12 @@ class ProviderState:
             self._set_bound(float(data_norm))
             return
         self.X, self.n_clipped = Xv, 0
+        settings = PipelineSettings(
+            epsilon=self.epsilon, delta=self.delta, centering=self.centering,
+            data_norm=self.data_norm, scale=self.scale, budget_shares=self.budget_shares,
+        )
         self._run = ReleasePipeline(
-            self, self.n_samples, self.n_features,
+            self, settings, self.n_samples, self.n_features,
             Statistic(STATISTIC_MECHANISM, lambda D: power_sensitivity(D, self.n_components),
                       count=self.n_rounds),
             model="distributed", neighbouring=DISTRIBUTED_REPLACE_ONE,
