@@ -1,0 +1,90 @@
+"""docs/ARCHITECTURE.md's recipe, followed: a new estimator on the release pipeline in a few
+lines, passing scikit-learn's checks and spending exactly its budget."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import dp_accounting
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from privpca.accounting.record import PrivacySpend
+from privpca.decomposition._base import FitPlan, PipelinePCA, Release
+from privpca.mechanisms.noise import symmetric_gaussian_release
+from privpca.mechanisms.sensitivity import gram_sensitivity
+from privpca.pipeline.release import ReleasePipeline, Statistic, Table
+from privpca.pipeline.spectrum import check_n_components_spec, fit_noisy_matrix
+
+
+class ToyGramPCA(PipelinePCA):
+    """Gaussian noise on the Gram matrix, top-k: the smallest estimator the recipe gives."""
+
+    def __init__(self, n_components: Any = 2, *, epsilon: float = 1.0, delta: float = 1e-5,
+                 centering: Any = "private", data_norm: Any = "auto", scale: Any = False,
+                 budget_shares: Any = None, holdout_fraction: Any = "auto",
+                 random_state: Any = None, ledger: Any = None) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.centering = centering
+        self.data_norm = data_norm
+        self.scale = scale
+        self.budget_shares = budget_shares
+        self.holdout_fraction = holdout_fraction
+        self.random_state = random_state
+        self.ledger = ledger
+
+    def _plan(self, table: Table) -> FitPlan:
+        k = check_n_components_spec(self.n_components, table.n_features, self)
+        statistic = Statistic("gaussian: packed upper triangle of the Gram matrix",
+                              gram_sensitivity, releases_spectrum=True)
+        run = ReleasePipeline(self, self._settings(), table.n_samples, table.n_features,
+                              statistic)
+        return FitPlan(run, settings={"k": k})
+
+    def _release(self, plan: FitPlan, prepared: Any, rng: np.random.Generator,
+                 pre_rng: np.random.Generator) -> Release:
+        run = plan.run
+        sensitivity = gram_sensitivity(prepared.data_norm)
+        sigma = run.statistic_multiplier() * sensitivity
+        gram = run.recentred_gram(prepared, pre_rng) if run.recentre else prepared.gram()
+        noisy = symmetric_gaussian_release(gram, sigma, rng, sensitivity=sensitivity)
+        self._set_spectrum(fit_noisy_matrix(noisy, plan.settings["k"], noise_sd=sigma,
+                                            denominator=run.denominator(prepared)))
+        spend = PrivacySpend("gaussian: packed upper triangle of the Gram matrix",
+                             run.statistic_budget.epsilon, run.statistic_budget.delta,
+                             sensitivity, sigma,
+                             dp_event=dp_accounting.GaussianDpEvent(
+                                 run.statistic_multiplier()))
+        return Release(spend, "analytic", "A toy: the Gram matrix plus Gaussian noise.")
+
+
+PAPER = {"centering": None, "data_norm": 1.0}
+
+
+@parametrize_with_checks([ToyGramPCA(**PAPER), ToyGramPCA(epsilon=1e4, holdout_fraction=None)],
+                         expected_failed_checks=lambda est: (
+                             {} if est.centering is None else {
+                                 "check_fit2d_1sample": "too few rows for a private bound",
+                                 "check_fit2d_1feature": "too few rows for a private bound"}))
+def test_the_toy_passes_scikit_learns_checks(estimator, check):
+    check(estimator)
+
+
+def test_the_toy_spends_its_budget_and_matches_analyze_gauss():
+    from privpca import AnalyzeGaussPCA, PrivacyLedger
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((4000, 6)) * np.linspace(3, 0.5, 6) + 5.0
+    ledger = PrivacyLedger()
+    toy = ToyGramPCA(2, epsilon=1.0, random_state=3, ledger=ledger).fit(X)
+    assert toy.privacy_.epsilon == pytest.approx(1.0) and toy.privacy_.delta == 1e-5
+    assert ledger.epsilon(1e-5) == pytest.approx(1.0, rel=1e-3)
+    # Same plan, same streams, same statistic: AnalyzeGauss's numbers to the bit.
+    ref = AnalyzeGaussPCA(2, epsilon=1.0, random_state=3, ledger=PrivacyLedger()).fit(X)
+    assert np.array_equal(toy.components_, ref.components_)
+    assert np.array_equal(toy.mean_, ref.mean_)
+    assert math.isfinite(toy.expected_error_)
