@@ -202,9 +202,12 @@ def test_processes_match_in_process_estimator_bitwise(federation, split, tmp_pat
     assert result["rounds_completed"] == T
     np.testing.assert_array_equal(np.array(result["components"]), ref.components_)
     np.testing.assert_array_equal(np.array(result["history"]), ref.history_)
-    # Long-running providers: no ClientApp process per message, no 3 s poll (the stock
-    # SuperNode's poll alone makes a round last over 3 s; here ~1 s on a loaded 2-core box).
-    assert np.median(result["round_seconds"]) < 2.5, result["round_seconds"]
+    # Long-running providers: no ClientApp process per message, no 3 s poll. The stock
+    # SuperNode takes 10-20 s a round on localhost (a process and imports per message, polls
+    # of 1 s and 3 s); the patched one ~1 s quiet and 2.5-3 s with other test suites on both
+    # cores. The bound tells the two apart without timing the machine (the round time itself
+    # is measured side by side in docs/SCALING.md).
+    assert np.median(result["round_seconds"]) < 6.0, result["round_seconds"]
     # Every provider reports its own guarantee and used exactly its T releases.
     assert sorted(result["privacy"]) == ["0", "1", "2"]
     for pid, rec in result["privacy"].items():
