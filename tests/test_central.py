@@ -21,7 +21,7 @@ from privpca import (
     ShufflingBoundError,
 )
 from privpca.datasets import make_signal_noise, make_spiked
-from privpca.decomposition._stochastic import pair_differences, stream_rows
+from privpca.decomposition._records import pair_differences, stream_rows
 from privpca.mechanisms.shuffling import local_epsilon_for_shuffling
 from privpca.metrics import sin_theta
 

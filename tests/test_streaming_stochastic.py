@@ -15,10 +15,7 @@ import numpy as np
 import pytest
 
 from privpca import DPPCA, OjaPCA, PrivacyLedger, PrivateOjaPCA
-from privpca.decomposition._stochastic import (
-    pair_differences,
-    stream_blocks,
-)
+from privpca.decomposition._records import pair_differences, stream_blocks
 from privpca.streaming import ArraySource, ChunkSource, RowSource
 from privpca.streaming.holdout import held_out_size, random_row_split
 from privpca.streaming.selection import RowRanges, select_rows
@@ -137,7 +134,7 @@ def test_the_papers_setting_reads_the_stream_once(cls, kw, table):
 
 
 def test_held_out_rows_are_gathered_in_one_pass_before_one_stream_pass(table, monkeypatch):
-    import privpca.decomposition.dp_pca as module
+    import privpca.decomposition._records as module
 
     streams = []
 

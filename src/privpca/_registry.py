@@ -10,7 +10,7 @@ from privpca.decomposition.dp_pca import DPPCA
 from privpca.decomposition.local import LocalGaussianPCA, LocalSparsePCA
 from privpca.decomposition.mod_sulq import ModSuLQPCA
 from privpca.decomposition.noisy_power import NoisyPowerPCA
-from privpca.decomposition.oja import PrivateOjaPCA
+from privpca.decomposition.private_oja import PrivateOjaPCA
 
 __all__ = ["PRIVATE_ESTIMATORS"]
 

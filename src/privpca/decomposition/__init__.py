@@ -16,7 +16,8 @@ from privpca.decomposition.dp_pca import DPPCA
 from privpca.decomposition.local import LocalGaussianPCA, LocalSparsePCA
 from privpca.decomposition.mod_sulq import ModSuLQPCA
 from privpca.decomposition.noisy_power import NoisyPowerPCA
-from privpca.decomposition.oja import OjaPCA, PrivateOjaPCA
+from privpca.decomposition.oja import OjaPCA
+from privpca.decomposition.private_oja import PrivateOjaPCA
 from privpca.decomposition.sparse_pca import SparsePCA
 
 __all__ = [

@@ -1,8 +1,10 @@
 """What the streaming (Oja-type) estimators share: inputs, the start, centring and a held-out share.
 
-Every estimator in :mod:`privpca.decomposition.oja` and :mod:`privpca.decomposition.dp_pca`
-accepts either vector records (``fit(X)``, ``A_i = x_i x_iᵀ`` never formed) or general
-symmetric matrices (``fit_matrices(A)``, Liu et al.'s Assumption 1, always used as given).
+Every estimator in :mod:`privpca.decomposition.oja`, :mod:`privpca.decomposition.private_oja`
+and :mod:`privpca.decomposition.dp_pca` accepts either vector records (``fit(X)``,
+``A_i = x_i x_iᵀ`` never formed) or general symmetric matrices (``fit_matrices(A)``, Liu et
+al.'s Assumption 1, always used as given). The records a pass reads, in memory or streamed,
+are a :class:`~privpca.decomposition._records.RecordStream`.
 
 Two ways through ``fit(X)``
 ---------------------------
@@ -134,7 +136,7 @@ an int ``batch_size`` to bound it). X is never formed.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -152,6 +154,7 @@ from privpca._validation import (
 from privpca.accounting.ledger import PrivacyLedger, default_ledger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
+from privpca.decomposition._records import RecordStream
 from privpca.mechanisms.quantile import PrivateQuantile
 from privpca.pipeline.budget import DEFAULT_SHARES, HISTOGRAM_PARTS, PART_NAMES
 from privpca.pipeline.preprocessing import BoundNotFoundError
@@ -164,17 +167,22 @@ from privpca.pipeline.release import (
 )
 from privpca.solvers.oja import GradientSource, MatrixGradients, VectorGradients, check_matrices
 from privpca.solvers.power import random_orthonormal_basis
-from privpca.streaming.holdout import held_out_size
+from privpca.streaming import ArraySource, as_row_source, is_streamed
+from privpca.streaming.holdout import held_out_size, random_row_split
+from privpca.streaming.selection import drop_rows, take_rows
+from privpca.streaming.sources import RowSource
 
 __all__ = [
     "DEFAULT_HOLDOUT_FRACTION",
     "HOLDOUT_SHARES",
+    "REPLACE_ONE",
     "HeldOutRelease",
     "StochasticPCA",
     "held_out_notes",
-    "pair_differences",
-    "stream_rows",
 ]
+
+#: The neighbouring relation of the central Oja-type estimators.
+REPLACE_ONE = "replace one record (central model)"
 
 #: Default share of the records held out for the mean, the bound and the explained variance.
 DEFAULT_HOLDOUT_FRACTION = 0.1
@@ -185,66 +193,17 @@ HOLDOUT_SHARES: Mapping[str, float] = DEFAULT_SHARES
 _HELD = " [held-out records]"
 
 
-def stream_blocks(blocks: Iterator[NDArray[np.float64]],
-                  pairs: bool) -> Iterator[NDArray[np.float64]]:
-    """The stream's records, block by block in order: the rows as read, or the pair
-    differences ``(x_a − x_b)/√2`` of consecutive rows (across block boundaries; an odd last
-    row is unused), computed as :func:`pair_differences` computes them."""
-    if not pairs:
-        yield from blocks
-        return
-    carry: NDArray[np.float64] | None = None
-    for block in blocks:
-        rows = block if carry is None else np.concatenate([carry, block])
-        m = rows.shape[0] // 2
-        if m:
-            out = rows[0 : 2 * m : 2] - rows[1 : 2 * m : 2]
-            out *= 1.0 / math.sqrt(2.0)
-            yield out
-        carry = rows[2 * m :].copy() if rows.shape[0] % 2 else None
-
-
-def pair_differences(
-    X: NDArray[np.float64], index: NDArray[np.intp]
-) -> NDArray[np.float64]:
-    """``(x_a − x_b)/√2`` for consecutive pairs ``(a, b)`` of ``index`` (an odd last is unused).
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-    index : ndarray of int, shape (n_rest,)
-        Records in the order that pairs them.
-
-    Returns
-    -------
-    ndarray of shape (n_rest // 2, n_features)
-        Mean zero and covariance Σ when the records are i.i.d. with covariance Σ.
-    """
-    m = len(index) // 2
-    out = X[index[0 : 2 * m : 2]]
-    out -= X[index[1 : 2 * m : 2]]
-    out *= 1.0 / math.sqrt(2.0)
-    return out
-
-
-def stream_rows(
-    X: NDArray[np.float64], index: NDArray[np.intp], pairs: bool, centering: Any
-) -> NDArray[np.float64]:
-    """The stream's records: pair differences, ``x − c`` (a public mean) or ``x`` (a copy)."""
-    if pairs:
-        return pair_differences(X, index)
-    rows = X[index]
-    if centering is not None:
-        rows -= np.asarray(centering, dtype=np.float64)
-    return rows
-
-
 @dataclass
 class HeldOutRelease:
     """What the held-out share released (all of it free to inspect)."""
 
     prepared: PreparedRows
     run: ReleasePipeline
+
+    def stream_centre(self, centering: Any) -> Any:
+        """What the stream's records are centred on: the released mean (``"private"``), the
+        public one (an array) or nothing (None)."""
+        return self.prepared.mean if isinstance(centering, str) else centering
 
 
 class StochasticPCA(BasePrivatePCA):
@@ -269,8 +228,6 @@ class StochasticPCA(BasePrivatePCA):
         -------
         self
         """
-        from privpca.streaming import ArraySource, as_row_source, is_streamed
-
         if is_streamed(X):
             rows = as_row_source(X)
             self.n_features_in_ = rows.n_features
@@ -514,14 +471,12 @@ class StochasticPCA(BasePrivatePCA):
                                              quantile=DEFAULT_NORM_QUANTILE).histogram.threshold
                    for name, b in parts.items() if name in HISTOGRAM_PARTS)
         if n_held < need:
-            paper = "centering=None" + (", a numeric clip_norm" if hasattr(self, "clip_norm")
-                                        else "")
             raise ValueError(
                 f"{type(self).__name__} holds out {n_held} records (holdout_fraction="
                 f"{self._holdout_fraction():g}) for its private mean, bound and explained "
                 f"variance; its private norm quantiles need at least {math.ceil(need)} at "
                 f"epsilon={epsilon:g}, delta={delta:g}. Raise holdout_fraction, use more data "
-                f"or a larger epsilon, or use the papers' setting ({paper})."
+                f"or a larger epsilon, or use the papers' setting ({self._papers_setting()})."
             )
         return run
 
@@ -540,38 +495,47 @@ class StochasticPCA(BasePrivatePCA):
             ))
         return out
 
+    def _papers_setting(self) -> str:
+        """The parameters of the papers' setting, for the errors that suggest it."""
+        return "centering=None" + (", a numeric clip_norm" if hasattr(self, "clip_norm")
+                                   else "")
+
     def _prepare_held_out(
-        self, run: ReleasePipeline, X: NDArray[np.float64], rng: np.random.Generator
+        self, run: ReleasePipeline, rows: NDArray[np.float64] | RowSource,
+        rng: np.random.Generator
     ) -> HeldOutRelease:
+        """The held-out share's preprocessing releases on its ``rows`` (an array, or a
+        :class:`~privpca.streaming.RowSource` read by block passes)."""
         try:
-            prepared = run.prepare(X, rng)  # the rows' norms only where the path needs them
+            # the rows' norms only where the path needs them
+            prepared = (run.prepare_streamed(rows, rng) if isinstance(rows, RowSource)
+                        else run.prepare(rows, rng))
         except BoundNotFoundError as exc:
-            paper = "centering=None" + (", a numeric clip_norm" if hasattr(self, "clip_norm")
-                                        else "")
+            n_held = rows.n_samples if isinstance(rows, RowSource) else rows.shape[0]
             raise BoundNotFoundError(
                 f"{type(self).__name__}: no bin of a private norm histogram of the "
-                f"{X.shape[0]} held-out records cleared its threshold (too few records for "
+                f"{n_held} held-out records cleared its threshold (too few records for "
                 "this epsilon); the spend is recorded. Raise holdout_fraction, use more data "
-                f"or a larger epsilon, or use the papers' setting ({paper})."
+                f"or a larger epsilon, or use the papers' setting ({self._papers_setting()})."
             ) from exc
         return HeldOutRelease(prepared, run)
 
-    def _prepare_held_out_streamed(
-        self, run: ReleasePipeline, source: Any, rng: np.random.Generator
-    ) -> HeldOutRelease:
-        """:meth:`_prepare_held_out` on the held-out rows of a streamed table (block passes)."""
-        try:
-            prepared = run.prepare_streamed(source, rng)
-        except BoundNotFoundError as exc:
-            paper = "centering=None" + (", a numeric clip_norm" if hasattr(self, "clip_norm")
-                                        else "")
-            raise BoundNotFoundError(
-                f"{type(self).__name__}: no bin of a private norm histogram of the "
-                f"{source.n_samples} held-out records cleared its threshold (too few records "
-                "for this epsilon); the spend is recorded. Raise holdout_fraction, use more "
-                f"data or a larger epsilon, or use the papers' setting ({paper})."
-            ) from exc
-        return HeldOutRelease(prepared, run)
+    def _split_streamed(
+        self, run: ReleasePipeline, table: RowSource, n_held: int, pairs: bool,
+        centering: Any, rng: np.random.Generator,
+    ) -> tuple[HeldOutRelease, RecordStream]:
+        """A streamed table's held-out share, released, and the stream of its other rows.
+
+        The held-out rows are a secret, uniformly random set of single rows (whatever the
+        storage order, module docstring), gathered in one pass; the stream reads the other
+        rows in order (their pair differences, or minus the released or public centre) when
+        it is read."""
+        split = random_row_split(table.n_samples, self._holdout_fraction(), rng)
+        assert split.n_held == n_held
+        held = self._prepare_held_out(run, take_rows(table, split.held), rng)
+        centre = None if pairs else held.stream_centre(centering)
+        return held, RecordStream.streamed(drop_rows(table, split.held), pairs=pairs,
+                                           centre=centre)
 
     def _book(self, record: PrivacyRecord) -> PrivacyLedger:
         """Charge the planned record (refused here if over budget); return the ledger."""

@@ -73,7 +73,6 @@ exponential mechanism on a held-out part, all recorded in ``privacy_``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,14 +91,13 @@ from privpca._validation import (
 )
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.decomposition._records import RecordStream, pair_differences
 from privpca.decomposition._stochastic import (
     DEFAULT_HOLDOUT_FRACTION,
+    REPLACE_ONE,
     StochasticPCA,
     held_out_notes,
-    pair_differences,
-    stream_blocks,
 )
-from privpca.decomposition.oja import REPLACE_ONE
 from privpca.exceptions import NonFiniteInputError
 from privpca.mechanisms.gradient_statistics import PrivateMean, PrivateTopEigenvalue
 from privpca.mechanisms.noise import laplace_release
@@ -435,11 +433,11 @@ class DPPCA(StochasticPCA):
         shuffle: bool = True,
     ) -> tuple[NDArray[np.float64], dict[str, Any], LearningRate]:
         """Algorithm 3 (or the search) over ``source``: ``(W, history, schedule)``; a
-        :class:`_StreamedRows` is read once, in its order."""
+        streamed :class:`RecordStream` is read once, in its order."""
         _k, rng, W0 = self._start(source, rng)
         n = source.n_samples
         order: NDArray[np.intp] | None = None
-        if not isinstance(source, _StreamedRows):
+        if not (isinstance(source, RecordStream) and source.is_streamed):
             # the order is public randomness; it does not leak
             order = rng.permutation(n) if shuffle else np.arange(n)
         keep = bool(self.keep_history)
@@ -456,7 +454,7 @@ class DPPCA(StochasticPCA):
         if isinstance(source, VectorGradients):
             # NaN/inf: refused by the stream's passes (_stream_checks_finite), before the
             # charge below and before any mechanism's release.
-            source = _RowStream(source.X, verify=self._stream_checks_finite())
+            source = RecordStream(source.X, verify=self._stream_checks_finite())
         W, history, lr = self._stream(source, setup, shuffle=shuffle)
         self.privacy_ = self._record(setup.plan, n, search=setup.search)
         self._charge(self.privacy_, self.ledger)
@@ -468,7 +466,7 @@ class DPPCA(StochasticPCA):
 
     def _stream_checks_finite(self) -> bool:
         # A fixed learning rate: every record is read by one compiled pass of one step (or
-        # checked by _RowStream.batches); the search reads validation rows in NumPy.
+        # checked by RecordStream.batches); the search reads validation rows in NumPy.
         return not (isinstance(self.learning_rate, str) and self.learning_rate == "search")
 
     def _table_checks_finite(self) -> bool:
@@ -498,7 +496,7 @@ class DPPCA(StochasticPCA):
         setup = self._setup(n, p)
         self.privacy_ = self._record(setup.plan, n, search=setup.search)
         self._charge(self.privacy_, self.ledger)  # before the stream reads a record
-        W, history, lr = self._stream(_StreamedRows(source.blocks(), n, p), setup)
+        W, history, lr = self._stream(RecordStream.streamed(source), setup)
         self._finish(W, history, setup.plan, lr)
         return self
 
@@ -540,29 +538,18 @@ class DPPCA(StochasticPCA):
             if verify:
                 refuse_non_finite(held_rows, "X")
         ledger = self._book(planned)
-        source: Any
+        source: RecordStream
         if streamed:
-            from privpca.streaming.holdout import random_row_split
-            from privpca.streaming.selection import drop_rows, take_rows
-
-            # A secret, uniformly random set of single rows (whatever the storage order),
-            # gathered in one pass; the stream then reads the other rows in order.
-            split = random_row_split(n, self._holdout_fraction(), pre_rng)
-            assert split.n_held == n_held
-            held = self._prepare_held_out_streamed(run, take_rows(table, split.held),
-                                                   pre_rng)
-            centre = None if pairs else (held.prepared.mean if isinstance(centering, str)
-                                         else centering)
-            source = _StreamedRows(stream_blocks(drop_rows(table, split.held).blocks(),
-                                                 pairs), m, p, centre)
+            held, source = self._split_streamed(run, table, n_held, pairs, centering,
+                                                pre_rng)
         else:
             held = self._prepare_held_out(run, held_rows, pre_rng)
             del held_rows
             # The stream reads X in place (rows perm[n_held:], minus the public or held-out
             # mean); only pair differences are formed as a table of their own.
-            source = (_RowStream(pair_differences(table, perm[n_held:])) if pairs else
-                      _RowStream(table, perm[n_held:], held.prepared.mean
-                                 if isinstance(centering, str) else centering, verify=verify))
+            source = (RecordStream(pair_differences(table, perm[n_held:])) if pairs else
+                      RecordStream(table, perm[n_held:], held.stream_centre(centering),
+                                   verify=verify))
         # An array's stream is already in the uniformly random order of ``perm`` (so are its
         # pairs): read in that order, not shuffled again, which saves a permutation and lets
         # pairs stream from memory in order. DP-PCA's guarantee is parallel composition over
@@ -711,7 +698,7 @@ def _captured(
     source: GradientSource, index: NDArray[np.intp], W: NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """``tr(Wᵀ A_i W)`` for each record in ``index`` (``‖Wᵀx_i‖²`` for vectors)."""
-    if isinstance(source, _RowStream):
+    if isinstance(source, RecordStream):
         return np.asarray(((source.records(index) @ W) ** 2).sum(axis=1))
     if isinstance(source, VectorGradients):
         return np.asarray(((source.X[index] @ W) ** 2).sum(axis=1))
@@ -735,10 +722,10 @@ def _run(
     Each step's first half-batch feeds Algorithm 4 only, its second half Algorithm 5 only:
     every record's gradient is formed once, by one mechanism (the parallel composition of the
     module docstring needs the halves disjoint, so they are never shared). On a
-    :class:`_RowStream` the gradients are formed by compiled passes straight from the table:
+    :class:`RecordStream` the gradients are formed by compiled passes straight from the table:
     Algorithm 4's pairs subset by subset in cache, Algorithm 5's into one buffer reused by
     every step. A stream with ``verify`` has its rows checked for NaN/inf by those passes
-    (and the rows no step reads by :meth:`_RowStream.batches`), each before its mechanism
+    (and the rows no step reads by :meth:`RecordStream.batches`), each before its mechanism
     releases anything.
     """
     n_order = source.n_samples if order is None else len(order)
@@ -756,16 +743,15 @@ def _run(
     }
     if keep:
         hist["components"] = np.empty((T, k, p))
-    # (stream, rows) per step: rows of an in-memory table, or a minibatch read from a stream
-    batches = (source.batches(order, B, T) if isinstance(source, _RowStream | _StreamedRows)
-               else None)
+    # (table, rows) per step: rows of an in-memory table, or a minibatch read from a stream
+    batches = source.batches(order, B, T) if isinstance(source, RecordStream) else None
     if batches is not None:
         gradient_buffer = np.empty((B - half, p * k))
     last: float | None = None
     for t in range(1, T + 1):
         if batches is not None:
-            src, batch = next(batches)
-            eigenvalue = plan.eigen.estimate_rows(src.X, batch[:half], src.centre,
+            table, batch = next(batches)
+            eigenvalue = plan.eigen.estimate_rows(table, batch[:half], source.centre,
                                                   np.ascontiguousarray(W), rng)
         else:
             assert order is not None
@@ -782,7 +768,7 @@ def _run(
         if eigenvalue is not None:
             if batches is not None:
                 release = plan.mean.estimate_rows(
-                    src.X, batch[half:], src.centre, W, eigenvalue, rng,
+                    table, batch[half:], source.centre, W, eigenvalue, rng,
                     out=gradient_buffer)
             else:
                 release = plan.mean.estimate(source.gradients(batch[half:], W), eigenvalue,
@@ -792,111 +778,11 @@ def _run(
             hist["noise_scale"][t - 1] = release.noise_scale
             hist["radius"][t - 1] = release.radius
             hist["centre_failures"][t - 1] = release.n_centre_failures
-        elif batches is not None and src.verify:
-            refuse_non_finite(src.X[batch[half:]], "X")  # rows no pass read this step
+        elif batches is not None and source.verify:
+            refuse_non_finite(table[batch[half:]], "X")  # rows no pass read this step
         if keep:
             hist["components"][t - 1] = W.T
     return W, hist
-
-
-class _RowStream:
-    """The stream of vector records ``y_j = X[index[j]] − centre`` (``j < m``), read in place.
-
-    DP-PCA's fast path: gradients ``y(yᵀW)`` are formed by compiled passes
-    (:mod:`privpca.mechanisms._kernels`) from the rows of ``X`` — no gathered or centred copy
-    of the stream. ``X`` is made C-ordered once (a copy only for Fortran-ordered or strided
-    input, which then gives the same output as C-ordered input). Also a
-    :class:`~privpca.solvers.oja.GradientSource`, for the generic callers.
-    """
-
-    def __init__(
-        self,
-        X: NDArray[np.float64],
-        index: NDArray[np.intp] | None = None,
-        centre: Any = None,
-        *,
-        verify: bool = False,
-    ) -> None:
-        #: ``X`` has not been checked for NaN/inf: :meth:`batches` checks the rows no step
-        #: reads, the steps' compiled passes the others (each before its mechanism releases).
-        self.verify = verify
-        self.X = np.ascontiguousarray(X, dtype=np.float64)
-        self.index = None if index is None else np.asarray(index, dtype=np.intp)
-        self.n_samples = self.X.shape[0] if index is None else len(index)
-        self.n_features = self.X.shape[1]
-        # x − 0.0 is x bit for bit: "no centring" is a zero centre.
-        self.centre = (np.zeros(self.n_features) if centre is None
-                       else np.ascontiguousarray(centre, dtype=np.float64))
-
-    def rows(self, positions: NDArray[np.intp]) -> NDArray[np.intp]:
-        """Rows of ``X`` holding the stream's records at ``positions``."""
-        out = positions if self.index is None else self.index[positions]
-        return np.ascontiguousarray(out, dtype=np.intp)
-
-    def batches(self, order: NDArray[np.intp] | None, B: int,
-                T: int) -> Iterator[tuple[_RowStream, NDArray[np.intp]]]:
-        """``(self, rows of X)`` of each of the T minibatches of B records of ``order``
-        (None: the records in their order)."""
-        if self.verify:  # the records after T·B are read by no step
-            refuse_non_finite(self.X[self.rows(np.arange(T * B, self.n_samples) if order is None
-                                               else order[T * B:])], "X")
-        rows = self.rows(order[: T * B] if order is not None else np.arange(T * B))
-        for t in range(T):
-            yield self, rows[t * B : (t + 1) * B]
-
-    def records(self, positions: NDArray[np.intp]) -> NDArray[np.float64]:
-        """The records ``y_j`` at ``positions`` (a new array)."""
-        Y = self.X[self.rows(positions)]
-        Y -= self.centre
-        return Y
-
-    def gradients(self, index: NDArray[np.intp], W: NDArray[np.float64]) -> NDArray[np.float64]:
-        return VectorGradients(self.records(index)).gradients(np.arange(len(index)), W)
-
-    def mean_gradient(
-        self, index: NDArray[np.intp], W: NDArray[np.float64]
-    ) -> NDArray[np.float64]:
-        Y = self.records(index)
-        return np.asarray(Y.T @ (Y @ W)) / max(len(index), 1)
-
-
-class _StreamedRows:
-    """A stream's records read once, in order, one minibatch of B rows at a time.
-
-    ``blocks`` yields the records (rows as read, or pair differences already formed) in
-    order; each minibatch is copied into one B×p buffer, reused by every step, and handed to
-    Algorithm 3 as a :class:`_RowStream` over the buffer with the centre subtracted by the
-    same compiled passes as in memory. Memory: one block and one minibatch, whatever n.
-    """
-
-    def __init__(self, blocks: Iterator[NDArray[np.float64]], n_samples: int,
-                 n_features: int, centre: Any = None) -> None:
-        self._blocks = blocks
-        self.n_samples, self.n_features = int(n_samples), int(n_features)
-        self.centre = centre
-
-    def batches(self, order: NDArray[np.intp] | None, B: int,
-                T: int) -> Iterator[tuple[_RowStream, NDArray[np.intp]]]:
-        del order  # the stream's own order
-        buffer = np.empty((B, self.n_features))
-        stream = _RowStream(buffer, None, self.centre)
-        rows = np.arange(B, dtype=np.intp)
-        filled, done = 0, 0
-        for block in self._blocks:
-            start = 0
-            while start < block.shape[0]:
-                take = min(B - filled, block.shape[0] - start)
-                buffer[filled:filled + take] = block[start:start + take]
-                filled += take
-                start += take
-                if filled == B:
-                    yield stream, rows
-                    filled, done = 0, done + 1
-                    if done == T:
-                        return  # the records after T·B are unused, as in memory: stop reading
-        raise ValueError(f"The stream gave fewer than T·B = {T * B} records; its n_samples "
-                         f"is {self.n_samples}. A chunk source must give the same rows on "
-                         "every pass.")
 
 
 def _selection_event(epsilon: float) -> dp_accounting.DpEvent:

@@ -1,115 +1,50 @@
-"""Oja's algorithm (non-private reference) and Private Oja (Liu, Kong, Jain & Oh 2022, Alg. 1–2).
+"""Oja's algorithm, the non-private reference (Liu, Kong, Jain & Oh 2022, Algorithm 1).
 
-Both make one pass over the records in a random order, to rank k by block Oja (``ThinQR`` in
-place of the normalisation; Liu et al. treat k = 1 and leave k > 1 open, §7).
-
-Private Oja: privacy (central model, replace one record)
---------------------------------------------------------
-Step t uses only record π(t): ``W ← QR(W + η_t·clip_β(A W) + 2η_tβα·Z)``, ``Z`` i.i.d.
-``N(0, 1)`` of shape p×k, ``clip_β`` scaling the p×k block to Frobenius norm ≤ β. Replacing the
-record moves ``η_t·clip_β(AW)`` by at most ``2η_tβ`` (two blocks of norm ≤ β), so every step is
-a Gaussian mechanism with noise multiplier ``α`` on one record, chosen adaptively from the
-previous outputs — a *local randomiser* in the sense of amplification by shuffling.
-
-* ``amplification="shuffle"`` (the paper's Algorithm 2): the records are shuffled, so by
-  Feldman–McMillan–Talwar (Theorem D.1 of the paper; :mod:`privpca.mechanisms.shuffling`) the
-  released trajectory is (ε, δ)-DP when each step is (ε₀, δ₀)-DP with ε₀ solved numerically
-  from the bound. ``α`` is then the analytic Gaussian multiplier for (ε₀, δ₀). Refused with a
-  clear error where the bound does not apply (ε too large for n, as the paper's
-  ``ε = O(√(log(n/δ)/n))``).
-* ``amplification="none"`` [derived, ALGORITHMS.md]: each record enters exactly one step and
-  the other steps do not read it, so (ε, δ) per step is (ε, δ) overall: ``α = σ(ε, δ)``.
-  Valid for every ε; more noise than shuffling where shuffling applies.
-
-The paper's clipping threshold ``β = Cλ₁√d(Kγ·log^a(nd/ζ) + 1)`` needs λ₁ and C, which users
-do not know; ``clip_norm`` is β itself. For records with ``‖x‖ ≤ D`` and orthonormal W,
-``‖x xᵀW‖_F ≤ D²``, so ``clip_norm = D²`` never clips.
-
-On a table (the defaults)
--------------------------
-``centering="private"`` and ``clip_norm="auto"``: the stream reads **pair differences**
-``(x_a − x_b)/√2`` of the records left after a held-out share, which have the covariance as
-second moment, and a private 99 % quantile D of the held-out centred row norms gives
-``β = D²`` (a gradient block ``g gᵀW`` has norm ≤ ‖g‖², so only derived records longer than D
-can be clipped: about 1 % for Gaussian-like data, where ``‖g‖`` and ``‖x − μ‖`` have the same
-law). β is a released value, so the per-step sensitivity ``2ηβ`` is computed from released
-quantities only. Replacing one record replaces at most one derived record, so the guarantees
-above hold unchanged for the ``m = ⌊(n − n_held)/2⌋`` derived records; the held-out share
-(private mean, bound and explained variance at the full (ε, δ)) composes in parallel.
-:mod:`privpca.decomposition._stochastic` gives the argument in full. ``centering=None``
-with a numeric ``clip_norm`` is the paper's algorithm, bitwise as before.
-
-Streamed tables (one pass, in the table's order)
-------------------------------------------------
-``fit`` on a Dask array, a memory map, Parquet or chunks reads the blocks once, in order,
-holding one block and W (:mod:`privpca.decomposition._stochastic`). That order is not a
-uniformly random one, so **amplification by shuffling does not apply and is refused**
-(ValueError, before anything is charged): ``amplification="none"`` is required, whose
-argument above never used the order. Shuffling inside a bounded buffer is not offered: it is
-not a uniformly random permutation of the n records, and no amplification bound is claimed
-for it. ``shuffle=False`` on an in-memory array reads it the same way and gives the streamed
-fit's output for the same seed (the noise is drawn 4096 steps at a time, counted in steps,
-so any cut into blocks draws the same). On defaults a secret, uniformly random set of rows is
-held out for the mean, β and the variances, gathered in one pass before the stream.
+One pass over the records in a random order, to rank k by block Oja (``ThinQR`` in place of
+the normalisation; Liu et al. treat k = 1 and leave k > 1 open, §7), by
+:func:`privpca.solvers.oja.oja_steps`. Private Oja (Algorithm 2) is
+:mod:`privpca.decomposition.private_oja`; what both share (inputs, the start, streamed tables)
+is :mod:`privpca.decomposition._stochastic`.
 
 :class:`OjaPCA` is not private (ε = ∞): its ``centering="private"`` subtracts the exact mean
-(on a streamed table one more pass for it and one for the exact variances).
+(on a streamed table one more pass for it and one for the exact variances). A streamed table
+(a Dask array, a memory map, Parquet or chunks) is read once, in its order, holding one block
+and W; ``shuffle=False`` on an in-memory array reads it the same way, with the same output.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
-import dp_accounting
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca._validation import (
-    check_delta,
-    check_epsilon,
-    check_in_range,
-    check_n_components,
-    check_norm_bound,
-    check_options,
-    check_random_state,
-)
+from privpca._validation import check_in_range, check_n_components
 from privpca.accounting.ledger import PrivacyLedger
-from privpca.accounting.record import PrivacyRecord, PrivacySpend
-from privpca.decomposition._stochastic import (
-    DEFAULT_HOLDOUT_FRACTION,
-    StochasticPCA,
-    held_out_notes,
-    stream_blocks,
-    stream_rows,
-)
-from privpca.exceptions import RowClippingWarning
-from privpca.mechanisms.noise import GaussianNoiseSteps
-from privpca.mechanisms.shuffling import local_epsilon_for_shuffling
+from privpca.accounting.record import PrivacyRecord
+from privpca.decomposition._records import RecordStream
+from privpca.decomposition._stochastic import StochasticPCA
 from privpca.pipeline.release import check_centering
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.oja import (
+    OJA_LEARNING_RATE,
     GradientSource,
-    LearningRate,
     MatrixGradients,
     VectorGradients,
     block_oja_update,
+    oja_steps,
     resolve_learning_rate,
 )
-from privpca.solvers.power import thin_qr
+from privpca.streaming.reductions import clipped_sum, projected_moments
 from privpca.streaming.sources import RowSource
 
-__all__ = ["OjaPCA", "PrivateOjaPCA"]
+__all__ = ["OjaPCA"]
 
-REPLACE_ONE = "replace one record (central model)"
-#: η_t = c1/(c2 + t). c1 ≈ 1/(λ₁ − λ₂) for data whose eigengap is of order 1 (Jain et al.'s
-#: α/((λ₁−λ₂)(ξ+t)) with α ≈ 1); c2 damps the first, nearly random, steps.
-DEFAULT_LEARNING_RATE = LearningRate(c1=2.0, c2=100.0)
-_RENORMALISE_EVERY = 64
 _IN_ORDER = " The records were read in the table's order (one pass)."
+_NON_PRIVATE = "Non-private Oja's algorithm: no noise, no guarantee (an infinite spend)."
+#: Records gathered per block of an in-memory pass (any cut gives the same iterate).
+_CHUNK = 8192
 
 
 def _check_batch_size(value: Any, owner: object) -> int:
@@ -214,19 +149,25 @@ class OjaPCA(StochasticPCA):
 
     def _fit_source(self, source: GradientSource, *, centring: str = "",
                     shuffle: bool = True) -> OjaPCA:
+        """Algorithm 1 on ``source`` as given; a streamed :class:`RecordStream` is read once,
+        in its order (one record per step)."""
         _k, rng, W = self._start(source)
-        lr = resolve_learning_rate(self.learning_rate, DEFAULT_LEARNING_RATE, owner="OjaPCA")
+        lr = resolve_learning_rate(self.learning_rate, OJA_LEARNING_RATE, owner="OjaPCA")
         b = _check_batch_size(self.batch_size, self)
+        streamed = isinstance(source, RecordStream) and source.is_streamed
+        if streamed and b != 1:
+            raise ValueError("OjaPCA streams one record per step: use batch_size=1 on a "
+                             "streamed table (or shuffle=True on an in-memory array).")
         n = source.n_samples
-        order = rng.permutation(n) if shuffle else np.arange(n)
+        order = None if streamed else (rng.permutation(n) if shuffle else np.arange(n))
         self.privacy_ = PrivacyRecord.non_private(
-            n, "Non-private Oja's algorithm: no noise, no guarantee (an infinite spend)."
-            + ("" if shuffle else _IN_ORDER) + centring
-        )
+            n, _NON_PRIVATE + ("" if shuffle and not streamed else _IN_ORDER) + centring)
         self._charge(self.privacy_, self.ledger)
-        if b == 1 and isinstance(source, VectorGradients):
-            W, steps = _oja_single_pass(source.X, order, W, lr)
+        if b == 1 and isinstance(source, VectorGradients | RecordStream):
+            records = source if isinstance(source, RecordStream) else RecordStream(source.X)
+            W, steps = oja_steps(records.blocks(order, _CHUNK), n, W, lr)
         else:
+            assert order is not None
             steps = n // b
             for t in range(1, steps + 1):
                 idx = order[(t - 1) * b : t * b]
@@ -242,24 +183,12 @@ class OjaPCA(StochasticPCA):
         centering = check_centering(self.centering, p, self)
         mean = X.mean(axis=0) if isinstance(centering, str) else centering
         Xc = X - mean
-        self._fit_source(VectorGradients(Xc), centring=(
-            " The rows were centred on their exact mean (non-private)."
-            if isinstance(centering, str) else " A public mean was subtracted first."))
+        self._fit_source(VectorGradients(Xc), centring=_centring(centering))
         # Exact VᵀCV (free: not private): rotate the basis to its eigenvectors, in order.
         denom = max(n - 1, 1)
         proj = Xc @ self.components_.T
-        values, vectors = np.linalg.eigh(proj.T @ proj / denom)
-        values, vectors = values[::-1], vectors[:, ::-1]
-        self.components_ = fix_signs((vectors.T @ self.components_).T).T.copy()
-        total = float(np.einsum("ij,ij->", Xc, Xc)) / denom
-        self.explained_variance_ = values
-        self.explained_variance_ratio_ = (values / total if total > 0
-                                          else np.full(len(values), np.nan))
-        self.mean_ = np.asarray(mean, dtype=np.float64).copy()
-        self.scale_ = None
-        self.data_norm_ = math.inf
-        self.noise_level_ = 0.0
-        self.expected_error_ = math.nan
+        self._set_exact_spectrum(proj.T @ proj / denom,
+                                 float(np.einsum("ij,ij->", Xc, Xc)) / denom, mean)
         return self
 
     def _paper_variances(
@@ -270,45 +199,20 @@ class OjaPCA(StochasticPCA):
         return values / n, total / n
 
     # ------------------------------------------------------------------ streamed tables
-    def _stream_pass(self, source: RowSource, centre: NDArray[np.float64] | None,
-                     centring: str) -> None:
-        """One pass of Algorithm 1 over the (centred) rows of ``source``, in their order."""
-        _k, _rng, W = self._start(source)
-        lr = resolve_learning_rate(self.learning_rate, DEFAULT_LEARNING_RATE, owner="OjaPCA")
-        if _check_batch_size(self.batch_size, self) != 1:
-            raise ValueError("OjaPCA streams one record per step: use batch_size=1 on a "
-                             "streamed table (or shuffle=True on an in-memory array).")
-        n = source.n_samples
-        self.privacy_ = PrivacyRecord.non_private(
-            n, "Non-private Oja's algorithm: no noise, no guarantee (an infinite spend)."
-            + _IN_ORDER + centring)
-        self._charge(self.privacy_, self.ledger)
-        blocks = source.blocks() if centre is None else (b - centre for b in source.blocks())
-        W, steps = _oja_steps(blocks, n, W, lr)
-        self.components_ = fix_signs(W).T.copy()
-        self.n_iter_ = steps
-        self.learning_rate_ = lr
-
     def _fit_stream(self, source: RowSource) -> OjaPCA:
-        self._stream_pass(source, None, "")
-        return self
+        return self._fit_source(RecordStream.streamed(source), shuffle=False)
 
     def _fit_stream_table(self, source: RowSource) -> OjaPCA:
         """Exact (or public) mean by one pass, the stream, exact variances by one pass."""
-        from privpca.streaming.reductions import projected_moments
-
         n, p = source.n_samples, source.n_features
         check_n_components(self.n_components, p, owner=self)
         centering = check_centering(self.centering, p, self)
         if isinstance(centering, str):
-            from privpca.streaming.reductions import clipped_sum
-
             mean = clipped_sum(source, None, math.inf) / n  # nothing is clipped at inf
         else:
             mean = np.asarray(centering, dtype=np.float64)
-        self._stream_pass(source, mean, (
-            " The rows were centred on their exact mean (non-private)."
-            if isinstance(centering, str) else " A public mean was subtracted first."))
+        self._fit_source(RecordStream.streamed(source, centre=mean), shuffle=False,
+                         centring=_centring(centering))
         denom = max(n - 1, 1)
         matrix, total = projected_moments(source, mean, None, math.inf, self.components_)
         self._set_exact_spectrum(matrix / denom, total / denom, mean)
@@ -333,13 +237,17 @@ class OjaPCA(StochasticPCA):
         return 0.0
 
 
+def _centring(centering: Any) -> str:
+    """The record's note on the centring (the exact mean, or a public one)."""
+    return (" The rows were centred on their exact mean (non-private)."
+            if isinstance(centering, str) else " A public mean was subtracted first.")
+
+
 def _exact_variances(
     source: Any, components: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], float]:
     """``(Σᵢ v_lᵀA_i v_l per component, Σᵢ tr A_i)`` — exact, for the non-private Oja."""
     if isinstance(source, RowSource):  # one pass over a streamed table
-        from privpca.streaming.reductions import projected_moments
-
         matrix, total = projected_moments(source, None, None, math.inf, components)
         return np.diag(matrix).copy(), total
     if isinstance(source, VectorGradients):
@@ -349,556 +257,3 @@ def _exact_variances(
     AV = np.matmul(source.A, components.T)  # (n, p, k)
     values = np.einsum("lp,npl->l", components, AV)
     return values, float(np.einsum("nii->", source.A))
-
-
-def _oja_single_pass(
-    X: NDArray[np.float64], order: NDArray[np.intp], W: NDArray[np.float64], lr: LearningRate
-) -> tuple[NDArray[np.float64], int]:
-    """Algorithm 1 with one record per step.
-
-    ``W ← (I + η x xᵀ) W`` is linear in W, so for k > 1 orthonormalising only every few steps
-    gives the same column space as doing it every step (``QR`` is a right-multiplication by
-    R⁻¹); it is done every 64 steps, or after any step that can more than double a column, to
-    keep the numbers in range. For k = 1 the normalisation is one scalar and done every step.
-    """
-    n = len(order)
-    chunk = 8192
-    return _oja_steps((X[order[start : start + chunk]] for start in range(0, n, chunk)), n,
-                      W, lr)
-
-
-def _oja_steps(
-    blocks: Iterable[NDArray[np.float64]], n: int, W: NDArray[np.float64], lr: LearningRate
-) -> tuple[NDArray[np.float64], int]:
-    """Algorithm 1, one step per row of ``blocks`` (n rows in all, in order); the
-    orthonormalisation schedule of :func:`_oja_single_pass` counts steps, not blocks, so
-    any cut of the same rows into blocks gives the same iterate."""
-    etas = lr(np.arange(1, n + 1, dtype=np.float64))
-    k = W.shape[1]
-    t = 0
-    if k == 1:
-        w = W[:, 0].copy()
-        for Xc in blocks:
-            eta_c = etas[t : t + Xc.shape[0]]
-            for i in range(Xc.shape[0]):
-                x = Xc[i]
-                w += (eta_c[i] * float(x @ w)) * x
-                w /= math.sqrt(float(w @ w))
-            t += Xc.shape[0]
-        _check_steps(t, n)
-        return w[:, None], n
-    for Xc in blocks:
-        eta_c = etas[t : t + Xc.shape[0]]
-        for i in range(Xc.shape[0]):
-            x = Xc[i]
-            W += np.outer(x, eta_c[i] * (x @ W))
-            if (t + i) % _RENORMALISE_EVERY == 0 or eta_c[i] * float(x @ x) > 1.0:
-                W = thin_qr(W)
-        t += Xc.shape[0]
-    _check_steps(t, n)
-    return thin_qr(W), n
-
-
-def _check_steps(done: int, n: int) -> None:
-    if done != n:  # a source whose passes disagree (n is public: fixed before the pass)
-        raise ValueError(f"The stream gave {done} records; its n_samples is {n}. A chunk "
-                         "source must give the same rows on every pass.")
-
-
-@dataclass(frozen=True)
-class _Calibration:
-    """Private Oja's per-step calibration for n records (public: no data read)."""
-
-    epsilon: float
-    delta: float
-    amplification: str
-    eps0: float
-    delta0: float
-    certified: float
-    calibration: str
-    alpha: float
-    lr: LearningRate
-
-
-class PrivateOjaPCA(StochasticPCA):
-    """Private Oja's algorithm (Liu et al., Algorithm 2): clipping, Gaussian noise, shuffling.
-
-    One pass in a uniformly random order; step t: ``W ← QR(W + η_t·clip_β(A_t W) +
-    2η_tβα·Z_t)``. The module docstring gives the privacy analysis. On defaults the stream
-    reads pair differences of the records (the covariance, not the second moment) and a
-    held-out share releases ``mean_``, β and the explained variance
-    (:mod:`privpca.decomposition._stochastic`).
-
-    Parameters
-    ----------
-    n_components : int, default=1
-        Dimension k (block Oja for k > 1; each step privatises the p×k gradient block).
-    epsilon : float, default=1.0
-        ε > 0 of the overall guarantee.
-    delta : float, default=1e-5
-        0 < δ < 1.
-    centering : "private", None or array of shape (n_features,), default="private"
-        ``"private"``: the stream reads pair differences ``(x_a − x_b)/√2`` (no budget, half
-        the records) and ``mean_`` is a private mean of the held-out share. ``None``: no
-        centring (the paper's ``E[x xᵀ]``). An array: a public mean, subtracted (free).
-    clip_norm : "auto" or float, default="auto"
-        β: each gradient block ``A_t W`` is scaled to Frobenius norm ≤ β. ``"auto"``:
-        ``β = D²`` with D a private 99 % quantile of the held-out (centred) row norms, which
-        clips few blocks (``‖g gᵀW‖ ≤ ‖g‖²``) and follows the data's units; a float is a
-        public β (``clip_norm = D²`` never clips records with ``‖x‖ ≤ D``), with a
-        :class:`~privpca.exceptions.RowClippingWarning` when it clips. ``"auto"`` is the
-        default because a fixed number cannot suit data in arbitrary units: β = 1 on a table
-        in metres clips every block, β far above the gradients drowns them in noise.
-    amplification : {"shuffle", "none"}, default="shuffle"
-        Privacy argument (module docstring). ``"shuffle"`` raises
-        :class:`~privpca.mechanisms.shuffling.ShufflingBoundError` where FMT's bound does not
-        apply (for the m records the stream reads), and ValueError when the records are not
-        read in a uniformly random order (a streamed table, ``shuffle=False``): the
-        amplification theorem needs one. ``"none"`` holds in any order.
-    learning_rate : "auto", float or (float, float), default="auto"
-        As in :class:`OjaPCA`.
-    holdout_fraction : float, default=0.1
-        Share of the records held out (outside the papers' setting) for the private mean, β
-        and the explained variance, at the full (ε, δ) (parallel composition).
-    shuffle : "auto" or bool, default="auto"
-        Read the records in a uniformly random order (Algorithm 2, line 1; ``"auto"`` for
-        in-memory arrays) or in their order (``False``; ``"auto"`` for streamed tables,
-        read in one pass with memory independent of n; ``True`` is refused on them). In
-        the given order only ``amplification="none"`` applies, and the accuracy suffers if
-        the rows are sorted; see :mod:`privpca.decomposition._stochastic` (streamed tables:
-        order, held-out rows).
-    stream_centering : {"mean", "pairs"}, default="mean"
-        With ``centering="private"``: ``"mean"`` centres the streamed records on the held-out
-        share's private mean (a released value, computed from other records: free for the
-        stream); ``"pairs"`` streams pair differences ``(x_a − x_b)/√2`` (no mean needed, half
-        as many records). Measured at n = 10⁶, d = 20 (docs/DP_PCA.md): "mean" 0.52 against
-        0.85 for Private Oja, 0.19 against 0.31 for DP-PCA.
-    budget_shares : dict or None, default=None
-        Relative weights of the held-out parts (``"bound_raw"``, ``"mean"``, ``"bound"``,
-        ``"variance"``), normalised over those in use;
-        :data:`~privpca.decomposition._stochastic.HOLDOUT_SHARES` by default.
-    random_state : None, int or numpy.random.Generator, default=None
-        Source of the order, ``W₀``, the noise and the held-out split.
-    ledger : PrivacyLedger or None, default=None
-        Where the spend is recorded.
-
-    Attributes
-    ----------
-    components_ : ndarray of shape (n_components, n_features)
-        Outside the papers' setting, ordered by decreasing private variance.
-    mean_ : ndarray of shape (n_features,)
-        The private (held-out) or public mean ``transform`` subtracts; zeros uncentred.
-    scale_ : None
-    data_norm_ : float
-        D, the held-out bound (``√β`` in the papers' setting: the norm β never clips).
-    explained_variance_ : ndarray of shape (n_components,)
-        Private variance of the held-out rows (centred, clipped to D) along each component,
-        over ``n_held − 1`` (``n_held`` uncentred); NaN in the papers' setting.
-    explained_variance_ratio_ : ndarray of shape (n_components,)
-        Over the held-out rows' private total variance; NaN in the papers' setting.
-    noise_level_ : float
-        ``2βα/√m``: the standard deviation, per entry, of the average over the m steps of the
-        noise added to the gradient blocks, in the units of ``explained_variance_``. An
-        indicator of the noise the stream averages (Oja's error grows with it over the
-        eigengap), not a bound.
-    expected_error_ : float
-        NaN: no estimate of Private Oja's subspace error from released quantities has been
-        validated (the Davis–Kahan argument of the matrix estimators needs the noisy matrix).
-    noise_multiplier_ : float
-        α (noise std over the per-step sensitivity 2ηβ).
-    local_epsilon_ : float
-        ε₀ of each step (equal to ε without amplification).
-    clip_norm_ : float
-        β used.
-    n_iter_ : int
-        Steps: n, or m (the stream's records) outside the papers' setting.
-    learning_rate_ : LearningRate
-    privacy_ : PrivacyRecord
-        The shuffled (or per-step) guarantee; outside the papers' setting also every
-        held-out part, with (ε, δ) the request. Its events are used, conservatively
-        (per-step Gaussian, no amplification), when a ledger composes several fits.
-    n_features_in_ : int
-
-    References
-    ----------
-    X. Liu, W. Kong, P. Jain, S. Oh. DP-PCA: Statistically optimal and differentially private
-    PCA. NeurIPS 2022, Algorithm 2 and Theorem D.1.
-    V. Feldman, A. McMillan, K. Talwar. Hiding among the clones: a simple and nearly optimal
-    analysis of privacy amplification by shuffling. FOCS 2021, Theorem 3.8.
-
-    Examples
-    --------
-    >>> from privpca import PrivateOjaPCA
-    >>> from privpca.datasets import make_spiked
-    >>> X, V = make_spiked(20_000, 10, 1, lam=9.0, random_state=0)
-    >>> est = PrivateOjaPCA(epsilon=0.5, centering=None, clip_norm=1.0, random_state=0).fit(X)
-    >>> round(est.privacy_.epsilon, 3) <= 0.5
-    True
-    """
-
-    def __init__(
-        self,
-        n_components: int = 1,
-        *,
-        epsilon: float = 1.0,
-        delta: float = 1e-5,
-        centering: Any = "private",
-        clip_norm: float | str = "auto",
-        amplification: str = "shuffle",
-        learning_rate: Any = "auto",
-        holdout_fraction: float = DEFAULT_HOLDOUT_FRACTION,
-        shuffle: Any = "auto",
-        stream_centering: str = "mean",
-        budget_shares: dict[str, float] | None = None,
-        random_state: Any = None,
-        ledger: PrivacyLedger | None = None,
-    ) -> None:
-        self.n_components = n_components
-        self.epsilon = epsilon
-        self.delta = delta
-        self.centering = centering
-        self.clip_norm = clip_norm
-        self.amplification = amplification
-        self.learning_rate = learning_rate
-        self.holdout_fraction = holdout_fraction
-        self.shuffle = shuffle
-        self.stream_centering = stream_centering
-        self.budget_shares = budget_shares
-        self.random_state = random_state
-        self.ledger = ledger
-
-    # ------------------------------------------------------------------ parameters
-    def _check_clip_norm(self) -> float | str:
-        """``"auto"`` or a public β > 0."""
-        if isinstance(self.clip_norm, str):
-            if self.clip_norm == "auto":
-                return "auto"
-            raise ValueError(
-                "The 'clip_norm' parameter of PrivateOjaPCA must be 'auto' or a float in the "
-                f"range (0, inf). Got {self.clip_norm!r} instead."
-            )
-        return check_norm_bound(self.clip_norm, "clip_norm", owner=self)
-
-    def _paper_mode(self, n_features: int) -> bool:
-        return self.centering is None and not isinstance(self.clip_norm, str)
-
-    def _check_matrix_params(self) -> None:
-        if isinstance(self._check_clip_norm(), str):
-            raise ValueError(
-                "PrivateOjaPCA.fit_matrices needs a numeric clip_norm (a public bound β on "
-                "‖A_i W‖_F, e.g. max ‖A_i‖_F if it is public); clip_norm='auto' estimates β "
-                "from held-out vector records."
-            )
-
-    def _calibrate(self, n: int, *, shuffle: bool = True) -> _Calibration:
-        """Validate (ε, δ, amplification, learning rate) and calibrate α for n steps."""
-        epsilon = check_epsilon(self.epsilon, owner=self)
-        delta = check_delta(self.delta, owner=self)
-        amplification = check_options(
-            self.amplification, "amplification", ("shuffle", "none"), owner=self
-        )
-        if amplification == "shuffle" and not shuffle:
-            # Never swap the guarantee silently: amplification needs a uniformly random,
-            # unreleased order; records read in a given order get the per-step guarantee.
-            raise ValueError(
-                "PrivateOjaPCA: amplification='shuffle' needs the records in a uniformly "
-                "random order (Feldman-McMillan-Talwar), and this fit reads them in the "
-                "table's order (a streamed table, or shuffle=False). Use "
-                "amplification='none' (the per-step guarantee, valid in any order; more "
-                "noise), or fit an in-memory array with shuffle='auto'."
-            )
-        lr = resolve_learning_rate(
-            self.learning_rate, DEFAULT_LEARNING_RATE, owner="PrivateOjaPCA"
-        )
-        if amplification == "shuffle":
-            guarantee = local_epsilon_for_shuffling(epsilon, delta, n)
-            eps0, delta0 = guarantee.epsilon0, guarantee.delta0
-            certified, calibration = guarantee.epsilon, "analytic + shuffling (FMT Thm 3.8)"
-        else:
-            eps0, delta0 = epsilon, delta
-            certified, calibration = epsilon, "analytic (one step per record)"
-        alpha = float(dp_accounting.get_sigma_gaussian(eps0, delta0))
-        return _Calibration(epsilon, delta, amplification, eps0, delta0, certified,
-                            calibration, alpha, lr)
-
-    # ------------------------------------------------------------------ the stream
-    def _stream(
-        self,
-        source: Any,
-        cal: _Calibration,
-        beta: float,
-        rng: np.random.Generator | None = None,
-        *,
-        shuffle: bool = True,
-        blocks: Iterable[NDArray[np.float64]] | None = None,
-    ) -> tuple[NDArray[np.float64], int]:
-        """Algorithm 2 over the records of ``source``: ``(W, blocks clipped)``.
-
-        ``shuffle=False`` reads them in their order (only with ``amplification="none"``:
-        :meth:`_calibrate` refuses the other); ``blocks`` gives them as row blocks of a
-        stream instead (``source`` then a :class:`~privpca.streaming.RowSource`, whose
-        ``n_samples`` rows the blocks hold, in order).
-        """
-        k, rng, W = self._start(source, rng)
-        n = source.n_samples
-        etas = cal.lr(np.arange(1, n + 1, dtype=np.float64))
-        noise_sd = 2.0 * beta * cal.alpha  # per unit of η
-        chunk = 4096
-        if blocks is not None or isinstance(source, VectorGradients):
-            if blocks is None:
-                assert isinstance(source, VectorGradients)
-                # Algorithm 2, line 1 (and what shuffling assumes)
-                order = rng.permutation(n) if shuffle else np.arange(n)
-                blocks = (source.X[order[start : start + chunk]]
-                          for start in range(0, n, chunk))
-            return _private_oja_steps(W, blocks, n, etas, noise_sd, beta, rng, chunk)
-        order = rng.permutation(n) if shuffle else np.arange(n)
-        n_clipped = 0
-        p = source.n_features
-        noise = GaussianNoiseSteps(noise_sd, rng, (p, k), sensitivity=2.0 * beta)
-        for start in range(0, n, chunk):
-            idx = order[start : start + chunk]
-            noise.draw(len(idx))
-            for i, rec in enumerate(idx):
-                with np.errstate(over="ignore", invalid="ignore"):
-                    G = source.gradients(np.array([rec]), W).reshape(p, k)
-                    norm = float(np.linalg.norm(G))
-                if norm > beta:
-                    G *= beta / norm
-                    n_clipped += 1
-                W = block_oja_update(W, noise.release(G, i, etas[start + i]))
-        return W, n_clipped
-
-    def _stream_spend(self, cal: _Calibration, beta: float, *, derived: bool) -> PrivacySpend:
-        what = "derived record (pair difference)" if derived else "record"
-        return PrivacySpend(
-            mechanism=f"gaussian: one clipped gradient step per {what} (local randomiser)",
-            epsilon=cal.certified,
-            delta=cal.delta,
-            sensitivity=2.0 * beta,
-            noise_scale=2.0 * beta * cal.alpha,
-            dp_event=dp_accounting.GaussianDpEvent(cal.alpha),
-        )
-
-    def _stream_notes(self, cal: _Calibration, beta: float, n: int) -> str:
-        return (
-            f"Each step adds N(0, (2·eta_t·beta·alpha)²) to eta_t·clip_beta(A W) with "
-            f"beta={beta:g}, alpha={cal.alpha:.4g}: a ({cal.eps0:.4g}, {cal.delta0:.3g})-DP "
-            "local randomiser per record. "
-            + (
-                f"Shuffling n={n} records amplifies it to ({cal.certified:.4g}, "
-                f"{cal.delta:g}) (Feldman-McMillan-Talwar Thm 3.8). "
-                if cal.amplification == "shuffle"
-                else "Each record enters one step only, so this is the overall guarantee. "
-            )
-        )
-
-    def _fit_source(self, source: Any, *, shuffle: bool = True,
-                    streamed: bool = False) -> PrivateOjaPCA:
-        """The paper's algorithm on ``source`` as given (uncentred, public β); ``streamed``:
-        a :class:`~privpca.streaming.RowSource` read once, in its order."""
-        beta = check_norm_bound(self.clip_norm, "clip_norm", owner=self)
-        n = source.n_samples
-        cal = self._calibrate(n, shuffle=shuffle and not streamed)
-        noise_sd = 2.0 * beta * cal.alpha
-        spend = self._stream_spend(cal, beta, derived=False)
-        record = PrivacyRecord(
-            epsilon=cal.certified,
-            delta=cal.delta,
-            model="central",
-            neighbouring=REPLACE_ONE,
-            sensitivity=2.0 * beta,
-            noise_scale=noise_sd,
-            calibration=cal.calibration,
-            data_norm=math.sqrt(beta),
-            n_samples=int(n),
-            spends=(spend,),
-            target_epsilon=cal.epsilon,
-            notes=(
-                self._stream_notes(cal, beta, n)
-                + "data_norm is sqrt(clip_norm): the record norm that clipping never touches. "
-                "When composed with other fits the per-step Gaussian event (no amplification) "
-                "is used, which is conservative."
-            ),
-        )
-        self._charge(record, self.ledger)  # before the stream touches a record
-        W, n_clipped = self._stream(source, cal, beta, shuffle=shuffle,
-                                    blocks=source.blocks() if streamed else None)
-        if n_clipped:
-            _warn_clipped(beta)
-        self.privacy_ = record
-        self.components_ = fix_signs(W).T.copy()
-        self._set_stream_attributes(cal, beta, n)
-        return self
-
-    def _set_stream_attributes(self, cal: _Calibration, beta: float, n: int) -> None:
-        self.noise_multiplier_ = cal.alpha
-        self.local_epsilon_ = cal.eps0
-        self.clip_norm_ = float(beta)
-        self.n_iter_ = n
-        self.learning_rate_ = cal.lr
-
-    def _paper_noise_level(self) -> float:
-        return 2.0 * self.clip_norm_ * self.noise_multiplier_ / math.sqrt(max(self.n_iter_, 1))
-
-    def _paper_data_norm(self) -> float:
-        return math.sqrt(self.clip_norm_)
-
-    # ------------------------------------------------------------------ on a table
-    def _fit_table(self, X: NDArray[np.float64]) -> PrivateOjaPCA:
-        """Held-out share (mean, β, variances) + Algorithm 2 on the (derived) rest."""
-        return self._fit_held_out(X)
-
-    # ------------------------------------------------------------------ streamed tables
-    def _fit_stream(self, source: RowSource) -> PrivateOjaPCA:
-        """The paper's algorithm in one pass over ``source``, in its order."""
-        return self._fit_source(source, shuffle=False, streamed=True)
-
-    def _fit_stream_table(self, source: RowSource) -> PrivateOjaPCA:
-        """Held-out rows (mean, β, variances) + Algorithm 2 on the rest, in order."""
-        return self._fit_held_out(source)
-
-    def _fit_held_out(self, table: Any) -> PrivateOjaPCA:
-        """A held-out share releases the mean, β and variances at the full (ε, δ); the stream
-        runs Algorithm 2 on the rest (parallel composition). ``table`` is an array (held-out
-        rows drawn by a public permutation, the rest shuffled) or a
-        :class:`~privpca.streaming.RowSource` (a secret uniformly random set of held-out
-        rows, gathered in one pass; the rest in order, where amplification by shuffling is
-        refused)."""
-        streamed = not isinstance(table, np.ndarray)
-        n, p = table.shape if not streamed else (table.n_samples, table.n_features)
-        check_n_components(self.n_components, p, owner=self)
-        centering = check_centering(self.centering, p, self)
-        clip = self._check_clip_norm()
-        n_held, m, pairs = self._split(n, centering)
-        run = self._held_out_pipeline(n_held, p, check_epsilon(self.epsilon, owner=self),
-                                      check_delta(self.delta, owner=self), centering,
-                                      REPLACE_ONE)
-        # Refuses (before any charge) where shuffling cannot apply, a given order included.
-        cal = self._calibrate(m, shuffle=False) if streamed else self._calibrate(m)
-        planned_stat = PrivacySpend(
-            mechanism="statistic: planned", epsilon=cal.certified, delta=cal.delta,
-            sensitivity=math.nan, noise_scale=math.nan,
-            dp_event=dp_accounting.GaussianDpEvent(cal.alpha),
-        )
-        calibration = (f"{cal.calibration}; held-out parts: analytic Gaussian, exact split "
-                       "(dp-accounting)")
-        planned = self._table_record(
-            self._planned_spends(run), planned_stat, epsilon=cal.epsilon, delta=cal.delta,
-            n=n, neighbouring=REPLACE_ONE, calibration=calibration, data_norm=math.nan,
-            n_clipped=0, notes="planned before the fit")
-        ledger = self._book(planned)
-
-        rng = check_random_state(self.random_state)
-        pre_rng = self._preprocessing_rng(rng)
-        if streamed:
-            from privpca.streaming.holdout import random_row_split
-            from privpca.streaming.selection import drop_rows, take_rows
-
-            # A secret, uniformly random set of single rows (whatever the storage order),
-            # gathered in one pass; the stream then reads the other rows in order.
-            split = random_row_split(n, self._holdout_fraction(), pre_rng)
-            assert split.n_held == n_held
-            held = self._prepare_held_out_streamed(run, take_rows(table, split.held),
-                                                   pre_rng)
-            beta = held.prepared.data_norm ** 2 if isinstance(clip, str) else float(clip)
-            centre = None if pairs else (held.prepared.mean if isinstance(centering, str)
-                                         else centering)
-            blocks = stream_blocks(drop_rows(table, split.held).blocks(), pairs)
-            if centre is not None:
-                blocks = (b - centre for b in blocks)
-            W, n_clipped = self._stream(_Shape(m, p), cal, beta, rng, blocks=blocks)
-        else:
-            perm = pre_rng.permutation(n)
-            held = self._prepare_held_out(run, table[perm[:n_held]], pre_rng)
-            beta = held.prepared.data_norm ** 2 if isinstance(clip, str) else float(clip)
-            rows = stream_rows(table, perm[n_held:], pairs,
-                               held.prepared.mean if isinstance(centering, str) else centering)
-            W, n_clipped = self._stream(VectorGradients(rows), cal, beta, rng)
-            del rows
-        if n_clipped and not isinstance(clip, str):
-            _warn_clipped(beta)
-        self._set_table_attributes(fix_signs(W).T.copy(), held, pre_rng)
-        notes = (
-            self._stream_notes(cal, beta, m)
-            + ("beta = D² (clip_norm='auto'), D the held-out private norm bound. "
-               if isinstance(clip, str) else "beta is the public clip_norm. ")
-            + held_out_notes(n, n_held, m, pairs, centering, run, in_order=streamed)
-        )
-        record = self._table_record(
-            held.prepared.spends, self._stream_spend(cal, beta, derived=pairs),
-            epsilon=cal.epsilon, delta=cal.delta, n=n, neighbouring=REPLACE_ONE,
-            calibration=calibration, data_norm=held.prepared.data_norm, n_clipped=0,
-            notes=notes)
-        ledger.amend(planned, record)
-        self.privacy_ = record
-        self._set_stream_attributes(cal, beta, m)
-        self.noise_level_ = self._paper_noise_level()
-        self.expected_error_ = math.nan
-        return self
-
-
-@dataclass(frozen=True)
-class _Shape:
-    """The public size of a stream read from blocks (what :meth:`_start` needs)."""
-
-    n_samples: int
-    n_features: int
-
-
-def _private_oja_steps(
-    W: NDArray[np.float64],
-    blocks: Iterable[NDArray[np.float64]],
-    n: int,
-    etas: NDArray[np.float64],
-    noise_sd: float,
-    beta: float,
-    rng: np.random.Generator,
-    chunk: int,
-) -> tuple[NDArray[np.float64], int]:
-    """Algorithm 2's steps on vector records, one per row of ``blocks`` (n in all, in order).
-
-    The noise is drawn ``chunk`` steps at a time, counted in steps, not blocks: any cut of
-    the same rows into blocks (an in-memory gather, a stream's chunks) draws the same noise.
-    """
-    p, k = W.shape
-    n_clipped = 0
-    t = 0
-    # One record's clipped gradient moves by at most 2β: the release's sensitivity.
-    noise = GaussianNoiseSteps(noise_sd, rng, (p, k), sensitivity=2.0 * beta)
-    for X_chunk in blocks:
-        for x in X_chunk:
-            if t >= n:
-                break
-            j = t % chunk
-            if j == 0:
-                noise.draw(min(chunk, n - t))
-            with np.errstate(over="ignore", invalid="ignore"):  # huge rows: below
-                G = np.outer(x, x @ W)
-                norm = float(np.linalg.norm(G))
-            if not np.isfinite(norm):
-                # ‖x‖ ≥ ~1e154: x xᵀW overflows; its clipped value is exact from x/max|x|.
-                xs = x / np.abs(x).max()
-                G = np.outer(xs, xs @ W)
-                norm_s = float(np.linalg.norm(G))
-                G = G * (beta / norm_s) if norm_s > 0 else np.zeros_like(G)
-                if norm_s > 0:
-                    n_clipped += 1
-            elif norm > beta:
-                G *= beta / norm
-                n_clipped += 1
-            W = block_oja_update(W, noise.release(G, j, etas[t]))
-            t += 1
-    _check_steps(t, n)
-    return W, n_clipped
-
-
-def _warn_clipped(beta: float) -> None:
-    # No count: how many gradients were clipped is a statistic of the data.
-    warnings.warn(
-        f"Some gradient blocks had a norm above clip_norm={beta:g} and were clipped. The "
-        "privacy guarantee holds; the estimate is biased. Raise clip_norm (more noise) or "
-        "rescale the data if this is unexpected.",
-        RowClippingWarning,
-        stacklevel=4,
-    )

@@ -6,13 +6,16 @@ O(pk). General symmetric matrices ``A_i`` (Liu et al.'s Assumption 1) go through
 :class:`MatrixGradients`.
 
 Rank k is block Oja (Oja 1982; Allen-Zhu & Li 2017): ``W ← ThinQR(W + η G)``. For k = 1 the
-QR is the paper's normalisation ``w ← w/‖w‖``.
+QR is the paper's normalisation ``w ← w/‖w‖``. :func:`oja_steps` is Algorithm 1's pass over
+vector records read block by block (the non-private Oja of
+:class:`~privpca.decomposition.oja.OjaPCA`).
 """
 
 from __future__ import annotations
 
+import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -22,17 +25,29 @@ from numpy.typing import ArrayLike, NDArray
 from privpca.solvers.power import thin_qr
 
 __all__ = [
+    "OJA_LEARNING_RATE",
     "GradientSource",
     "LearningRate",
     "MatrixGradients",
     "VectorGradients",
     "block_oja_update",
+    "check_steps",
+    "oja_steps",
     "resolve_learning_rate",
 ]
 
+_RENORMALISE_EVERY = 64
+
 
 class GradientSource(Protocol):
-    """Per-record gradients ``A_i W`` of the PCA objective."""
+    """Per-record gradients ``A_i W`` of the PCA objective, by random access to the records.
+
+    Not a row stream: a record may be a symmetric matrix (:class:`MatrixGradients`), not a
+    row, and the records are read by index in any order, any number of times. Tables read
+    block by block are :class:`~privpca.streaming.RowSource`; the records an Oja-type pass
+    reads from one, in order, are a
+    :class:`~privpca.decomposition._records.RecordStream`.
+    """
 
     n_samples: int
     n_features: int
@@ -117,6 +132,12 @@ class LearningRate:
         return self.c1 / (self.c2 + t)
 
 
+#: Oja's η_t = c1/(c2 + t) (Oja and Private Oja). c1 ≈ 1/(λ₁ − λ₂) for data whose eigengap
+#: is of order 1 (Jain et al.'s α/((λ₁−λ₂)(ξ+t)) with α ≈ 1); c2 damps the first, nearly
+#: random, steps.
+OJA_LEARNING_RATE = LearningRate(c1=2.0, c2=100.0)
+
+
 def resolve_learning_rate(
     learning_rate: Any, default: LearningRate, *, owner: str
 ) -> LearningRate:
@@ -152,3 +173,50 @@ def block_oja_update(
         norm = float(np.linalg.norm(M))
         return W if norm == 0 or not np.isfinite(norm) else M / norm
     return thin_qr(M)
+
+
+def oja_steps(
+    blocks: Iterable[NDArray[np.float64]], n: int, W: NDArray[np.float64], lr: LearningRate
+) -> tuple[NDArray[np.float64], int]:
+    """Algorithm 1 with one record per step, one step per row of ``blocks`` (n rows in all,
+    in order): ``(W, n)``.
+
+    ``W ← (I + η x xᵀ) W`` is linear in W, so for k > 1 orthonormalising only every few steps
+    gives the same column space as doing it every step (``QR`` is a right-multiplication by
+    R⁻¹); it is done every 64 steps, or after any step that can more than double a column, to
+    keep the numbers in range. For k = 1 the normalisation is one scalar and done every step.
+    The schedule counts steps, not blocks, so any cut of the same rows into blocks gives the
+    same iterate. ``W`` may be updated in place.
+    """
+    etas = lr(np.arange(1, n + 1, dtype=np.float64))
+    k = W.shape[1]
+    t = 0
+    if k == 1:
+        w = W[:, 0].copy()
+        for Xc in blocks:
+            eta_c = etas[t : t + Xc.shape[0]]
+            for i in range(Xc.shape[0]):
+                x = Xc[i]
+                w += (eta_c[i] * float(x @ w)) * x
+                w /= math.sqrt(float(w @ w))
+            t += Xc.shape[0]
+        check_steps(t, n)
+        return w[:, None], n
+    for Xc in blocks:
+        eta_c = etas[t : t + Xc.shape[0]]
+        for i in range(Xc.shape[0]):
+            x = Xc[i]
+            W += np.outer(x, eta_c[i] * (x @ W))
+            if (t + i) % _RENORMALISE_EVERY == 0 or eta_c[i] * float(x @ x) > 1.0:
+                W = thin_qr(W)
+        t += Xc.shape[0]
+    check_steps(t, n)
+    return thin_qr(W), n
+
+
+def check_steps(done: int, n: int) -> None:
+    """Refuse a pass that read ``done`` records where ``n`` (public, fixed before the pass)
+    were announced: a source whose passes disagree."""
+    if done != n:
+        raise ValueError(f"The stream gave {done} records; its n_samples is {n}. A chunk "
+                         "source must give the same rows on every pass.")

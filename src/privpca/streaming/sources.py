@@ -99,6 +99,11 @@ class RowSource(ABC):
 
     Subclasses implement :meth:`blocks` (or :meth:`reduce` directly, as Dask does). Shapes are
     public: ``n_samples`` is the public n of the replace-one relation.
+
+    The one interface of a table read block by block: the pipeline's sums
+    (:mod:`privpca.streaming.reductions`), row selections (:mod:`privpca.streaming.selection`),
+    a DPS-PCA provider's passes and the one pass of the Oja-type estimators
+    (:class:`~privpca.decomposition._records.RecordStream`) all read tables through it.
     """
 
     n_samples: int
