@@ -26,9 +26,9 @@ from privpca.federated.protocol import (
     VarianceQuery,
     provider_release_limits,
 )
-from privpca.federated.streamed_rows import _block_product
 from privpca.solvers.power import random_orthonormal_basis
 from privpca.streaming import ArraySource, ChunkSource
+from privpca.streaming.reductions import _block_clipped_product
 
 da = pytest.importorskip("dask.array")
 
@@ -229,8 +229,8 @@ def test_streamed_providers_refuse_bad_tables_clearly(table):
 
 def test_the_block_functions_ship_to_worker_processes(table):
     """Dask's distributed workers receive the provider's block function by pickling."""
-    fn = partial(_block_product, mean=np.ones(9), scale=None, bound=3.0,
-                 support=np.arange(9), Q_S=np.eye(9)[:, :2])
+    fn = partial(_block_clipped_product, centre=np.ones(9), scale=None, bound=3.0,
+                 Q=np.eye(9)[:, :2], support=np.arange(9), slack=1e-12, exact_norms=True)
     again = pickle.loads(pickle.dumps(fn))
     np.testing.assert_array_equal(again(table[:50])[0], fn(table[:50])[0])
 

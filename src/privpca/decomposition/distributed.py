@@ -30,7 +30,7 @@ path, a Parquet file or folder, a :class:`~privpca.streaming.ChunkSource`): give
 (cut into contiguous ranges or ``groups`` without reading it). That provider's rows are never
 formed: each of its releases is one exact block reduction (on the Dask workers for a Dask
 array), then its noise is drawn on the client from its own stream, as for an array
-(:mod:`privpca.federated.streamed_rows`). The same seed gives the same components, bounds and
+(:mod:`privpca.federated.protocol.provider`). The same seed gives the same components, bounds and
 ``privacy_`` to rounding; memory is one block per pass, whatever nᵢ. Nothing is released that
 an in-memory provider would not release.
 """

@@ -264,7 +264,7 @@ _DATA_CACHE: dict[str, tuple[tuple[int, ...], np.ndarray]] = {}
 def _load_data(path: str, stream: bool = False) -> Any:
     """The provider's table: an array, or (a Parquet file or folder; a ``.npy`` with
     ``stream``) a streamed table read by one pass per release, never held in memory
-    (:mod:`privpca.federated.streamed_rows`)."""
+    (:mod:`privpca.federated.protocol.provider`)."""
     p = Path(path).resolve()
     if p.suffix == ".parquet" or p.is_dir() or (stream and p.suffix == ".npy"):
         from privpca.streaming import as_row_source

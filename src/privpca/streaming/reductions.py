@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from privpca._validation import row_norms
 from privpca.mechanisms.histogram import _column_counts, geometric_bin
 from privpca.streaming._kernels import ZERO_BIN, row_norm_bin_counts, shifted_clipped_rows
 from privpca.streaming._kernels import binned_norm_sums as _binned_norm_sums
@@ -239,20 +240,24 @@ def clipped_sum(source: RowSource, centre: NDArray[np.float64] | None,
 def _clipped_rows(
     block: NDArray[np.float64], mask: NDArray[np.bool_] | None, *,
     centre: NDArray[np.float64] | None, scale: NDArray[np.float64] | None, bound: float,
+    slack: float = 0.0, exact_norms: bool = False,
 ) -> tuple[NDArray[np.float64], int]:
-    """``clip_bound((x − centre)/scale)`` for the block's (masked) rows, and how many clipped."""
+    """``clip_bound((x − centre)/scale)`` for the block's (masked) rows, and how many clipped
+    (``slack`` and ``exact_norms``: :func:`clipped_product`)."""
     shared = mask is None and centre is None and scale is None  # rows would be the block
     if mask is not None:
         block = block[mask]  # a copy already: shifted in place
     rows = _shift(block, centre, scale, inplace=mask is not None)
-    return _clip(rows, _norms(rows), bound, copy=shared)
+    norms = row_norms(rows) if exact_norms else _norms(rows)
+    return _clip(rows, norms, bound, copy=shared, slack=slack)
 
 
 def _clip(rows: NDArray[np.float64], norms: NDArray[np.float64], bound: float, *,
-          copy: bool) -> tuple[NDArray[np.float64], int]:
-    """``rows`` with every row whose norm exceeds ``bound`` scaled onto it (on a copy when
-    ``copy`` and some row is: never modify the caller's block), and how many were."""
-    over = norms > bound
+          copy: bool, slack: float = 0.0) -> tuple[NDArray[np.float64], int]:
+    """``rows`` with every row whose norm exceeds ``bound`` (times ``1 + slack``) scaled onto
+    ``bound`` (on a copy when ``copy`` and some row is: never modify the caller's block), and
+    how many were."""
+    over = norms > bound * (1.0 + slack)  # times 1.0 (no slack) is exact
     n_over = int(np.count_nonzero(over))
     if n_over:
         if copy:
@@ -380,28 +385,43 @@ def clipped_gram_and_sum(
 def _block_clipped_product(
     block: NDArray[np.float64], *, centre: NDArray[np.float64] | None,
     scale: NDArray[np.float64] | None, bound: float, Q: NDArray[np.float64],
+    support: NDArray[np.intp] | None = None, slack: float = 0.0, exact_norms: bool = False,
 ) -> tuple[NDArray[np.float64], int]:
-    rows, n_over = _clipped_rows(block, None, centre=centre, scale=scale, bound=bound)
-    return rows.T @ (rows @ Q), n_over
+    rows, n_over = _clipped_rows(block, None, centre=centre, scale=scale, bound=bound,
+                                 slack=slack, exact_norms=exact_norms)
+    return rows.T @ ((rows if support is None else rows[:, support]) @ Q), n_over
 
 
 def clipped_product(
     source: RowSource, centre: NDArray[np.float64] | None,
-    scale: NDArray[np.float64] | None, bound: float, Q: NDArray[np.float64],
+    scale: NDArray[np.float64] | None, bound: float, Q: NDArray[np.float64], *,
+    support: NDArray[np.intp] | None = None, slack: float = 0.0, exact_norms: bool = False,
 ) -> tuple[NDArray[np.float64], int]:
     """``Σᵢ yᵢ(yᵢᵀQ)`` with ``yᵢ = clip_bound((xᵢ − centre)/scale)``: one power step's pass
-    without the p×p Gram, and how many rows were clipped."""
+    without the p×p Gram, and how many rows were clipped.
+
+    With ``support`` (feature indices S), ``Q`` holds only the rows of S (|S|×k) and the pass
+    computes ``Σᵢ yᵢ(yᵢ[S]ᵀQ)``: a row-sparse basis's product in O(n·k·(|S| + p)).
+
+    ``slack`` keeps the rows of norm up to ``bound·(1 + slack)`` as they are, and
+    ``exact_norms`` computes the norms by :func:`privpca._validation.row_norms` (exact also
+    where the squares overflow or underflow): the federated provider's clip, so that its
+    streamed passes prepare the rows bit for bit as its in-memory rows are.
+    """
     return source.reduce(
-        partial(_block_clipped_product, centre=centre, scale=scale, bound=bound, Q=Q),
+        partial(_block_clipped_product, centre=centre, scale=scale, bound=bound, Q=Q,
+                support=support, slack=slack, exact_norms=exact_norms),
         _add_gram, desc="XᵀXQ")
 
 
 def _block_projected_moments(
     block: NDArray[np.float64], *, centre: NDArray[np.float64] | None,
     scale: NDArray[np.float64] | None, bound: float, components: NDArray[np.float64],
+    support: NDArray[np.intp] | None = None, slack: float = 0.0, exact_norms: bool = False,
 ) -> tuple[NDArray[np.float64], float]:
-    rows, _ = _clipped_rows(block, None, centre=centre, scale=scale, bound=bound)
-    proj = rows @ components.T
+    rows, _ = _clipped_rows(block, None, centre=centre, scale=scale, bound=bound,
+                            slack=slack, exact_norms=exact_norms)
+    proj = (rows if support is None else rows[:, support]) @ components.T
     return proj.T @ proj, float(np.einsum("ij,ij->", rows, rows))
 
 
@@ -412,13 +432,16 @@ def _add_moments(a: tuple[NDArray[np.float64], float],
 
 def projected_moments(
     source: RowSource, centre: NDArray[np.float64] | None,
-    scale: NDArray[np.float64] | None, bound: float, components: NDArray[np.float64],
+    scale: NDArray[np.float64] | None, bound: float, components: NDArray[np.float64], *,
+    support: NDArray[np.intp] | None = None, slack: float = 0.0, exact_norms: bool = False,
 ) -> tuple[NDArray[np.float64], float]:
     """``(Σᵢ (Vyᵢ)(Vyᵢ)ᵀ, Σᵢ ‖yᵢ‖²)`` for ``V = components`` (k×p): the explained-variance
-    part's statistic, by one pass."""
+    part's statistic, by one pass. With ``support`` (S), ``components`` is k×|S| and the
+    projections are ``V yᵢ[S]``; ``slack`` and ``exact_norms``: :func:`clipped_product`."""
     matrix, total = source.reduce(
         partial(_block_projected_moments, centre=centre, scale=scale, bound=bound,
-                components=components), _add_moments, desc="variances")
+                components=components, support=support, slack=slack,
+                exact_norms=exact_norms), _add_moments, desc="variances")
     return np.array(matrix, order="C"), float(total)
 
 

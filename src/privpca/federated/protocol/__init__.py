@@ -77,7 +77,7 @@ every provider is protected at its provider's (ε, δ) whatever the other provid
 is recorded for comparison only.
 
 A provider's table may be streamed (not one in-memory array): each release is then one pass
-of exact block reductions and the same noise draws (:mod:`privpca.federated.streamed_rows`),
+of exact block reductions and the same noise draws (:mod:`privpca.federated.protocol.provider`),
 so its answers equal the in-memory ones to rounding, with memory independent of nᵢ.
 
 The start ``Q⁽⁰⁾`` is data-independent (Haar-random from the server's seed, or a public matrix

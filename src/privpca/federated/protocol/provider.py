@@ -3,14 +3,35 @@
 :class:`ProviderState` validates every message (:mod:`.messages`), books each release on its
 counter (:mod:`.counter`) before computing it, and draws its noise from
 :func:`provider_noise_rng`.
+
+A provider given a streamed table (anything :func:`privpca.streaming.as_row_source` accepts)
+never forms its rows: each statistic it releases is a sum over its rows, computed as one
+block reduction of its :class:`~privpca.streaming.RowSource`
+(:mod:`privpca.streaming.reductions`, on the Dask workers for a Dask array), exact; the
+provider adds its noise to the total afterwards, once, with the same draws as from an
+in-memory array. Its memory is one block (plus p×k and bins × p partial sums), whatever its n.
+
+* the private mean's rounds: the rows binned by ``‖x − c‖`` with each bin's sums
+  (:func:`~privpca.streaming.reductions.binned_norm_sums`): the norm histogram, then the
+  exact clipped sum at the released bound;
+* the bound ``Dᵢ``: counts of the centred (scaled) row norms on the log grid
+  (:func:`~privpca.streaming.reductions.norm_counts`);
+* each power answer: ``Σ yᵢ(yᵢ[S]ᵀQ_S)`` over the prepared rows ``yᵢ = clip_Dᵢ((xᵢ − μ̂)/s)``
+  (:func:`~privpca.streaming.reductions.clipped_product` on Q's support; one pass per round);
+* the variances: ``(Σ (Q_Sᵀyᵢ[S])(…)ᵀ, Σ ‖yᵢ‖²)``
+  (:func:`~privpca.streaming.reductions.projected_moments` on the support).
+
+The passes prepare each block as the in-memory rows are prepared (:meth:`ProviderState._clip`):
+the same shift, division, norms (``exact_norms``) and clip test, with its relative slack
+:data:`CLIP_SLACK` (``slack``), so the streamed answers are the in-memory ones to rounding.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import dp_accounting
 import numpy as np
@@ -54,7 +75,6 @@ from privpca.federated.protocol.privacy import (
     dpspca_noise_multiplier,
     provider_privacy_record,
 )
-from privpca.federated.streamed_rows import StreamedRows
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.pipeline.budget import BudgetPlan
@@ -72,6 +92,16 @@ from privpca.pipeline.release import (
     ReleasePipeline,
     Statistic,
 )
+from privpca.streaming import reductions
+from privpca.streaming.reductions import BinCounts
+from privpca.streaming.sources import RowSource
+
+_T = TypeVar("_T")
+
+#: Relative slack of the provider's clip test: rows of norm ≤ D·(1 + slack) are kept as they
+#: are, so a row of norm D up to rounding is clipped by neither the in-memory nor the streamed
+#: path (both test with it).
+CLIP_SLACK = 1e-12
 
 #: Spawn keys of the noise streams of the other kinds (the power answers keep their streams).
 _KIND_CODES = {"mean": 1, "bound": 2, "variance": 3}
@@ -123,7 +153,7 @@ class ProviderState:
         :func:`privpca.streaming.as_row_source` accepts: a ``numpy.memmap``, a ``.npy`` or
         Parquet path, a list of chunks, a ``dask.array.Array``, a
         :class:`~privpca.streaming.RowSource`) is never formed in memory: each release is one
-        pass over it (:mod:`privpca.federated.streamed_rows`), with the same mechanisms and
+        pass over it (:mod:`privpca.streaming.reductions`), with the same mechanisms and
         noise draws, so the answers equal the in-memory ones to rounding. Its entries are
         checked as each pass reads them (a non-finite entry raises ValueError during the
         pass, after the release was booked: nothing is released).
@@ -167,7 +197,7 @@ class ProviderState:
     n_clipped : int
         Rows clipped (stays with the provider: never sent, in no record or message). For a
         streamed table, counted by the first power answer's pass.
-    stream : StreamedRows or None
+    stream : RowSource or None
         The streamed table (None for an in-memory array).
     noise_multiplier : float
         m = σ/Δ per power answer.
@@ -203,10 +233,15 @@ class ProviderState:
 
         Xv: NDArray[np.float64] | None = None
         #: The rows of a streamed table (None: an in-memory array, ``X``).
-        self.stream: StreamedRows | None = None
+        self.stream: RowSource | None = None
+        #: A streamed table's centre, public scales and bound Dᵢ (None until prepared): each
+        #: statistic's pass prepares its blocks with them.
+        self._stream_prepared: tuple[NDArray[np.float64] | None, NDArray[np.float64] | None,
+                                     float] | None = None
         if is_streamed(X):  # validated block by block as each pass reads it
-            self.stream = StreamedRows(as_row_source(X))
-            self.n_samples, self.n_features = self.stream.n_samples, self.stream.n_features
+            self.stream = as_row_source(X)
+            self.n_samples = int(self.stream.n_samples)
+            self.n_features = int(self.stream.n_features)
         else:
             Xv = check_data(X)
             self.n_samples, self.n_features = (int(s) for s in Xv.shape)
@@ -256,7 +291,7 @@ class ProviderState:
         if not self.table_mode:  # the papers' setting: exactly the code before the pipeline
             self.X = Xv
             if self.stream is not None:  # clipped block by block in each answer's pass
-                self.stream.set_prepared(None, None, float(data_norm))
+                self._stream_prepared = (None, None, float(data_norm))
                 self.n_clipped = 0
             else:
                 assert Xv is not None
@@ -308,7 +343,7 @@ class ProviderState:
         its first power answer (:meth:`answer_query`), so a refused message never warns.
         """
         norms = row_norms(rows)
-        over = norms > data_norm * (1.0 + 1e-12)
+        over = norms > data_norm * (1.0 + CLIP_SLACK)
         self.n_clipped = int(over.sum())
         if self.n_clipped:
             rows = rows.copy() if rows is self.X else rows
@@ -320,7 +355,7 @@ class ProviderState:
                       warn: bool = False) -> None:
         self._warn_public_clip = warn
         if self.stream is not None:  # nothing formed: each statistic's pass prepares its blocks
-            self.stream.set_prepared(mean, self._public_scale(), data_norm)
+            self._stream_prepared = (mean, self._public_scale(), float(data_norm))
             self.n_clipped = 0  # counted by the first power answer's pass
             self.mean_ = mean
             self._set_bound(data_norm)
@@ -338,7 +373,7 @@ class ProviderState:
     @property
     def prepared(self) -> bool:
         """Whether the rows are prepared (centred, scaled, bounded) for the power answers."""
-        return self.rows is not None or (self.stream is not None and self.stream.prepared)
+        return self.rows is not None or self._stream_prepared is not None
 
     @property
     def _plan(self) -> BudgetPlan:
@@ -432,7 +467,7 @@ class ProviderState:
 
         def counter(base: float) -> tuple[Any, Any]:
             seen["base"] = base
-            seen["sums"] = sums = stream.binned_sums(c, base)
+            seen["sums"] = sums = reductions.binned_norm_sums(stream, c, base)
             return sums.index, sums.counts
 
         b = self._plan[bound_part]
@@ -498,7 +533,7 @@ class ProviderState:
             try:
                 if self.stream is not None:  # one pass: the norms' counts on the log grid
                     D, rel = private_norm_bound_from_counts(
-                        partial(self.stream.norm_counts, mean, self._public_scale()),
+                        partial(self._streamed_norm_counts, mean, self._public_scale()),
                         self.n_samples, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
                         what=what)
                 else:
@@ -536,7 +571,9 @@ class ProviderState:
         release = self.counter.reserve("query")
         if rows is None:  # a streamed table: one pass, the clipped rows counted on the way
             assert self.stream is not None
-            P, self.n_clipped = self.stream.product(query.support, query.block)
+            Q_S = np.ascontiguousarray(query.block, dtype=np.float64)
+            P, self.n_clipped = self._streamed_pass(reductions.clipped_product, Q_S,
+                                                    query.support)
         if release == 0 and self.n_clipped and getattr(self, "_warn_public_clip", True):
             warn_clipped(f"provider {self.provider_id}", self.data_norm_, stacklevel=3)
         if rows is not None:
@@ -568,8 +605,9 @@ class ProviderState:
         index = self.counter.reserve("variance")
         rng = provider_noise_rng(self.noise_seed, index, "variance")
         if rows is None:
-            assert self.stream is not None
-            matrix, row_total = self.stream.moments(q.support, q.block)
+            Q_S = np.ascontiguousarray(q.block, dtype=np.float64)
+            matrix, row_total = self._streamed_pass(reductions.projected_moments, Q_S.T,
+                                                    q.support)
         else:
             proj = rows[:, q.support] @ q.block
             matrix, row_total = proj.T @ proj, self._total
@@ -582,6 +620,24 @@ class ProviderState:
                                     sensitivity=sensitivity)
         packed, total = released[:-1], float(released[-1])
         return VarianceReply(self.provider_id, self.n_samples, packed, float(total))
+
+    def _streamed_norm_counts(self, mean: NDArray[np.float64] | None,
+                              scale: NDArray[np.float64] | None, base: float) -> BinCounts:
+        """Counts of a streamed table's ``‖(x − mean)/scale‖`` on the log grid (one pass)."""
+        assert self.stream is not None
+        shift = mean if scale is None or mean is not None else np.zeros(self.n_features)
+        return reductions.norm_counts(self.stream, shift, base, scale=scale)
+
+    def _streamed_pass(self, reduction: Callable[..., _T], basis: NDArray[np.float64],
+                       support: ArrayLike) -> _T:
+        """One statistic pass over a streamed table (``reduction``:
+        :func:`~privpca.streaming.reductions.clipped_product` or
+        :func:`~privpca.streaming.reductions.projected_moments`) on Q's support, each block
+        prepared as the in-memory rows are (:meth:`_clip`: exact norms, :data:`CLIP_SLACK`)."""
+        assert self.stream is not None and self._stream_prepared is not None
+        return reduction(self.stream, *self._stream_prepared, basis,
+                         support=np.asarray(support, dtype=np.intp), slack=CLIP_SLACK,
+                         exact_norms=True)
 
     def _prepared_rows(self, what: str) -> NDArray[np.float64] | None:
         """The prepared rows (None for a streamed table: its passes prepare each block)."""
