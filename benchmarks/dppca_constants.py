@@ -8,7 +8,7 @@ metric sin∠(ŵ, v₁), mean over seeds:
 2. the effect of batch_constant, truncation_radius and the learning rate at n = 10⁶, ε = 1;
 3. Example 4.1 (x = ±v + σz, n = 10⁵, d = 20, ε = 1): DP-PCA against Private Oja as σ shrinks.
 
-With ``--centring`` it prints instead the table of docs/DP_PCA.md's centring section: data with
+With ``--centering`` it prints instead the table of docs/DP_PCA.md's centring section: data with
 a large mean (5·1, d = 20, Σ = I + 9vvᵀ, ε = 1, δ = 1/n²), each estimator on its defaults and
 with ``centering=None``, against scikit-learn's ``PCA(1)`` and ``AnalyzeGaussPCA(1)`` on its
 defaults; metric ‖P̂ − P_sklearn‖_F (max √2).
@@ -57,7 +57,7 @@ def shifted(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return X, v
 
 
-def centring_table(ns: list[int], seeds: int, d: int = 20) -> None:
+def centering_table(ns: list[int], seeds: int, d: int = 20) -> None:
     from sklearn.decomposition import PCA
 
     def dist(A: np.ndarray, B: np.ndarray) -> float:
@@ -106,11 +106,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="smaller n (for a smoke run)")
-    parser.add_argument("--centring", action="store_true",
+    parser.add_argument("--centering", action="store_true",
                         help="the centring table (data with a large mean) instead")
     args = parser.parse_args()
-    if args.centring:
-        centring_table([10**5] if args.quick else [10**5, 10**6], args.seeds)
+    if args.centering:
+        centering_table([10**5] if args.quick else [10**5, 10**6], args.seeds)
         return
     top = 10**5 if args.quick else 10**6
     ns = [n for n in (10**4, 3 * 10**4, 10**5, 3 * 10**5, 10**6) if n <= top]

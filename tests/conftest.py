@@ -27,7 +27,7 @@ def rng() -> np.random.Generator:
 #: The papers' setting (uncentred, public bound ‖x‖ ≤ 1): tests of a paper's mechanism pass it.
 PAPER = {"centering": None, "data_norm": 1.0}
 #: No centring, for tests that set their own data_norm (or estimators without one).
-PAPER_CENTRING = {"centering": None}
+PAPER_CENTERING = {"centering": None}
 
 
 #: scikit-learn checks that fit on a handful of rows (1 sample, 1 feature, or ~10 rows before

@@ -218,3 +218,18 @@ def test_huge_epsilon_composes_quickly_and_in_bounded_memory():
     assert compose_epsilon([dp_accounting.LaplaceDpEvent(1e-6)], 1e-5) == pytest.approx(
         1e6, rel=1e-3)
     assert time.perf_counter() - t0 < 5.0
+
+
+def test_neighbouring_relations_are_one_type():
+    """Every record names its relation through Neighbouring; the public option maps once."""
+    from privpca.mechanisms.sensitivity import Neighbouring
+
+    assert Neighbouring.from_option("replace") is Neighbouring.REPLACE_ONE
+    assert Neighbouring.from_option("add-remove") is Neighbouring.ADD_REMOVE_ONE
+    with pytest.raises(ValueError, match="'neighbouring' parameter"):
+        Neighbouring.from_option("add")
+    assert [m for m in Neighbouring if not m.n_public] == [Neighbouring.ADD_REMOVE_ONE]
+    assert {m.relation for m in Neighbouring} == {
+        "replace", "add-remove", "replace-user", "replace-provider", "none"}
+    assert len({m.description for m in Neighbouring}) == len(Neighbouring)
+    assert PrivacyRecord.non_private(3, "").neighbouring == Neighbouring.NOT_PRIVATE.description

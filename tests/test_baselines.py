@@ -17,7 +17,7 @@ import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from conftest import PAPER, PAPER_CENTRING, expected_failed_checks
+from conftest import PAPER, PAPER_CENTERING, expected_failed_checks
 from privpca import BudgetExceededError, PrivacyLeakWarning, PrivacyLedger, RowClippingWarning
 from privpca.accounting import compose_epsilon
 from privpca.datasets import make_low_rank_gaussian, make_spiked
@@ -93,7 +93,7 @@ def test_analyze_gauss_calibration(neighbouring, calibration, spiked):
         data_norm=D,
         neighbouring=neighbouring,
         calibration=calibration,
-        random_state=0, **PAPER_CENTRING,
+        random_state=0, **PAPER_CENTERING,
     ).fit(X)
     sens = (math.sqrt(2) if neighbouring == "replace" else 1.0) * D**2
     if calibration == "classic":
@@ -134,7 +134,7 @@ def test_add_remove_releases_nothing_scaled_by_n():
     X[:, 0] *= 3.0
     X1 = np.vstack([X, np.zeros((1, 5))])
     ests = [AnalyzeGaussPCA(2, epsilon=1.0, neighbouring="add-remove", data_norm=2.0,
-                            random_state=0, ledger=PrivacyLedger(), **PAPER_CENTRING).fit(T)
+                            random_state=0, ledger=PrivacyLedger(), **PAPER_CENTERING).fit(T)
             for T in (X, X1)]
     a, b = ests
     ratio = 1000 / 1001
@@ -166,7 +166,7 @@ def test_add_remove_releases_nothing_scaled_by_n():
             assert pa[key] == pb[key], key
     # Replace-one (n public): variances per record, as before.
     rep = AnalyzeGaussPCA(2, epsilon=1.0, data_norm=2.0, random_state=0,
-                          ledger=PrivacyLedger(), **PAPER_CENTRING).fit(X)
+                          ledger=PrivacyLedger(), **PAPER_CENTERING).fit(X)
     assert rep.privacy_.n_samples == 1000
     assert rep.explained_variance_[0] < 1.0
     # Under add/remove the eigenvalues of the noisy Gram matrix itself (about n·λ, not λ).
@@ -231,7 +231,7 @@ def test_mod_sulq_record_and_gaussian_epsilon(spiked):
     X, _ = spiked
     n, d = X.shape
     est = ModSuLQPCA(epsilon=1.0, delta=1e-5, data_norm=2.0, random_state=0,
-        **PAPER_CENTRING).fit(X)
+        **PAPER_CENTERING).fit(X)
     beta = mod_sulq_beta(n, d, 1.0, 1e-5)
     assert est.noise_scale_ == pytest.approx(4.0 * beta)  # D²·beta
     rec = est.privacy_
@@ -245,7 +245,7 @@ def test_mod_sulq_record_and_gaussian_epsilon(spiked):
     assert f"{eps_gauss:.4g}" in rec.notes and "X/data_norm" in rec.notes
     # Rescaling by D leaves the eigenvectors' distribution unchanged: same seed, same answer.
     unit = ModSuLQPCA(epsilon=1.0, delta=1e-5, data_norm=1.0, random_state=0,
-        **PAPER_CENTRING).fit(X / 2.0)
+        **PAPER_CENTERING).fit(X / 2.0)
     np.testing.assert_allclose(np.abs(est.components_ @ unit.components_.T), np.eye(2), atol=1e-8)
 
 

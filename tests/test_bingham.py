@@ -20,7 +20,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import privpca.decomposition.bingham as bingham_module
 import privpca.solvers._bingham_kernels as kernels
-from conftest import PAPER, PAPER_CENTRING, expected_failed_checks
+from conftest import PAPER, PAPER_CENTERING, expected_failed_checks
 from privpca import (
     DataDependentWarning,
     PrivacyLeakWarning,
@@ -337,7 +337,7 @@ def spiked():
 def test_privacy_record_and_attributes(spiked):
     X, _ = spiked
     est = BinghamPCA(n_components=2, epsilon=0.7, data_norm=2.0, random_state=0,
-        **PAPER_CENTRING).fit(X)
+        **PAPER_CENTERING).fit(X)
     assert est.components_.shape == (2, 10)
     np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(2), atol=1e-10)
     rec = est.privacy_

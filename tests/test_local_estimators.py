@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from conftest import PAPER, PAPER_CENTRING
+from conftest import PAPER, PAPER_CENTERING
 from privpca import (
     LocalGaussianPCA,
     LocalSparsePCA,
@@ -61,7 +61,7 @@ def test_fitted_attributes_and_privacy_record(cls, spiked):
 
 def test_data_norm_scales_sensitivity(spiked):
     X, _ = spiked
-    est = LocalGaussianPCA(epsilon=1.0, data_norm=2.0, random_state=0, **PAPER_CENTRING).fit(X)
+    est = LocalGaussianPCA(epsilon=1.0, data_norm=2.0, random_state=0, **PAPER_CENTERING).fit(X)
     assert est.privacy_.sensitivity == pytest.approx(4 * math.sqrt(2))
     assert est.noise_scale_ == pytest.approx(analytic_gaussian_sigma(1.0, 1e-5, 4 * math.sqrt(2)))
 

@@ -9,6 +9,7 @@ from typing import Any
 import dp_accounting
 
 from privpca.accounting.composition import compose_epsilon
+from privpca.mechanisms.sensitivity import Neighbouring
 
 __all__ = ["PrivacyRecord", "PrivacySpend"]
 
@@ -137,7 +138,7 @@ class PrivacyRecord:
             epsilon=math.inf,
             delta=0.0,
             model="non-private",
-            neighbouring="none: the output is not differentially private",
+            neighbouring=Neighbouring.NOT_PRIVATE.description,
             sensitivity=math.inf,
             noise_scale=0.0,
             calibration="none",

@@ -100,7 +100,7 @@ memory does not grow with n (DP-PCA's ``batch_size="auto"``, ``B = c·n/(ln n)²
 an int ``batch_size`` to bound it). X is never formed.
 
 * **Order.** ``shuffle="auto"`` (the default) reads an in-memory table in a uniformly random
-  order, as before, and a streamed one in its order (one pass cannot shuffle it);
+  order and a streamed one in its order (one pass cannot shuffle it);
   ``shuffle=False`` reads an in-memory table as a stream would (and then gives the streamed
   fit's output, same seed); ``shuffle=True`` on a stream is refused. The privacy of DP-PCA
   and of Private Oja's per-step argument does not depend on the order (each record enters one
@@ -119,8 +119,8 @@ an int ``batch_size`` to bound it). X is never formed.
   records is then uniform whatever the storage order, so replacing one record of a table
   sorted by a feature (and re-sorting it) changes the side of no other record, and the
   parallel-composition argument above holds word for word, with this draw in place of π.
-  (Whole segments of consecutive rows, the layout before, did not: re-sorting moved other
-  records across the boundary.) The held-out rows are gathered into memory in one pass over
+  (Whole segments of consecutive rows would not: re-sorting moves other records across the
+  boundary.) The held-out rows are gathered into memory in one pass over
   the table (:func:`privpca.streaming.selection.take_rows`; ``n_held × p`` values), the
   held-out passes (the pipeline's quantiles and means, then the variances) read them there,
   and the stream then reads the other rows in order, block by block with the held-out ones
@@ -156,6 +156,7 @@ from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.decomposition._records import RecordStream
 from privpca.mechanisms.quantile import PrivateQuantile
+from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.budget import DEFAULT_SHARES, HISTOGRAM_PARTS, PART_NAMES
 from privpca.pipeline.preprocessing import BoundNotFoundError
 from privpca.pipeline.release import (
@@ -175,14 +176,10 @@ from privpca.streaming.sources import RowSource
 __all__ = [
     "DEFAULT_HOLDOUT_FRACTION",
     "HOLDOUT_SHARES",
-    "REPLACE_ONE",
     "HeldOutRelease",
     "StochasticPCA",
     "held_out_notes",
 ]
-
-#: The neighbouring relation of the central Oja-type estimators.
-REPLACE_ONE = "replace one record (central model)"
 
 #: Default share of the records held out for the mean, the bound and the explained variance.
 DEFAULT_HOLDOUT_FRACTION = 0.1
@@ -441,7 +438,7 @@ class StochasticPCA(BasePrivatePCA):
 
     def _held_out_pipeline(
         self, n_held: int, p: int, epsilon: float, delta: float, centering: Any,
-        neighbouring: str,
+        neighbouring: Neighbouring,
     ) -> ReleasePipeline:
         """The held-out share's pipeline; its last Gaussian part is the variance release.
 
@@ -551,7 +548,7 @@ class StochasticPCA(BasePrivatePCA):
         epsilon: float,
         delta: float,
         n: int,
-        neighbouring: str,
+        neighbouring: Neighbouring,
         calibration: str,
         data_norm: float,
         n_clipped: int,
@@ -566,7 +563,7 @@ class StochasticPCA(BasePrivatePCA):
             epsilon=float(epsilon),
             delta=float(delta),
             model="central",
-            neighbouring=neighbouring,
+            neighbouring=neighbouring.description,
             sensitivity=stat.sensitivity,
             noise_scale=stat.noise_scale,
             calibration=calibration,
@@ -604,24 +601,27 @@ def held_out_notes(n: int, n_held: int, m: int, pairs: bool, centering: Any,
               "independently of the data and of the row order" if in_order
               else "chosen by a data-independent random permutation")
     if pairs:
-        centring = (f"Centring by pair differences: the other {n - n_held} records, {order}, "
-                    f"give m={m} derived records (x_a - x_b)/√2 "
-                    "(mean zero, covariance Σ); each record enters one pair, so replacing "
-                    "one record replaces at most one derived record: the stream's guarantee "
-                    "on m records carries over unchanged.")
+        centering_note = (
+            f"Centring by pair differences: the other {n - n_held} records, {order}, "
+            f"give m={m} derived records (x_a - x_b)/√2 "
+            "(mean zero, covariance Σ); each record enters one pair, so replacing "
+            "one record replaces at most one derived record: the stream's guarantee "
+            "on m records carries over unchanged.")
     elif isinstance(centering, str):
-        centring = (f"Centred on the held-out private mean: the stream reads the other {m} "
-                    "records minus a value released from disjoint records (free for them).")
+        centering_note = (
+            f"Centred on the held-out private mean: the stream reads the other {m} "
+            "records minus a value released from disjoint records (free for them).")
     elif centering is None:
-        centring = f"No centring: the stream reads the other {m} records as given."
+        centering_note = f"No centring: the stream reads the other {m} records as given."
     else:
-        centring = f"Public mean subtracted (free): the stream reads the other {m} records."
+        centering_note = (
+            f"Public mean subtracted (free): the stream reads the other {m} records.")
     return (
         f"Parallel composition over disjoint records: {n_held} of n={n} records ({chosen}) "
         "are held out and released at the full "
         f"(epsilon, delta) through the release pipeline's Gaussian parts, split exactly "
         f"(shares of 1/m²: {shares}); the stream runs at the full (epsilon, delta) on the "
-        f"rest. {centring} A ledger composing this fit with others treats the held-out "
+        f"rest. {centering_note} A ledger composing this fit with others treats the held-out "
         "events and the stream's as sequential (conservative)."
         + (" Assumption of a streamed fit: the stream reads the rest in the table's storage "
            "order, its minibatches fixed by position, so its guarantee is for replacing the "

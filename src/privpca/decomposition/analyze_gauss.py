@@ -40,21 +40,17 @@ from privpca.mechanisms.gaussian import (
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.sensitivity import (
     NEIGHBOURING_RELATIONS,
+    Neighbouring,
     gram_sensitivity,
 )
 from privpca.pipeline.release import ReleasePipeline, Statistic, Table
 from privpca.pipeline.spectrum import check_n_components_spec, fit_noisy_matrix
 
 __all__ = [
-    "ADD_REMOVE_ONE",
     "NEIGHBOURING_RELATIONS",
-    "REPLACE_ONE",
     "AnalyzeGaussPCA",
     "gram_sensitivity",
 ]
-
-REPLACE_ONE = "replace one record (any two records of norm <= data_norm)"
-ADD_REMOVE_ONE = "add or remove one record of norm <= data_norm"
 
 
 class AnalyzeGaussPCA(PipelinePCA):
@@ -237,12 +233,11 @@ class AnalyzeGaussPCA(PipelinePCA):
     def _plan(self, table: Table) -> FitPlan:
         n, p = table.n_samples, table.n_features
         k = check_n_components_spec(self.n_components, p, self)
-        relation = check_options(self.neighbouring, "neighbouring", NEIGHBOURING_RELATIONS,
-                                 owner=self)
+        neighbouring = Neighbouring.from_option(self.neighbouring, owner=self)
+        relation = neighbouring.relation
         calibration = check_options(self.calibration, "calibration", CALIBRATIONS, owner=self)
         run = ReleasePipeline(self, self._settings(), n, p, self._statistic(relation),
-                              neighbouring=REPLACE_ONE if relation == "replace"
-                              else ADD_REMOVE_ONE)
+                              neighbouring=neighbouring)
         if not run.paper_mode and (relation != "replace" or calibration != "analytic"):
             raise ValueError(
                 f"{type(self).__name__}: neighbouring='add-remove' and calibration='classic' "

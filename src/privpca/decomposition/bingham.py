@@ -35,6 +35,7 @@ from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.exceptions import DataDependentWarning, PrivacyLeakWarning
+from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.release import ReleasePipeline, Statistic, Table
 from privpca.solvers.bingham import (
     UPDATES,
@@ -50,7 +51,6 @@ __all__ = ["BinghamPCA"]
 
 SAMPLERS = ("auto", "gibbs", "exact")
 _ONE_THREAD_EIGH = 1024  # largest p whose eigh of B runs on one BLAS thread
-NEIGHBOURING = "replace one record"
 
 
 class BinghamPCA(PipelinePCA):
@@ -368,7 +368,7 @@ class BinghamPCA(PipelinePCA):
             self, self._settings(), n, p,
             Statistic("exponential mechanism on the Stiefel manifold (matrix Bingham)",
                       lambda D: D**2, kind="pure"),
-            neighbouring=NEIGHBOURING,
+            neighbouring=Neighbouring.REPLACE_ONE_RECORD,
         )
         return FitPlan(run, settings={"k": k, "n": n, "p": p,
                                       "epsilon": float(run.statistic_budget.epsilon),
@@ -400,9 +400,8 @@ class BinghamPCA(PipelinePCA):
         else:
             B = prepared.gram() if prepared.streamed else gram_matrix(prepared.rows)
         B *= inv_temp
-        # Up to p ≈ 10³ this eigh is milliseconds on one BLAS thread, and a second thread
-        # only adds contention: measured at p = 200 on a loaded 2-core machine, 0.01 s on one
-        # thread against 0.2-0.9 s on two (p = 800: 0.3-0.4 s against 1.1-3.2 s).
+        # Up to p ≈ 10³ this eigh is latency-bound: a second BLAS thread only adds
+        # contention (docs/BENCHMARKS.md, "Measurements behind small code choices").
         threads = 1 if p <= _ONE_THREAD_EIGH else None
         with threadpool_limits(limits=threads, user_api="blas"):
             lam, U = scipy.linalg.eigh(B, check_finite=False, overwrite_a=True)

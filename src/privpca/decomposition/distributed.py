@@ -20,7 +20,7 @@ compose to exactly (ε, δ). So each provider's data is (ε, δ)-DP against the 
 and anyone who sees the output, whatever the other providers do; the data sets are disjoint,
 so every record in the union is protected at (ε, δ). ``Q⁽⁰⁾`` is data-independent: free. With
 ``centering=None`` and a numeric ``data_norm`` (the paper's setting) only the T answers are
-released, with all of (ε, δ), exactly as before the release pipeline.
+released, with all of (ε, δ): the paper's protocol exactly, no preprocessing part.
 
 Streamed providers
 ------------------
@@ -57,7 +57,6 @@ from privpca._validation import (
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.federated.protocol import (
-    DISTRIBUTED_REPLACE_ONE,
     INITS,
     STATISTIC_MECHANISM,
     ProviderState,
@@ -67,7 +66,7 @@ from privpca.federated.protocol import (
     paper_noise_scale,
     provider_privacy_record,
 )
-from privpca.mechanisms.sensitivity import power_sensitivity
+from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
 from privpca.metrics import sin_theta
 from privpca.pipeline.release import PipelineSettings, PreparedRows, ReleasePipeline, Statistic
 
@@ -380,7 +379,7 @@ default="random"
         run = ReleasePipeline(
             self, settings, N, p,
             Statistic(STATISTIC_MECHANISM, lambda D: power_sensitivity(D, k), count=T),
-            model="distributed", neighbouring=DISTRIBUTED_REPLACE_ONE,
+            model="distributed", neighbouring=Neighbouring.DISTRIBUTED_REPLACE_ONE,
         )
         epsilon, delta = run.epsilon, run.delta
         s_hat = p if self.n_nonzero is None else int(
@@ -428,7 +427,7 @@ default="random"
     def _fit_paper(self, parts: list[Any], ids: list[str], seeds: list[int | None],
                    start: NDArray[np.float64], k: int, epsilon: float, delta: float,
                    data_norm: float, T: int, s_hat: int) -> None:
-        """The paper's setting: T answers only, exactly the code before the pipeline."""
+        """The paper's setting: T answers only, the paper's protocol without the pipeline."""
         p = start.shape[0]
         record = provider_privacy_record(
             epsilon=epsilon, delta=delta, n_rounds=T, n_components=k, data_norm=data_norm,

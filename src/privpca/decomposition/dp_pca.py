@@ -47,7 +47,7 @@ the subspace; the price is half the records. The held-out share releases ``mean_
 two-round private mean clipped at private norm quantiles), a private bound D and the explained
 variance (``VᵀGV``, Δ = √2·D²) at the full (ε, δ), in parallel with the stream (disjoint
 records). :mod:`privpca.decomposition._stochastic` has the full argument. ``centering=None``
-is the paper's uncentred algorithm, bitwise as before; an array is a public mean, subtracted.
+is the paper's uncentred algorithm exactly; an array is a public mean, subtracted.
 
 Streamed tables (one pass, in the table's order)
 ------------------------------------------------
@@ -94,13 +94,13 @@ from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._records import RecordStream, pair_differences
 from privpca.decomposition._stochastic import (
     DEFAULT_HOLDOUT_FRACTION,
-    REPLACE_ONE,
     StochasticPCA,
     held_out_notes,
 )
 from privpca.exceptions import NonFiniteInputError
 from privpca.mechanisms.gradient_statistics import PrivateMean, PrivateTopEigenvalue
 from privpca.mechanisms.noise import laplace_release
+from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.release import check_centering
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.oja import (
@@ -518,15 +518,16 @@ class DPPCA(StochasticPCA):
         delta = check_delta(self.delta, owner=self)
         centering = check_centering(self.centering, p, self)
         n_held, m, pairs = self._split(n, centering)
-        run = self._held_out_pipeline(n_held, p, epsilon, delta, centering, REPLACE_ONE)
+        run = self._held_out_pipeline(n_held, p, epsilon, delta, centering,
+                                      Neighbouring.REPLACE_ONE_CENTRAL)
         setup = self._setup(m, p, what="m (pair differences)" if pairs else "m (records)")
         stream = self._record(setup.plan, m, search=setup.search)
         calibration = (f"{stream.calibration}; held-out parts: analytic Gaussian, exact "
                        "split (dp-accounting)")
         planned = self._table_record(
             self._planned_spends(run), stream.spends[0], epsilon=epsilon, delta=delta, n=n,
-            neighbouring=REPLACE_ONE, calibration=calibration, data_norm=math.nan,
-            n_clipped=0, notes="planned before the fit")
+            neighbouring=Neighbouring.REPLACE_ONE_CENTRAL, calibration=calibration,
+            data_norm=math.nan, n_clipped=0, notes="planned before the fit")
         rng = check_random_state(self.random_state)
         pre_rng = self._preprocessing_rng(rng)
         # In memory, NaN/inf are refused by the fit's own passes (_table_checks_finite):
@@ -568,7 +569,7 @@ class DPPCA(StochasticPCA):
                  "needs no norm bound); how many is not reported, being a non-private count.")
         record = self._table_record(
             held.prepared.spends, stream.spends[0], epsilon=epsilon, delta=delta, n=n,
-            neighbouring=REPLACE_ONE, calibration=calibration,
+            neighbouring=Neighbouring.REPLACE_ONE_CENTRAL, calibration=calibration,
             data_norm=held.prepared.data_norm, n_clipped=0, notes=notes)
         ledger.amend(planned, record)
         self.privacy_ = record
@@ -635,7 +636,7 @@ class DPPCA(StochasticPCA):
             epsilon=epsilon,
             delta=delta,
             model="central",
-            neighbouring=REPLACE_ONE,
+            neighbouring=Neighbouring.REPLACE_ONE_CENTRAL.description,
             sensitivity=math.nan,
             noise_scale=math.nan,
             calibration="adaptive: stability histograms + analytic Gaussian (dp-accounting)",
@@ -669,8 +670,8 @@ class DPPCA(StochasticPCA):
 
         Only the choice is released, never the noisy counts: a Laplace draw in floating point
         is not the real Laplace law, and its low-order bits can reveal the count it was added
-        to (Mironov 2012; measured on this mechanism in issue 14: a neighbouring count was
-        excluded with certainty in most fits). The index of the largest noisy count is a
+        to (Mironov 2012; on this mechanism a neighbouring count is excluded with certainty
+        in most fits, issue 14). The index of the largest noisy count is a
         function of the counts' order only, whose probabilities floating point moves by
         rounding-level amounts.
         """

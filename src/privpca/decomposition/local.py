@@ -35,6 +35,7 @@ from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.mechanisms.gaussian import CALIBRATIONS
 from privpca.mechanisms.noise import symmetric_gaussian_release
+from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.release import (
     check_centering,
     check_data_norm,
@@ -48,7 +49,6 @@ from privpca.pipeline.spectrum import (
     noise_norm_bound,
 )
 from privpca.protocols.local_covariance import (
-    NEIGHBOURING,
     SENSITIVITY_RULES,
     LocalCovarianceAggregator,
     LocalCovarianceRandomiser,
@@ -106,7 +106,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         )
 
     def _paper_setting(self, n_features: int) -> bool:
-        """No centring, a public bound, no scaling: Wang & Xu's protocol, bitwise as before."""
+        """No centring, a public bound, no scaling: Wang & Xu's protocol exactly."""
         centering = check_centering(self.centering, n_features, self)
         data_norm = check_data_norm(self.data_norm, self)
         scale = check_scale(self.scale, n_features, self)
@@ -145,7 +145,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
             epsilon=eps,
             delta=float(self.delta),
             model="local",
-            neighbouring=NEIGHBOURING,
+            neighbouring=Neighbouring.LOCAL_REPLACE_ONE.description,
             sensitivity=randomiser.true_sensitivity,
             noise_scale=mech.sigma,
             calibration=self.calibration,
@@ -163,8 +163,8 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
     def _noisy_second_moment(self, X: ArrayLike) -> tuple[NDArray[np.float64], int, int]:
         """Validate, (centre, bound,) clip, charge, and return ``(Σ reports, n_cov, n_clipped)``.
 
-        In the papers' setting every user sends a covariance report (Wang & Xu's protocol,
-        bitwise as before); otherwise the users are split into the groups of
+        In the papers' setting every user sends a covariance report (Wang & Xu's protocol
+        exactly); otherwise the users are split into the groups of
         :mod:`privpca.protocols.local_preprocessing`, one report each.
         """
         table = validated_table(self, X)
@@ -356,7 +356,8 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
             dp_event=dp_accounting.GaussianDpEvent(mult)))
         groups = ", ".join(f"{g} {m}" for g, m in sizes.items())
         return PrivacyRecord(
-            epsilon=eps, delta=delta, model="local", neighbouring=NEIGHBOURING,
+            epsilon=eps, delta=delta, model="local",
+            neighbouring=Neighbouring.LOCAL_REPLACE_ONE.description,
             sensitivity=math.sqrt(2.0) * D**2,
             noise_scale=released.get("covariance_noise_scale", nan),
             calibration="analytic (Gaussian reports), randomised response (norm answers)",

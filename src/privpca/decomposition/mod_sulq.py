@@ -37,9 +37,9 @@ from privpca._validation import check_delta, check_epsilon, check_in_range
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
-from privpca.decomposition.analyze_gauss import REPLACE_ONE
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.noise import symmetric_gaussian_release
+from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.release import ReleasePipeline, Statistic, Table
 from privpca.pipeline.spectrum import check_n_components_spec, fit_noisy_matrix
 
@@ -209,7 +209,7 @@ class ModSuLQPCA(PipelinePCA):
             Statistic("gaussian (MOD-SuLQ): packed upper triangle of XᵀX/n",
                       lambda D: math.sqrt(2.0) * D**2 / n_stat[0], kind="approx",
                       releases_spectrum=True),
-            neighbouring=REPLACE_ONE,
+            neighbouring=Neighbouring.REPLACE_ONE,
         )
         n = n_stat[0] = run.n_statistic
         eps_s, delta_s = run.statistic_budget.epsilon, run.statistic_budget.delta

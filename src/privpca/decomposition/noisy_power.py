@@ -53,9 +53,8 @@ from privpca.accounting.composition import gaussian_noise_multiplier_for_composi
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
-from privpca.decomposition.analyze_gauss import REPLACE_ONE
 from privpca.mechanisms.gaussian import certified_epsilon
-from privpca.mechanisms.sensitivity import power_sensitivity
+from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
 from privpca.pipeline.release import ReleasePipeline, Statistic, Table
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.gram import gram_matrix
@@ -246,7 +245,7 @@ class NoisyPowerPCA(PipelinePCA):
             self, self._settings(), n, p,
             Statistic("gaussian: XᵀX Q per power iteration (Frobenius sensitivity)",
                       lambda D: power_sensitivity(D, k), count=T),
-            neighbouring=REPLACE_ONE,
+            neighbouring=Neighbouring.REPLACE_ONE,
         )
         multiplier = (_composition_multiplier(run.epsilon, run.delta, T) if run.paper_mode
                       else run.statistic_multiplier())

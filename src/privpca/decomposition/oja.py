@@ -66,7 +66,7 @@ class OjaPCA(StochasticPCA):
     centering : "private", None or array of shape (n_features,), default="private"
         ``"private"``: subtract the **exact** mean first (this estimator is not private,
         ε = ∞, so nothing is gained by noise; the name matches the private estimators').
-        ``None``: no centring, the papers' second moment ``E[x xᵀ]``, bitwise as before. An
+        ``None``: no centring, the papers' second moment ``E[x xᵀ]`` (their algorithm exactly). An
         array: that mean is subtracted.
     learning_rate : "auto", float or (float, float), default="auto"
         ``(c1, c2)`` of ``η_t = c1/(c2 + t)``; a float sets c1 only; ``"auto"`` is (2, 100),
@@ -147,7 +147,7 @@ class OjaPCA(StochasticPCA):
         self.random_state = random_state
         self.ledger = ledger
 
-    def _fit_source(self, source: GradientSource, *, centring: str = "",
+    def _fit_source(self, source: GradientSource, *, centering_note: str = "",
                     shuffle: bool = True) -> OjaPCA:
         """Algorithm 1 on ``source`` as given; a streamed :class:`RecordStream` is read once,
         in its order (one record per step)."""
@@ -161,7 +161,7 @@ class OjaPCA(StochasticPCA):
         n = source.n_samples
         order = None if streamed else (rng.permutation(n) if shuffle else np.arange(n))
         self.privacy_ = PrivacyRecord.non_private(
-            n, _NON_PRIVATE + ("" if shuffle and not streamed else _IN_ORDER) + centring)
+            n, _NON_PRIVATE + ("" if shuffle and not streamed else _IN_ORDER) + centering_note)
         self._charge(self.privacy_, self.ledger)
         if b == 1 and isinstance(source, VectorGradients | RecordStream):
             records = source if isinstance(source, RecordStream) else RecordStream(source.X)
@@ -183,7 +183,7 @@ class OjaPCA(StochasticPCA):
         centering = check_centering(self.centering, p, self)
         mean = X.mean(axis=0) if isinstance(centering, str) else centering
         Xc = X - mean
-        self._fit_source(VectorGradients(Xc), centring=_centring(centering))
+        self._fit_source(VectorGradients(Xc), centering_note=_centering_note(centering))
         # Exact VᵀCV (free: not private): rotate the basis to its eigenvectors, in order.
         denom = max(n - 1, 1)
         proj = Xc @ self.components_.T
@@ -212,7 +212,7 @@ class OjaPCA(StochasticPCA):
         else:
             mean = np.asarray(centering, dtype=np.float64)
         self._fit_source(RecordStream.streamed(source, centre=mean), shuffle=False,
-                         centring=_centring(centering))
+                         centering_note=_centering_note(centering))
         denom = max(n - 1, 1)
         matrix, total = projected_moments(source, mean, None, math.inf, self.components_)
         self._set_exact_spectrum(matrix / denom, total / denom, mean)
@@ -237,7 +237,7 @@ class OjaPCA(StochasticPCA):
         return 0.0
 
 
-def _centring(centering: Any) -> str:
+def _centering_note(centering: Any) -> str:
     """The record's note on the centring (the exact mean, or a public one)."""
     return (" The rows were centred on their exact mean (non-private)."
             if isinstance(centering, str) else " A public mean was subtracted first.")

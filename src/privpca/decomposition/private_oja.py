@@ -38,7 +38,7 @@ quantities only. Replacing one record replaces at most one derived record, so th
 above hold unchanged for the ``m = ⌊(n − n_held)/2⌋`` derived records; the held-out share
 (private mean, bound and explained variance at the full (ε, δ)) composes in parallel.
 :mod:`privpca.decomposition._stochastic` gives the argument in full. ``centering=None``
-with a numeric ``clip_norm`` is the paper's algorithm, bitwise as before.
+with a numeric ``clip_norm`` is the paper's algorithm exactly.
 
 Streamed tables (one pass, in the table's order)
 ------------------------------------------------
@@ -79,12 +79,12 @@ from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._records import RecordStream, stream_rows
 from privpca.decomposition._stochastic import (
     DEFAULT_HOLDOUT_FRACTION,
-    REPLACE_ONE,
     StochasticPCA,
     held_out_notes,
 )
 from privpca.exceptions import RowClippingWarning
 from privpca.mechanisms.noise import GaussianNoiseSteps
+from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.mechanisms.shuffling import local_epsilon_for_shuffling
 from privpca.pipeline.release import check_centering
 from privpca.solvers.eigen import fix_signs
@@ -141,7 +141,10 @@ class PrivateOjaPCA(StochasticPCA):
         the records) and ``mean_`` is a private mean of the held-out share. ``None``: no
         centring (the paper's ``E[x xᵀ]``). An array: a public mean, subtracted (free).
     clip_norm : "auto" or float, default="auto"
-        β: each gradient block ``A_t W`` is scaled to Frobenius norm ≤ β. ``"auto"``:
+        β, a bound on the **squared** record norm: ``clip_norm = D²`` where D bounds ``‖x‖``,
+        the D the other estimators take as ``data_norm`` (so ``clip_norm=1.0`` is
+        ``data_norm=1.0``, ``clip_norm=4.0`` is ``data_norm=2.0``). Each gradient block
+        ``A_t W`` is scaled to Frobenius norm ≤ β. ``"auto"``:
         ``β = D²`` with D a private 99 % quantile of the held-out (centred) row norms, which
         clips few blocks (``‖g gᵀW‖ ≤ ‖g‖²``) and follows the data's units; a float is a
         public β (``clip_norm = D²`` never clips records with ``‖x‖ ≤ D``), with a
@@ -208,7 +211,7 @@ class PrivateOjaPCA(StochasticPCA):
     local_epsilon_ : float
         ε₀ of each step (equal to ε without amplification).
     clip_norm_ : float
-        β used.
+        β used (a bound on ``‖x‖²``).
     n_iter_ : int
         Steps: n, or m (the stream's records) outside the papers' setting.
     learning_rate_ : LearningRate
@@ -401,7 +404,7 @@ class PrivateOjaPCA(StochasticPCA):
             epsilon=cal.certified,
             delta=cal.delta,
             model="central",
-            neighbouring=REPLACE_ONE,
+            neighbouring=Neighbouring.REPLACE_ONE_CENTRAL.description,
             sensitivity=2.0 * beta,
             noise_scale=noise_sd,
             calibration=cal.calibration,
@@ -467,7 +470,7 @@ class PrivateOjaPCA(StochasticPCA):
         n_held, m, pairs = self._split(n, centering)
         run = self._held_out_pipeline(n_held, p, check_epsilon(self.epsilon, owner=self),
                                       check_delta(self.delta, owner=self), centering,
-                                      REPLACE_ONE)
+                                      Neighbouring.REPLACE_ONE_CENTRAL)
         # Refuses (before any charge) where shuffling cannot apply, a given order included.
         cal = self._calibrate(m, shuffle=False) if streamed else self._calibrate(m)
         planned_stat = PrivacySpend(
@@ -479,8 +482,8 @@ class PrivateOjaPCA(StochasticPCA):
                        "(dp-accounting)")
         planned = self._table_record(
             self._planned_spends(run), planned_stat, epsilon=cal.epsilon, delta=cal.delta,
-            n=n, neighbouring=REPLACE_ONE, calibration=calibration, data_norm=math.nan,
-            n_clipped=0, notes="planned before the fit")
+            n=n, neighbouring=Neighbouring.REPLACE_ONE_CENTRAL, calibration=calibration,
+            data_norm=math.nan, n_clipped=0, notes="planned before the fit")
         ledger = self._book(planned)
 
         rng = check_random_state(self.random_state)
@@ -507,9 +510,9 @@ class PrivateOjaPCA(StochasticPCA):
         )
         record = self._table_record(
             held.prepared.spends, self._stream_spend(cal, beta, derived=pairs),
-            epsilon=cal.epsilon, delta=cal.delta, n=n, neighbouring=REPLACE_ONE,
-            calibration=calibration, data_norm=held.prepared.data_norm, n_clipped=0,
-            notes=notes)
+            epsilon=cal.epsilon, delta=cal.delta, n=n,
+            neighbouring=Neighbouring.REPLACE_ONE_CENTRAL, calibration=calibration,
+            data_norm=held.prepared.data_norm, n_clipped=0, notes=notes)
         ledger.amend(planned, record)
         self.privacy_ = record
         self._set_stream_attributes(cal, beta, m)

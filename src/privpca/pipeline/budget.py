@@ -30,8 +30,8 @@ weight of the Gaussian parts; those get ``(ε·s, δ·s)`` (or ``(ε·s, δ)``) 
 above. The two add up to (ε, δ) by basic composition.
 
 With no part but the statistic (``centering=None`` and a public ``data_norm``: the papers'
-setting), the statistic gets all of (ε, δ) and the noise is bitwise what it was before the
-pipeline existed.
+setting), the statistic gets all of (ε, δ) and the noise is the papers' mechanism draw for
+draw.
 """
 
 from __future__ import annotations

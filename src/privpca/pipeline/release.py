@@ -57,6 +57,7 @@ from privpca._validation import (
 from privpca.accounting.ledger import PrivacyLedger, resolve_ledger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.mechanisms.noise import gaussian_release
+from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.budget import PART_NAMES, BudgetPlan, PartBudget
 from privpca.pipeline.preprocessing import (
     MeanRelease,
@@ -356,8 +357,9 @@ class ReleasePipeline:
     model : str
         Trust model written to the record (``"central"``; the local and distributed models
         run the same plan on their own parties).
-    neighbouring : str
-        The neighbouring relation written to the record.
+    neighbouring : Neighbouring
+        The neighbouring relation; its description is written to the record, and n is
+        recorded only where it is public.
     """
 
     def __init__(
@@ -369,7 +371,7 @@ class ReleasePipeline:
         statistic: Statistic,
         *,
         model: str = "central",
-        neighbouring: str = "replace one record (any two records; n public)",
+        neighbouring: Neighbouring = Neighbouring.REPLACE_ONE_N_PUBLIC,
     ) -> None:
         self.owner = owner
         self.settings = settings
@@ -1042,13 +1044,13 @@ class ReleasePipeline:
             epsilon=self.epsilon if epsilon is None else float(epsilon),
             delta=self.delta if delta is None else float(delta),
             model=self.model,
-            neighbouring=self.neighbouring,
+            neighbouring=self.neighbouring.description,
             sensitivity=statistic_spend.sensitivity,
             noise_scale=statistic_spend.noise_scale,
             calibration=calibration,
             data_norm=float(data_norm),
             # n is public under replace-one; under add/remove-one it is a private count.
-            n_samples=None if self.neighbouring.startswith("add or remove") else self.n_samples,
+            n_samples=self.n_samples if self.neighbouring.n_public else None,
             spends=tuple(spends),
             target_epsilon=self.epsilon,
             notes=(notes + split).strip(),

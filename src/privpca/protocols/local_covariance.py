@@ -41,6 +41,7 @@ from privpca.mechanisms.gaussian import (
     certified_epsilon,
 )
 from privpca.mechanisms.noise import gaussian_release, symmetric_gaussian_release
+from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.solvers.gram import gram_matrix
 
 __all__ = [
@@ -54,7 +55,6 @@ __all__ = [
 ]
 
 SENSITIVITY_RULES: tuple[str, ...] = ("replace", "paper")
-NEIGHBOURING = "replace one user's record (any two records of norm <= data_norm)"
 
 
 def covariance_sensitivity(data_norm: float, rule: str = "replace") -> float:
@@ -131,7 +131,8 @@ class LocalCovarianceRandomiser:
         check_in_range(self.data_norm, "data_norm", low=0.0, owner="LocalCovarianceRandomiser")
         delta_sens = covariance_sensitivity(self.data_norm, self.sensitivity)
         mech = GaussianMechanism(
-            self.epsilon, self.delta, delta_sens, self.calibration, NEIGHBOURING
+            self.epsilon, self.delta, delta_sens, self.calibration,
+            Neighbouring.LOCAL_REPLACE_ONE.description
         )
         object.__setattr__(self, "mechanism", mech)
 

@@ -45,9 +45,9 @@ Samplers
     ``_draw_theta``), which stay as the readable reference. Both draw the same numbers in the
     same order and use the same eigenbasis convention, so for a given Generator state the
     compiled chain *is* the reference chain up to rounding (tested), except on the circle
-    (``K = 1/2``: a different exact sampler than NumPy's von Mises). Seeded outputs of the
-    ``"row"`` scheme with ``k ≥ 2`` changed once when that eigenbasis convention
-    (``_fix_columns``) was introduced; their law did not.
+    (``K = 1/2``: a different exact sampler than NumPy's von Mises). The eigenbasis
+    convention (``_fix_columns``) pins the seeded outputs of the ``"row"`` scheme with
+    ``k ≥ 2``; another convention would draw other numbers from the same law.
 
 :func:`sample_bingham_exact`
     Exact sampler for ``k = 1`` (Kent, Ganeiber & Mardia 2018): angular central Gaussian
@@ -430,8 +430,8 @@ def _run_chain(
                 return np.asarray(kernels.vector_sweep(y, mu, rng))
     trace = np.empty(n_sweeps)
     # The reference and column sweeps are chains of small, latency-bound BLAS/LAPACK calls:
-    # threads only add synchronisation (measured: a (p−k+1)-square eigh ran 100× slower with
-    # 2 OpenBLAS threads on a loaded 2-core machine), so run them on one thread.
+    # a second thread only adds synchronisation (docs/BENCHMARKS.md, "Measurements behind
+    # small code choices"), so run them on one thread.
     with threadpool_limits(limits=1, user_api="blas"):
         for s in range(n_sweeps):
             if k == 1:

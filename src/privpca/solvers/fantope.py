@@ -612,12 +612,12 @@ def _capped_projection(
     if V0 is not None:
         start[:, :n_warm] = V0[:, :n_warm]
     start[:, n_warm:] = rng.standard_normal((p, m - n_warm))
-    Q = _orthonormalize_against(start, None)
+    Q = _orthonormalise_against(start, None)
     blocks, ablocks = [Q], [matmul(Q)]
     steps = max(1, min(int(state.capped_steps), (p - m) // m))
     for _ in range(steps):
         K = np.concatenate(blocks, axis=1)
-        Qj = _orthonormalize_against(ablocks[-1].copy(), K)
+        Qj = _orthonormalise_against(ablocks[-1].copy(), K)
         blocks.append(Qj)
         ablocks.append(matmul(Qj))
     K = np.concatenate(blocks, axis=1)
@@ -745,7 +745,7 @@ def _tail_error_bound(
 # Partial eigensolver: warm-started, restarted block Krylov (block Lanczos with full
 # orthogonalisation and Rayleigh-Ritz), certified by residuals and by g_m <= theta.
 # ----------------------------------------------------------------------------------------
-def _orthonormalize_against(Wb: np.ndarray, K: np.ndarray | None) -> np.ndarray:
+def _orthonormalise_against(Wb: np.ndarray, K: np.ndarray | None) -> np.ndarray:
     """Orthonormal basis of ``Wb`` (overwritten) orthogonalised against orthonormal ``K``.
 
     Block classical Gram-Schmidt applied twice, then Householder QR; when the block was
@@ -795,7 +795,7 @@ def _partial_eig(
     if V0 is not None:
         start[:, :n_warm] = V0
     start[:, n_warm:] = rng.standard_normal((p, b - n_warm))
-    V = _orthonormalize_against(start, None)
+    V = _orthonormalise_against(start, None)
     AV = matmul(V)
     try:
         while True:
@@ -804,7 +804,7 @@ def _partial_eig(
             ablocks = [AV]
             for _ in range(q):
                 K = np.concatenate(blocks, axis=1)
-                Qj = _orthonormalize_against(ablocks[-1].copy(), K)
+                Qj = _orthonormalise_against(ablocks[-1].copy(), K)
                 blocks.append(Qj)
                 ablocks.append(matmul(Qj))
             K = np.concatenate(blocks, axis=1)
@@ -845,7 +845,7 @@ def _partial_eig(
                 V = K @ C[:, :n_take]
                 AV = AK @ C[:, :n_take]
                 if n_take < b_new:
-                    extra = _orthonormalize_against(rng.standard_normal((p, b_new - n_take)), V)
+                    extra = _orthonormalise_against(rng.standard_normal((p, b_new - n_take)), V)
                     V = np.concatenate((V, extra), axis=1)
                     AV = np.concatenate((AV, matmul(extra)), axis=1)
                 b = b_new

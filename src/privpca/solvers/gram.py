@@ -37,8 +37,9 @@ def gram_matrix(X: NDArray[np.float64], *, symmetrise: bool = True) -> NDArray[n
     """
     X = np.asarray(X, dtype=np.float64)
     if X.flags.c_contiguous:
-        # NumPy dispatches X.T @ X to its BLAS's syrk and fills both triangles; measured ~1.9x
-        # faster here than SciPy's dsyrk at n = 10⁶, p = 100 (two different OpenBLAS builds).
+        # NumPy dispatches X.T @ X to its BLAS's syrk and fills both triangles, faster than
+        # SciPy's dsyrk on the OpenBLAS builds privpca runs on (docs/BENCHMARKS.md, the
+        # release pipeline).
         return np.asarray(X.T @ X)
     else:
         gram = blas.dsyrk(1.0, np.asfortranarray(X), trans=1, lower=0)

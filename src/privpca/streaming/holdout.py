@@ -17,7 +17,7 @@ the estimator's own generator (:func:`random_row_split`), never from the data:
   holds identical records and the other differs in one record, so the held-out plan and the
   statistic's plan (each (ε, δ)-DP on its own rows, the statistic's given the released
   preprocessing) compose to (ε, δ) for every draw, hence for the mixture.
-* *Segments of consecutive rows are not enough* (the layout used before): they are safe for
+* *Segments of consecutive rows are not enough:* they are safe for
   "replace the record at position i" only if positions are independent of the values. On a
   table sorted by a feature, replacing one record and re-sorting shifts every record between
   its old and new position by one, so each held-out segment in that range gains one record
@@ -26,7 +26,7 @@ the estimator's own generator (:func:`random_row_split`), never from the data:
   (``tests/test_pipeline_holdout.py``): parallel composition proves nothing.
 * The statistic must depend on its rows as a multiset for the coupling to carry over to it
   (the release pipeline's sums do). A stream read in storage order (the Oja family on a
-  streamed table) is, as before, private for replacing the record at a position.
+  streamed table) is private for replacing the record at a position.
 * *Not a keyed hash of the row content either:* duplicated records would always go to the same
   side, so replacing one of two equal records changes which side their copies fall on and the
   coupling above fails.

@@ -565,8 +565,9 @@ def _without(block: NDArray[Any], rows: NDArray[np.int64], start: int) -> NDArra
 
 
 def _compress_out(block: NDArray[Any], local: NDArray[np.int64]) -> NDArray[Any]:
-    """``block`` without its rows ``local`` (``np.compress`` on a mask: a third of the time
-    of ``np.delete`` with indices, measured on 16 384 × 20 blocks)."""
+    """``block`` without its rows ``local`` (``np.compress`` on a mask, cheaper than
+    ``np.delete`` with indices: docs/BENCHMARKS.md, "Measurements behind small code
+    choices")."""
     keep = np.ones(block.shape[0], dtype=bool)
     keep[local] = False
     return np.compress(keep, block, axis=0)

@@ -2,10 +2,10 @@
 
 Zarr's own reader (``array[a:b]``) goes through its asynchronous codec pipeline: every chunk
 is read into a fresh bytes object, decoded into a fresh array and copied into a fresh
-output. Measured per 130 000 × 100 float32 block (13 chunks) from the page cache, on one
-thread: 72 ms wall and 106 ms of CPU (16.5 ms user, 89 ms system: page faults on the fresh
-memory), against 28 ms and 28 ms for reading the same chunk files into one reused buffer.
-On a machine whose cores also serve the disk, that CPU is what a streamed fit competes for.
+output, and the page faults on that fresh memory cost several times the CPU of reading the
+same chunk files into one reused buffer (figures in docs/BENCHMARKS.md, "Measurements
+behind small code choices"). On a machine whose cores also serve the disk, that CPU is what
+a streamed fit competes for.
 
 The direct read applies only where a chunk file's bytes *are* the rows: Zarr format 3, a
 local store, a single ``bytes`` codec in this machine's byte order (no compression, filter,

@@ -119,12 +119,11 @@ from privpca.federated.protocol.messages import (
     VarianceReply,
     validate_query,
 )
+from privpca.federated.protocol.privacy import STATISTIC_MECHANISM as STATISTIC_MECHANISM
 from privpca.federated.protocol.privacy import (
-    DISTRIBUTED_REPLACE_ONE,
     dpspca_noise_multiplier,
     paper_noise_scale,
 )
-from privpca.federated.protocol.privacy import STATISTIC_MECHANISM as STATISTIC_MECHANISM
 from privpca.federated.protocol.privacy import merge_provider_spends as merge_provider_spends
 from privpca.federated.protocol.privacy import provider_privacy_record as provider_privacy_record
 from privpca.federated.protocol.provider import ProviderState, provider_noise_rng
@@ -132,7 +131,6 @@ from privpca.federated.protocol.server import INITS as INITS
 from privpca.federated.protocol.server import ProviderDropoutError, ServerState, select_replies
 
 __all__ = [
-    "DISTRIBUTED_REPLACE_ONE",
     "FileReleaseCounter",
     "MeanQuery",
     "MeanReply",

@@ -17,12 +17,8 @@ import dp_accounting
 from privpca.accounting.composition import gaussian_noise_multiplier_for_composition
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.mechanisms.gaussian import certified_epsilon
-from privpca.mechanisms.sensitivity import power_sensitivity
+from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
 
-DISTRIBUTED_REPLACE_ONE = (
-    "replace one record of one provider (any two records of norm <= data_norm; the numbers "
-    "of records n_i are public)"
-)
 STATISTIC_MECHANISM = "gaussian: XᵢᵀXᵢQ per round, each provider its own noise (Frobenius " \
     "sensitivity)"
 
@@ -103,7 +99,7 @@ def provider_privacy_record(
         (spend,),
         delta,
         model="distributed",
-        neighbouring=DISTRIBUTED_REPLACE_ONE,
+        neighbouring=Neighbouring.DISTRIBUTED_REPLACE_ONE.description,
         sensitivity=raw / max(n_samples, 1),
         noise_scale=m * raw / max(n_samples, 1),
         calibration="analytic (T-fold Gaussian composition, dp-accounting)",

@@ -70,13 +70,12 @@ from privpca.federated.protocol.messages import (
 )
 from privpca.federated.protocol.privacy import (
     _POST_PROCESSING,
-    DISTRIBUTED_REPLACE_ONE,
     STATISTIC_MECHANISM,
     dpspca_noise_multiplier,
     provider_privacy_record,
 )
 from privpca.mechanisms.noise import gaussian_release
-from privpca.mechanisms.sensitivity import power_sensitivity
+from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
 from privpca.pipeline.budget import BudgetPlan
 from privpca.pipeline.preprocessing import (
     BoundNotFoundError,
@@ -309,7 +308,7 @@ class ProviderState:
             self, settings, self.n_samples, self.n_features,
             Statistic(STATISTIC_MECHANISM, lambda D: power_sensitivity(D, self.n_components),
                       count=self.n_rounds),
-            model="distributed", neighbouring=DISTRIBUTED_REPLACE_ONE,
+            model="distributed", neighbouring=Neighbouring.DISTRIBUTED_REPLACE_ONE,
         )
         self.centering, self.scale = self._run.centering, self._run.scale
         self.plan = self._run.plan
