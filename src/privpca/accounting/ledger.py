@@ -23,7 +23,7 @@ from privpca.accounting.composition import compose_epsilon
 from privpca.accounting.record import PrivacyRecord
 from privpca.exceptions import BudgetExceededError
 
-__all__ = ["PrivacyLedger", "default_ledger"]
+__all__ = ["Booking", "PrivacyLedger", "default_ledger"]
 
 
 class PrivacyLedger:
@@ -276,3 +276,42 @@ def resolve_ledger(owner: object, ledger: object) -> PrivacyLedger:
 def default_ledger() -> PrivacyLedger:
     """The process-wide ledger used by estimators whose ``ledger`` parameter is ``None``."""
     return _DEFAULT_LEDGER
+
+
+class Booking:
+    """A planned record charged on a ledger, settled by the fit's final record.
+
+    A fit books its planned spend before it reads a value of the data; when it completes,
+    :meth:`settle` replaces the plan by the final record (same events, the released bounds
+    and noise scales filled in); a fit that refuses its input before releasing anything
+    calls :meth:`withdraw`.
+
+    Parameters
+    ----------
+    ledger : PrivacyLedger
+        Where the spend is booked.
+    planned : PrivacyRecord
+        The record booked (already spent on ``ledger``).
+    """
+
+    def __init__(self, ledger: PrivacyLedger, planned: PrivacyRecord) -> None:
+        self.ledger = ledger
+        self.record = planned
+
+    @classmethod
+    def charge(cls, owner: object, ledger: object, planned: PrivacyRecord) -> Booking:
+        """Book ``planned`` on ``ledger`` (or the default one); raises if over budget."""
+        target = resolve_ledger(owner, ledger)
+        target.spend(planned, label=type(owner).__name__)
+        return cls(target, planned)
+
+    def settle(self, final: PrivacyRecord) -> PrivacyRecord:
+        """Replace the booked record by ``final`` (refused if the events differ)."""
+        if final is not self.record:
+            self.ledger.amend(self.record, final)
+            self.record = final
+        return final
+
+    def withdraw(self) -> None:
+        """Remove the booking: the fit refused its input before releasing anything."""
+        self.ledger.withdraw(self.record)

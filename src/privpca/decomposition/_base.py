@@ -1,5 +1,12 @@
-"""What every privpca PCA estimator shares: transform, tags, privacy charging, and the one fit
-of the estimators built on the release pipeline (:class:`PipelinePCA`)."""
+"""What every privpca PCA estimator shares: the one fit, transform, tags.
+
+:meth:`BasePrivatePCA.fit` is the only path through a fit, for every private estimator:
+validate → plan → book the planned spend → prepare → release → settle the record. The
+estimators supply the steps; two release families fill them: the noisy-matrix family on the
+release pipeline (:class:`PipelinePCA`: Analyze Gauss, MOD-SuLQ, noisy power, Bingham,
+DPS-PCA, the local model) and the streaming gradient family (:class:`~privpca.decomposition.
+_stochastic.StochasticPCA`: Oja, Private Oja, DP-PCA).
+"""
 
 from __future__ import annotations
 
@@ -12,11 +19,12 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from privpca._validation import check_random_state, check_secure_random_state
-from privpca.accounting.ledger import PrivacyLedger, resolve_ledger
+from privpca.accounting.ledger import Booking, PrivacyLedger, resolve_ledger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
-from privpca.pipeline.release import PipelineSettings, ReleasePipeline, Table, validated_table
+from privpca.exceptions import NonFiniteInputError
+from privpca.pipeline.release import PipelineSettings, ReleasePipeline, validated_table
 
-__all__ = ["BasePrivatePCA", "FitPlan", "PipelinePCA", "Release"]
+__all__ = ["BasePrivatePCA", "FitPlan", "PipelinePCA", "Plan", "Release"]
 
 
 class BasePrivatePCA(TransformerMixin, BaseEstimator):
@@ -31,6 +39,93 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
     components_: NDArray[np.float64]
     privacy_: PrivacyRecord
 
+    def fit(self, X: ArrayLike, y: Any = None) -> Any:
+        """Fit privately: plan, charge, prepare, release, record.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or a streamed table
+            One record per row. Not modified. A ``dask.array.Array``, a memory-mapped array,
+            a Parquet path or a :class:`~privpca.streaming.RowSource` is read block by block
+            (:mod:`privpca.streaming`).
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(self._validate(X))
+
+    def _fit(self, data: Any) -> Any:
+        """The one fit, read top to bottom (every entry point ends here):
+
+        1. :meth:`_plan`: the estimator checks its parameters against the data's public
+           shape and plans its spend (a :class:`FitPlan`);
+        2. the planned record is booked on the ledger before any value of the data is read
+           (secure mode refuses a seed first: a refused fit spends nothing);
+        3. :meth:`_prepare`: private centring, scales, norm bound, held-out layout, from the
+           preprocessing's own stream;
+        4. :meth:`_release`: the statistic, its noise (:mod:`privpca.mechanisms.noise`) and
+           what is derived from it, as fitted attributes;
+        5. the final record replaces the planned one and becomes ``privacy_``.
+
+        A step that refuses the input before anything is released raises
+        :class:`~privpca.exceptions.NonFiniteInputError`; the booking is then withdrawn.
+        """
+        plan = self._plan(data)
+        rng = check_random_state(self.random_state)
+        pre_rng = self._preprocessing_rng(rng)
+        booking = self._book(plan.planned)  # before anything data-dependent
+        try:
+            prepared = self._prepare(plan, data, pre_rng)
+            release = self._release(plan, prepared, rng, pre_rng)
+        except NonFiniteInputError:
+            booking.withdraw()  # refused before anything was released
+            raise
+        self.privacy_ = booking.settle(self._final_record(plan, prepared, release))
+        return self
+
+    def _validate(self, X: Any) -> Any:
+        """The checked input of :meth:`_fit` (a :class:`~privpca.pipeline.release.Table`)."""
+        return validated_table(self, X)
+
+    def _plan(self, data: Any) -> Plan:
+        """Check the parameters against the data's public shape; plan the spend."""
+        raise NotImplementedError
+
+    def _prepare(self, plan: Any, data: Any, pre_rng: np.random.Generator) -> Any:
+        """Preprocessing releases (private mean, scales, bound, held-out layout)."""
+        return data
+
+    def _release(self, plan: Any, prepared: Any, rng: np.random.Generator,
+                 pre_rng: np.random.Generator) -> Release:
+        """Release the statistic from the prepared data; set the fitted attributes.
+
+        ``rng`` is the statistic's stream, ``pre_rng`` the preprocessing's (the pipeline's
+        own later releases, such as the variances along the components, draw from it).
+        """
+        raise NotImplementedError
+
+    def _final_record(self, plan: Any, prepared: Any, release: Release) -> PrivacyRecord:
+        """The final privacy record (its events must be the planned ones)."""
+        if release.final is None:
+            raise NotImplementedError(f"{type(self).__name__}._release returned no record.")
+        return release.final
+
+    def _book(self, planned: PrivacyRecord) -> Booking:
+        """Charge the planned record before anything computed from the data is released.
+
+        Secure mode's refusal of ``random_state`` comes first: a fit that is refused spends
+        nothing, whatever the order of its own steps.
+        """
+        check_secure_random_state(getattr(self, "random_state", None), owner=self)
+        return Booking.charge(self, getattr(self, "ledger", None), planned)
+
+    def _charge(self, record: PrivacyRecord, ledger: PrivacyLedger | None) -> None:
+        """Book ``record`` outright (the entry points that compose their record up front)."""
+        check_secure_random_state(getattr(self, "random_state", None), owner=self)
+        resolve_ledger(self, ledger).spend(record, label=type(self).__name__)
+
     @staticmethod
     def _preprocessing_rng(rng: np.random.Generator) -> np.random.Generator:
         """An independent stream for the pipeline's noise, spawned without drawing from
@@ -39,16 +134,6 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
             return rng.spawn(1)[0]
         except (TypeError, ValueError):  # a bit generator without a SeedSequence
             return np.random.default_rng(rng.integers(0, 2**63))
-
-    def _charge(self, record: PrivacyRecord, ledger: PrivacyLedger | None) -> None:
-        """Record the spend before anything computed from the data is released.
-
-        Secure mode's refusal of ``random_state`` comes first: a fit that is refused spends
-        nothing, whatever the order of its own steps.
-        """
-        check_secure_random_state(getattr(self, "random_state", None), owner=self)
-        target = resolve_ledger(self, ledger)
-        target.spend(record, label=type(self).__name__)
 
     def transform(self, X: ArrayLike) -> NDArray[np.float64]:
         """Project ``X`` onto the components: ``X @ components_.T`` (post-processing, free).
@@ -125,9 +210,25 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
         return tags
 
 
-@dataclass
-class FitPlan:
+@dataclass(kw_only=True)
+class Plan:
     """What an estimator plans before it reads a value of the data.
+
+    Attributes
+    ----------
+    planned : PrivacyRecord
+        The record booked before the data are read: every part's event.
+    settings : dict
+        The estimator's own checked parameters, for its release step.
+    """
+
+    planned: PrivacyRecord = None  # type: ignore[assignment]  # set by every subclass
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FitPlan(Plan):
+    """A plan on the release pipeline (the noisy-matrix family).
 
     Attributes
     ----------
@@ -135,80 +236,58 @@ class FitPlan:
         The budget split between the preprocessing parts and the statistic, and the steps
         that carry it out.
     charge : dict
-        Options of :meth:`ReleasePipeline.charge` for an estimator that calibrates its
-        statistic itself (the papers' settings: ``epsilon``, ``statistic_event``).
-    settings : dict
-        The estimator's own checked parameters, for its release step.
+        Options of :meth:`ReleasePipeline.planned_record` for an estimator that calibrates
+        its statistic itself (the papers' settings: ``epsilon``, ``statistic_event``).
+    planned : PrivacyRecord
+        Default: the run's :meth:`~ReleasePipeline.planned_record`.
     """
 
     run: ReleasePipeline
     charge: dict[str, Any] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.planned is None:
+            self.planned = self.run.planned_record(**self.charge)
 
 
 @dataclass
 class Release:
     """What an estimator's release step hands back to the one fit, for the record.
 
-    ``spend`` is the statistic's :class:`~privpca.accounting.record.PrivacySpend`;
-    ``calibration`` and ``notes`` go into :attr:`privacy_`; ``record`` holds further
-    options of :meth:`ReleasePipeline.record` (e.g. the ``epsilon`` a classic calibration
-    certifies).
+    On the release pipeline, ``spend`` is the statistic's
+    :class:`~privpca.accounting.record.PrivacySpend`; ``calibration`` and ``notes`` go into
+    :attr:`privacy_`; ``record`` holds further options of :meth:`ReleasePipeline.record`
+    (e.g. the ``epsilon`` a classic calibration certifies). An estimator that composes its
+    record itself hands it over as ``final``.
     """
 
-    spend: PrivacySpend
-    calibration: str
-    notes: str
+    spend: PrivacySpend | None = None
+    calibration: str = ""
+    notes: str = ""
     record: dict[str, Any] = field(default_factory=dict)
+    final: PrivacyRecord | None = None
 
 
 class PipelinePCA(BasePrivatePCA):
-    """The one fit of the estimators built on the release pipeline.
+    """The noisy-matrix family: the one fit's steps on the release pipeline.
 
-    ``fit`` is the only path, read top to bottom:
-
-    1. validate the table (an array, or a streamed source read block by block);
-    2. :meth:`_plan`: the estimator checks its parameters and names its statistic and how
-       its sensitivity follows from the norm bound; the pipeline splits (ε, δ);
-    3. charge the ledger with the planned spend, before any value of the data is read (a
-       refused fit spends nothing);
-    4. prepare the rows: private centring, scales, norm bound, held-out layout
-       (:meth:`ReleasePipeline.prepare_table`, from its own independent stream);
-    5. :meth:`_release`: the estimator's statistic, its noise (through
-       :mod:`privpca.mechanisms.noise`) and what it derives from it, as fitted attributes;
-    6. the privacy record, composed from every part's spend, replaces the planned one.
-
-    A new estimator on the pipeline supplies :meth:`_plan` and :meth:`_release` only
-    (docs/ARCHITECTURE.md).
+    :meth:`_plan` returns a :class:`FitPlan` holding a :class:`ReleasePipeline` built from
+    :meth:`_settings` (the estimator names its statistic and how its sensitivity follows from
+    the norm bound; the pipeline splits (ε, δ)); the planned record is the run's. The
+    preparation is :meth:`ReleasePipeline.prepare_table` (private centring, scales, norm
+    bound, held-out layout); the final record is composed from every part's spend by
+    :meth:`ReleasePipeline.record`. A new estimator on the pipeline supplies :meth:`_plan`
+    and :meth:`_release` only (docs/ARCHITECTURE.md).
     """
 
-    def fit(self, X: ArrayLike, y: Any = None) -> Any:
-        """Fit privately: plan, charge, prepare, release, record.
+    def _prepare(self, plan: FitPlan, data: Any, pre_rng: np.random.Generator) -> Any:
+        return plan.run.prepare_table(data, pre_rng)
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), or a streamed table
-            One record per row. Not modified. A ``dask.array.Array``, a memory-mapped array,
-            a Parquet path or a :class:`~privpca.streaming.RowSource` is read block by block
-            (:mod:`privpca.streaming`) by the estimators that stream.
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        table = validated_table(self, X)
-        plan = self._plan(table)
-        rng = check_random_state(self.random_state)
-        pre_rng = self._preprocessing_rng(rng)
-        plan.run.charge(self.ledger, **plan.charge)  # before anything data-dependent
-        prepared = plan.run.prepare_table(table, pre_rng)
-        release = self._release(plan, prepared, rng, pre_rng)
-        self.privacy_ = plan.run.record(prepared, release.spend,
-                                        calibration=release.calibration,
-                                        notes=release.notes, **release.record)
+    def _final_record(self, plan: FitPlan, prepared: Any, release: Release) -> PrivacyRecord:
+        assert release.spend is not None
         self._set_preprocessing(prepared)
-        return self
+        return plan.run.record(prepared, release.spend, calibration=release.calibration,
+                               notes=release.notes, **release.record)
 
     def _settings(self) -> PipelineSettings:
         """The parameters the pipeline reads, handed over explicitly."""
@@ -217,17 +296,3 @@ class PipelinePCA(BasePrivatePCA):
             data_norm=self.data_norm, scale=self.scale, budget_shares=self.budget_shares,
             holdout_fraction=self.holdout_fraction, random_state=self.random_state,
         )
-
-    def _plan(self, table: Table) -> FitPlan:
-        """Check the parameters against the table's public shape and plan the fit
-        (a :class:`ReleasePipeline` on :meth:`_settings`)."""
-        raise NotImplementedError
-
-    def _release(self, plan: FitPlan, prepared: Any, rng: np.random.Generator,
-                 pre_rng: np.random.Generator) -> Release:
-        """Release the statistic from the prepared rows; set the fitted attributes.
-
-        ``rng`` is the statistic's stream, ``pre_rng`` the preprocessing's (the pipeline's
-        own later releases, such as the variances along the components, draw from it).
-        """
-        raise NotImplementedError

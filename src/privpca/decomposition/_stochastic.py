@@ -534,7 +534,7 @@ class StochasticPCA(BasePrivatePCA):
         return held, RecordStream.streamed(drop_rows(table, split.held), pairs=pairs,
                                            centre=centre)
 
-    def _book(self, record: PrivacyRecord) -> PrivacyLedger:
+    def _book_ledger(self, record: PrivacyRecord) -> PrivacyLedger:
         """Charge the planned record (refused here if over budget); return the ledger."""
         self._charge(record, getattr(self, "ledger", None))
         ledger = getattr(self, "ledger", None)

@@ -465,7 +465,7 @@ default="random"
                       k: int, T: int, s_hat: int) -> None:
         """Private mean, bounds, T answers and variances, every provider on its own plan."""
         p = start.shape[0]
-        run.charge(self.ledger)  # before any provider computes anything
+        booking = self._book(run.planned_record())  # before any provider computes anything
         providers = [
             ProviderState(part, n_components=k, epsilon=run.epsilon, delta=run.delta,
                           n_rounds=T, data_norm=run.data_norm, centering=run.centering,
@@ -488,11 +488,11 @@ default="random"
         scale = None if isinstance(run.scale, bool) else np.asarray(run.scale, dtype=np.float64)
         mean = None if server.mean is None else np.asarray(server.mean)
         summary = PreparedRows(np.empty((0, p)), float(bounds.max()), mean, scale, 0, pre)
-        self.privacy_ = run.record(
+        self.privacy_ = booking.settle(run.record(
             summary, statistic,
             calibration="analytic (exact Gaussian composition of every part, dp-accounting)",
             notes=self._notes(providers, run),
-        )
+        ))
         self.components_ = server.components()
         self.history_ = np.stack([Q.T for Q in server.history])
         self._set_common(providers, run.statistic_multiplier())

@@ -350,7 +350,7 @@ class DPPCA(StochasticPCA):
         self.ledger = ledger
 
     # ------------------------------------------------------------------ planning
-    def _plan(self, n: int, q: int, *, what: str = "n_samples") -> _Plan:
+    def _step_plan(self, n: int, q: int, *, what: str = "n_samples") -> _Plan:
         """Calibrate both mechanisms and size the batches for ``n`` records, q coordinates."""
         epsilon = check_epsilon(self.epsilon, owner=self)
         delta = check_delta(self.delta, owner=self)
@@ -421,12 +421,12 @@ class DPPCA(StochasticPCA):
                                   owner=self)
             n_val = max(int(frac * n), 1)
             per = (n - n_val) // len(candidates)
-            plan = self._plan(per, p * k, what=f"{what} per candidate")
+            plan = self._step_plan(per, p * k, what=f"{what} per candidate")
             search = {"epsilon": plan.epsilon_call, "n_candidates": len(candidates),
                       "n_validation": n_val}
             return _Setup(plan, None, candidates, n_val, per, search)
         lr = resolve_learning_rate(self.learning_rate, DEFAULT_LEARNING_RATE, owner="DPPCA")
-        return _Setup(self._plan(n, p * k, what=what), lr, (), 0, 0, None)
+        return _Setup(self._step_plan(n, p * k, what=what), lr, (), 0, 0, None)
 
     def _stream(
         self, source: Any, setup: _Setup, rng: np.random.Generator | None = None, *,
@@ -538,7 +538,7 @@ class DPPCA(StochasticPCA):
             held_rows = table[perm[:n_held]]
             if verify:
                 refuse_non_finite(held_rows, "X")
-        ledger = self._book(planned)
+        ledger = self._book_ledger(planned)
         source: RecordStream
         if streamed:
             held, source = self._split_streamed(run, table, n_held, pairs, centering,

@@ -237,7 +237,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         sizes = self._groups(n, centering, data_norm)
         eps, delta = float(self.epsilon), float(self.delta)
         planned = self._table_record(sizes, n, {}, notes="planned before the fit")
-        ledger = self._book(planned)
+        ledger = self._book_ledger(planned)
 
         rng = check_random_state(self.random_state)
         pre_rng = self._preprocessing_rng(rng)
@@ -308,7 +308,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
                                           sensitivity=randomiser.mechanism.sensitivity)
         return gram, m, n_clipped
 
-    def _book(self, planned: PrivacyRecord) -> Any:
+    def _book_ledger(self, planned: PrivacyRecord) -> Any:
         from privpca.accounting.ledger import default_ledger
 
         ledger = default_ledger() if self.ledger is None else self.ledger

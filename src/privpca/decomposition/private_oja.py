@@ -484,7 +484,7 @@ class PrivateOjaPCA(StochasticPCA):
             self._planned_spends(run), planned_stat, epsilon=cal.epsilon, delta=cal.delta,
             n=n, neighbouring=Neighbouring.REPLACE_ONE_CENTRAL, calibration=calibration,
             data_norm=math.nan, n_clipped=0, notes="planned before the fit")
-        ledger = self._book(planned)
+        ledger = self._book_ledger(planned)
 
         rng = check_random_state(self.random_state)
         pre_rng = self._preprocessing_rng(rng)

@@ -51,10 +51,8 @@ from privpca._validation import (
     check_delta,
     check_epsilon,
     check_norm_bound,
-    check_secure_random_state,
     clip_rows,
 )
-from privpca.accounting.ledger import PrivacyLedger, resolve_ledger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.sensitivity import Neighbouring
@@ -432,8 +430,6 @@ class ReleasePipeline:
             statistic_pure=pure,
             shares=shares,
         )
-        self._charged: PrivacyRecord | None = None
-        self._ledger: PrivacyLedger | None = None
 
     # ------------------------------------------------------------------ budget
     def _resolve_holdout(self, value: Any, held_parts: tuple[str, ...]) -> float | None:
@@ -580,34 +576,26 @@ class ReleasePipeline:
             tail=b.tail,
         )
 
-    def charge(
+    def planned_record(
         self,
-        ledger: PrivacyLedger | None,
         *,
         epsilon: float | None = None,
         statistic_event: Any = None,
-    ) -> None:
-        """Book the whole planned spend before any data-dependent computation.
+    ) -> PrivacyRecord:
+        """The record booked before any data-dependent computation.
 
-        The booked record has every part's event; the final record (with the released bounds
-        and noise scales) replaces it in the ledger when the fit completes. ``epsilon`` and
-        ``statistic_event`` override the plan where an estimator calibrates its statistic
-        itself (classic calibration, a theorem's noise level), which needs a public bound.
+        It has every part's event; the final record (:meth:`record`: the released bounds and
+        noise scales) replaces it when the fit completes. ``epsilon`` and ``statistic_event``
+        override the plan where an estimator calibrates its statistic itself (classic
+        calibration, a theorem's noise level), which needs a public bound.
         """
-        owner = self.owner
-        # Secure mode refuses a seed before anything is booked (a refused fit spends nothing).
-        check_secure_random_state(self.settings.random_state, owner=owner)
-        target = resolve_ledger(owner, ledger)
         spends = [self._spend(part, "planned", math.nan, math.nan) for part in self._all_parts()
                   if part != "statistic"]
         stat = self._planned_statistic_spend()
         if statistic_event is not None:  # an estimator-specific calibration (paper setting)
             stat = replace(stat, dp_event=statistic_event)
-        planned = self._record_from(spends, stat, data_norm=math.nan,
-                                    n_clipped=0, notes="planned before the fit",
-                                    epsilon=epsilon)
-        target.spend(planned, label=type(owner).__name__)
-        self._charged, self._ledger = planned, target
+        return self._record_from(spends, stat, data_norm=math.nan, n_clipped=0,
+                                 notes="planned before the fit", epsilon=epsilon)
 
     def _planned_statistic_spend(self) -> PrivacySpend:
         b = self.plan["statistic"]
@@ -985,9 +973,6 @@ class ReleasePipeline:
             n_clipped=prepared.n_clipped, notes=notes, calibration=calibration,
             epsilon=epsilon, delta=delta,
         )
-        if self._ledger is not None and self._charged is not None:
-            self._ledger.amend(self._charged, record)
-            self._charged = record
         return record
 
     def _record_from(
