@@ -6,12 +6,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import dp_accounting
 import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.sensitivity import gram_sensitivity
@@ -54,11 +52,7 @@ class ToyGramPCA(PipelinePCA):
         noisy = symmetric_gaussian_release(gram, sigma, rng, sensitivity=sensitivity)
         self._set_spectrum(fit_noisy_matrix(noisy, plan.settings["k"], noise_sd=sigma,
                                             denominator=run.denominator(prepared)))
-        spend = PrivacySpend("gaussian: packed upper triangle of the Gram matrix",
-                             run.statistic_budget.epsilon, run.statistic_budget.delta,
-                             sensitivity, sigma,
-                             dp_event=dp_accounting.GaussianDpEvent(
-                                 run.statistic_multiplier()))
+        spend = run.statistic_spend(prepared.data_norm, sigma)  # the privacy map
         return Release(spend, "analytic", "A toy: the Gram matrix plus Gaussian noise.")
 
 

@@ -30,7 +30,6 @@ import numpy as np
 
 from privpca._validation import check_options
 from privpca.accounting.ledger import PrivacyLedger
-from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.mechanisms.gaussian import (
     CALIBRATIONS,
@@ -276,15 +275,10 @@ class AnalyzeGaussPCA(PipelinePCA):
                                extra_perturbation=run.mean_perturbation(prepared))
         self._set_spectrum(fit)
         self.noise_scale_ = sigma
-        spend = PrivacySpend(
-            mechanism=self._statistic(relation).mechanism,
-            epsilon=eps if run.paper_mode else run.statistic_budget.epsilon,
-            delta=run.delta if run.paper_mode else run.statistic_budget.delta,
-            sensitivity=sensitivity,
-            noise_scale=sigma,
-            dp_event=dp_accounting.GaussianDpEvent(
-                sigma / sensitivity if run.paper_mode else run.statistic_multiplier()),
-        )
+        spend = run.statistic_spend(
+            prepared.data_norm, sigma,
+            multiplier=sigma / sensitivity if run.paper_mode else None,
+            epsilon=eps if run.paper_mode else None)
         return Release(spend, settings["calibration"], self._notes(eps, sigma, run),
                        record={"epsilon": eps})
 

@@ -35,7 +35,6 @@ import numpy as np
 
 from privpca._validation import check_delta, check_epsilon, check_in_range
 from privpca.accounting.ledger import PrivacyLedger
-from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.noise import symmetric_gaussian_release
@@ -235,14 +234,7 @@ class ModSuLQPCA(PipelinePCA):
         fit = fit_noisy_matrix(A, settings["k"], noise_sd=scale,
                                denominator=run.denominator(prepared) / n,
                                extra_perturbation=run.mean_perturbation(prepared) / n)
-        spend = PrivacySpend(
-            mechanism="gaussian (MOD-SuLQ): packed upper triangle of XᵀX/n",
-            epsilon=eps_s,
-            delta=delta_s,
-            sensitivity=sensitivity,
-            noise_scale=scale,
-            dp_event=dp_accounting.GaussianDpEvent(multiplier),
-        )
+        spend = run.statistic_spend(data_norm, scale, multiplier=multiplier)
         notes = (
             f"(epsilon, delta) = ({eps_s:.6g}, {delta_s:.3g}) for the statistic from Chaudhuri "
             f"et al.'s MOD-SuLQ theorem with beta = {beta:.6g} for records of norm <= 1"

@@ -41,7 +41,6 @@ import functools
 import math
 from typing import Any
 
-import dp_accounting
 import numpy as np
 
 from privpca._validation import (
@@ -51,7 +50,6 @@ from privpca._validation import (
 )
 from privpca.accounting.composition import gaussian_noise_multiplier_for_composition
 from privpca.accounting.ledger import PrivacyLedger
-from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
@@ -283,16 +281,10 @@ class NoisyPowerPCA(PipelinePCA):
                 history[t] = Q.T
         components, self.explained_variance_, self.explained_variance_ratio_ = (
             run.rotate_to_spectrum(prepared, fix_signs(Q).T.copy(), pre_rng))
-        spend = PrivacySpend(
-            mechanism="gaussian: XᵀX Q per power iteration (Frobenius sensitivity)",
-            epsilon=certified_epsilon(sigma, delta, sensitivity) if run.paper_mode
-            else run.statistic_budget.epsilon,
-            delta=delta if run.paper_mode else run.statistic_budget.delta,
-            sensitivity=sensitivity,
-            noise_scale=sigma,
-            count=T,
-            dp_event=dp_accounting.GaussianDpEvent(multiplier),
-        )
+        spend = run.statistic_spend(
+            prepared.data_norm, sigma, multiplier=multiplier,
+            epsilon=certified_epsilon(sigma, delta, sensitivity) if run.paper_mode else None,
+            delta=delta if run.paper_mode else None)
         notes = (
             f"{T} adaptive releases of XᵀX Q + N(0, sigma²), each with sensitivity "
             f"{sensitivity:.4g} (replace one record) and noise multiplier {multiplier:.6g}, "

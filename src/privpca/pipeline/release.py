@@ -563,6 +563,35 @@ class ReleasePipeline:
         """Noise multiplier σ/Δ of *one* release of the (Gaussian) statistic."""
         return self.plan["statistic"].multiplier
 
+    def statistic_spend(
+        self,
+        data_norm: float,
+        noise_scale: float,
+        *,
+        multiplier: float | None = None,
+        epsilon: float | None = None,
+        delta: float | None = None,
+    ) -> PrivacySpend:
+        """The statistic's privacy map: its spend for rows of norm ≤ ``data_norm`` and noise
+        ``noise_scale``.
+
+        The sensitivity is the statistic's own function of the bound; the event is the
+        Gaussian mechanism at ``multiplier`` (default: the plan's σ/Δ), which must be the
+        planned one for the record to settle. ``epsilon``/``delta`` override the plan's
+        share where an estimator's own calibration certifies another (the papers' settings).
+        """
+        b = self.statistic_budget
+        return PrivacySpend(
+            mechanism=self.statistic.mechanism,
+            epsilon=b.epsilon if epsilon is None else epsilon,
+            delta=b.delta if delta is None else delta,
+            sensitivity=self.statistic.sensitivity(data_norm),
+            noise_scale=noise_scale,
+            count=self.statistic.count,
+            dp_event=dp_accounting.GaussianDpEvent(
+                b.multiplier if multiplier is None else multiplier),
+        )
+
     def _spend(self, part: str, mechanism: str, sensitivity: float, noise: float) -> PrivacySpend:
         b = self._part(part)
         return PrivacySpend(
