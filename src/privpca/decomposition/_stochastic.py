@@ -131,6 +131,9 @@ an int ``batch_size`` to bound it). X is never formed.
   ``clip_norm``) nothing is held out: one pass.
 * **The same output.** A streamed fit equals the in-memory fit with ``shuffle=False`` and the
   same seed (to rounding, at most; the draws are the same).
+* **NaN and infinity.** Every block is checked as a pass reads it. The planned record is
+  booked before the first pass; a non-finite entry stops the fit before anything is released
+  (no fitted attribute is set), so the booking is withdrawn, wherever the entry lies.
 """
 
 from __future__ import annotations
