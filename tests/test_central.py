@@ -21,7 +21,7 @@ from privpca import (
     ShufflingBoundError,
 )
 from privpca.datasets import make_signal_noise, make_spiked
-from privpca.decomposition._records import pair_differences, stream_rows
+from privpca.decomposition._records import pair_differences, table_records
 from privpca.mechanisms.shuffling import local_epsilon_for_shuffling
 from privpca.metrics import sin_theta
 
@@ -261,9 +261,10 @@ def test_replacing_one_record_changes_at_most_one_derived_record(rng, j):
     Y[j] = rng.standard_normal(3) * 100.0
     order = rng.permutation(n)
     rest = order[n_held:]
-    for pairs, centering in ((True, "private"), (False, np.full(3, 5.0)), (False, None)):
-        A = stream_rows(X, rest, pairs, centering)
-        B = stream_rows(Y, rest, pairs, centering)
+    for pairs, centre in ((True, np.full(3, 5.0)), (False, np.full(3, 5.0)), (False, None)):
+        # the records the fit's stream reads (pairs ignore the centre)
+        a, b = (table_records(Z, rest, pairs, centre) for Z in (X, Y))
+        A, B = (r.records(np.arange(r.n_samples)) for r in (a, b))
         assert A.shape == B.shape == ((n - n_held) // 2 if pairs else n - n_held, 3)
         changed = int((A != B).any(axis=1).sum())
         position = int(np.flatnonzero(order == j)[0])
@@ -394,9 +395,10 @@ def test_table_mode_refuses_over_budget_before_reading_data():
 @pytest.mark.parametrize("where", ["held out", "first record", "last record", "unread"])
 @pytest.mark.parametrize("value", [np.nan, np.inf])
 def test_defaults_refuse_nan_wherever_it_is_and_charge_nothing(where, value):
-    """The defaults check X in the fit's own passes (held-out rows before the booking, the
-    stream's rows by its compiled passes, the unread rows at the start): a NaN or inf row
-    anywhere is refused, nothing is set on the estimator and the booking is withdrawn."""
+    """The defaults check X in the fit's own passes (held-out rows before their
+    preprocessing, the stream's rows by its compiled passes, the unread rows at the start): a
+    NaN or inf row anywhere is refused, nothing is set on the estimator and the booking is
+    withdrawn."""
     from privpca._validation import check_random_state
 
     n = 60_000

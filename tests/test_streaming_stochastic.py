@@ -235,6 +235,44 @@ def test_dppca_search_is_refused_on_a_stream_before_the_charge(table):
     assert len(ledger) == 0
 
 
+@pytest.mark.parametrize("cls,kw", PAPER + TABLE[:2] + TABLE[3:4], ids=[
+    "Oja-paper", "PrivateOja-paper", "DPPCA-paper", "Oja", "PrivateOja", "DPPCA"])
+def test_nan_in_a_streamed_table_is_refused_and_the_booking_withdrawn(cls, kw, table):
+    """The planned record is booked before the stream reads a block; a NaN found by the
+    fit's own passes (the held-out gather, the exact mean, or the stream itself) releases
+    nothing, so the one fit withdraws the booking and sets no attribute."""
+    from privpca import NonFiniteInputError
+
+    X = _rows(cls, table).copy()
+    X[X.shape[0] - 3, 1] = np.nan  # in the last block: read after the stream has begun
+    ledger = PrivacyLedger()
+    est = cls(2, random_state=5, ledger=ledger, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(NonFiniteInputError, match="NaN or infinity"):
+            est.fit(ChunkSource(_chunks(X)))
+    assert len(ledger) == 0
+    assert not hasattr(est, "components_") and not hasattr(est, "privacy_")
+
+
+@pytest.mark.parametrize("cls,kw", PAPER, ids=["Oja-paper", "PrivateOja-paper",
+                                               "DPPCA-paper"])
+def test_papers_setting_refuses_parameters_before_the_booking(cls, kw, table):
+    """n_components is checked with the plan (Private Oja's papers' setting used to check it
+    after the charge); over budget, nothing runs and nothing is set."""
+    from privpca import BudgetExceededError
+
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="n_components=7"):
+        cls(7, ledger=ledger, **kw).fit(table[:3_000])
+    assert len(ledger) == 0
+    budget = PrivacyLedger(epsilon_budget=0.5, delta_budget=1e-3)
+    est = cls(1, random_state=0, ledger=budget, **kw)
+    with pytest.raises(BudgetExceededError):
+        est.fit(_rows(cls, table))
+    assert len(budget) == 0 and not hasattr(est, "privacy_")
+
+
 def test_in_memory_defaults_are_unchanged_by_the_shuffle_parameter(table):
     """shuffle='auto' on an array is the random order of before (True gives the same fit)."""
     for cls, kw in (PAPER[1], TABLE[3]):

@@ -6,7 +6,7 @@ table behind them is either an in-memory array, read through an index, or a
 :class:`~privpca.streaming.RowSource`, read block by block, once, in its order.
 :class:`RecordStream` is that pass for all three estimators, over either layout: gathered
 blocks for Oja's and Private Oja's per-record steps, minibatches for DP-PCA's compiled passes.
-:func:`pair_differences`, :func:`stream_blocks` and :func:`stream_rows` form the records
+:func:`pair_differences`, :func:`stream_blocks` and :func:`table_records` form the records
 (:mod:`privpca.decomposition._stochastic` explains why pairs centre the stream).
 """
 
@@ -23,7 +23,7 @@ from privpca._validation import refuse_non_finite
 from privpca.solvers.oja import VectorGradients
 from privpca.streaming.sources import RowSource
 
-__all__ = ["RecordStream", "pair_differences", "stream_blocks", "stream_rows"]
+__all__ = ["RecordStream", "pair_differences", "stream_blocks", "table_records"]
 
 Block = NDArray[np.float64]
 
@@ -69,16 +69,15 @@ def pair_differences(
     return out
 
 
-def stream_rows(
-    X: NDArray[np.float64], index: NDArray[np.intp], pairs: bool, centering: Any
-) -> NDArray[np.float64]:
-    """The stream's records: pair differences, ``x − c`` (a public mean) or ``x`` (a copy)."""
+def table_records(
+    X: NDArray[np.float64], index: NDArray[np.intp], pairs: bool, centre: Any, *,
+    verify: bool = False,
+) -> RecordStream:
+    """The stream's records of an in-memory table, in the order of ``index``: pair
+    differences (a table of their own), else ``X[index] − centre`` read in place (no copy)."""
     if pairs:
-        return pair_differences(X, index)
-    rows = X[index]
-    if centering is not None:
-        rows -= np.asarray(centering, dtype=np.float64)
-    return rows
+        return RecordStream(pair_differences(X, index))
+    return RecordStream(X, index, centre, verify=verify)
 
 
 class RecordStream:

@@ -131,6 +131,9 @@ an int ``batch_size`` to bound it). X is never formed.
   ``clip_norm``) nothing is held out: one pass.
 * **The same output.** A streamed fit equals the in-memory fit with ``shuffle=False`` and the
   same seed (to rounding, at most; the draws are the same).
+* **NaN and infinity.** Every block is checked as a pass reads it. The planned record is
+  booked before the first pass; a non-finite entry stops the fit before anything is released
+  (no fitted attribute is set), so the booking is withdrawn, wherever the entry lies.
 """
 
 from __future__ import annotations
@@ -138,6 +141,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from enum import Enum
 from typing import Any
 
 import dp_accounting
@@ -146,15 +150,15 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils.validation import validate_data
 
 from privpca._validation import (
+    check_delta,
+    check_epsilon,
     check_in_range,
     check_n_components,
-    check_random_state,
     refuse_non_finite,
 )
-from privpca.accounting.ledger import PrivacyLedger, default_ledger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
-from privpca.decomposition._base import BasePrivatePCA
-from privpca.decomposition._records import RecordStream
+from privpca.decomposition._base import BasePrivatePCA, Plan, Release
+from privpca.decomposition._records import RecordStream, table_records
 from privpca.mechanisms.quantile import PrivateQuantile
 from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.budget import DEFAULT_SHARES, HISTOGRAM_PARTS, PART_NAMES
@@ -165,10 +169,12 @@ from privpca.pipeline.release import (
     PreparedRows,
     ReleasePipeline,
     Statistic,
+    check_centering,
+    validated_table,
 )
-from privpca.solvers.oja import GradientSource, MatrixGradients, VectorGradients, check_matrices
-from privpca.solvers.power import random_orthonormal_basis
-from privpca.streaming import ArraySource, as_row_source, is_streamed
+from privpca.solvers.eigen import fix_signs
+from privpca.solvers.oja import MatrixGradients, VectorGradients, check_matrices
+from privpca.streaming import ArraySource, is_streamed
 from privpca.streaming.holdout import held_out_size, random_row_split
 from privpca.streaming.selection import drop_rows, take_rows
 from privpca.streaming.sources import RowSource
@@ -177,7 +183,13 @@ __all__ = [
     "DEFAULT_HOLDOUT_FRACTION",
     "HOLDOUT_SHARES",
     "HeldOutRelease",
+    "HeldOutSplit",
+    "Mode",
     "StochasticPCA",
+    "StreamInput",
+    "StreamPlan",
+    "StreamPrepared",
+    "StreamRun",
     "held_out_notes",
 ]
 
@@ -188,6 +200,121 @@ DEFAULT_HOLDOUT_FRACTION = 0.1
 #: held-out records' whole (ε, δ) is split in the proportions a one-shot fit would use.
 HOLDOUT_SHARES: Mapping[str, float] = DEFAULT_SHARES
 _HELD = " [held-out records]"
+
+
+class Mode(Enum):
+    """The way through a streaming fit (module docstring)."""
+
+    #: The papers' algorithm on in-memory records (vectors, or ``fit_matrices``' matrices).
+    PAPERS = "papers"
+    #: The papers' algorithm in one pass over a streamed table, in its order.
+    PAPERS_STREAM = "papers, streamed"
+    #: Table mode on an in-memory array read in a uniformly random order.
+    TABLE = "table"
+    #: Table mode on a streamed table (or an array read in its order, ``shuffle=False``).
+    TABLE_STREAM = "table, streamed"
+
+    @property
+    def papers(self) -> bool:
+        return self in (Mode.PAPERS, Mode.PAPERS_STREAM)
+
+    @property
+    def streamed(self) -> bool:
+        """Whether the stream reads a :class:`~privpca.streaming.RowSource` in its order."""
+        return self in (Mode.PAPERS_STREAM, Mode.TABLE_STREAM)
+
+
+@dataclass(frozen=True)
+class StreamInput:
+    """The checked input of a streaming fit (:meth:`StochasticPCA._validate`).
+
+    Attributes
+    ----------
+    mode : Mode
+    table : VectorGradients, MatrixGradients, RowSource or ndarray
+        The records of :attr:`Mode.PAPERS`, the source of a streamed mode, the array of
+        :attr:`Mode.TABLE`.
+    shuffle : bool
+        Whether in-memory records are read in a uniformly random order.
+    """
+
+    mode: Mode
+    table: Any
+    shuffle: bool
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.table.shape[0] if isinstance(self.table, np.ndarray)
+                   else self.table.n_samples)
+
+    @property
+    def n_features(self) -> int:
+        return int(self.table.shape[1] if isinstance(self.table, np.ndarray)
+                   else self.table.n_features)
+
+
+@dataclass(frozen=True)
+class HeldOutSplit:
+    """Table mode's plan for the held-out share: sizes, centring, its pipeline, its (ε, δ)."""
+
+    n: int
+    n_held: int
+    m: int
+    pairs: bool
+    centering: Any
+    run: ReleasePipeline
+    epsilon: float
+    delta: float
+    calibration: str
+
+
+@dataclass(kw_only=True)
+class StreamPlan(Plan):
+    """A streaming fit's plan, made from public quantities before the data are read.
+
+    Attributes
+    ----------
+    mode : Mode
+    k : int
+        The validated number of components.
+    shuffle : bool
+        Whether in-memory records are read in a uniformly random order.
+    stream : object
+        The estimator's own calibrated stream (schedule, noise, minibatches).
+    split : HeldOutSplit or None
+        The held-out share of table mode (Private Oja, DP-PCA).
+    """
+
+    mode: Mode
+    k: int
+    shuffle: bool
+    stream: Any
+    split: HeldOutSplit | None = None
+
+
+@dataclass
+class StreamPrepared:
+    """What the stream reads (``records``), and what the fit keeps beside it.
+
+    ``source`` is the input the papers' attributes are computed from, ``held`` the held-out
+    share's releases (table mode), ``centre`` what the stream's records are centred on.
+    """
+
+    records: Any
+    source: Any = None
+    held: HeldOutRelease | None = None
+    centre: Any = None
+
+
+@dataclass
+class StreamRun:
+    """A table-mode stream's outcome: its basis, spend and the record's notes around the
+    held-out share's (:func:`held_out_notes`)."""
+
+    W: NDArray[np.float64]
+    spend: PrivacySpend
+    notes: str
+    tail: str = ""
 
 
 @dataclass
@@ -204,38 +331,29 @@ class HeldOutRelease:
 
 
 class StochasticPCA(BasePrivatePCA):
-    """Base class: ``fit``/``fit_matrices`` → ``_fit_source(source)`` or ``_fit_table(X)``."""
+    """Base class: the one fit's steps for a stream of records.
+
+    :meth:`_validate` says which :class:`Mode` a fit takes; the papers' modes call the
+    estimator's :meth:`_papers_plan` and :meth:`_release_papers`; table mode runs the shared
+    held-out share around the estimator's :meth:`_table_stream_plan` and :meth:`_table_stream`
+    (Private Oja, DP-PCA; the non-private Oja overrides it with the exact mean).
+    """
 
     n_components: int
     random_state: Any
 
-    def fit(self, X: ArrayLike, y: Any = None) -> Any:
-        """Fit on vector records: ``A_i = x_i x_iᵀ`` (never materialised).
+    def _validate(self, X: Any) -> StreamInput:
+        """Vector records, in memory or streamed; the mode and the order they are read in.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), or a streamed table
-            One record per row, used in a single pass. Not modified. A ``dask.array.Array``,
-            a ``numpy.memmap``, a ``.npy``/Parquet path, a list of chunks or a
-            :class:`~privpca.streaming.RowSource` is read block by block in its order (module
-            docstring of :mod:`privpca.decomposition._stochastic`).
-        y : ignored
-
-        Returns
-        -------
-        self
+        A streamed table (a ``dask.array.Array``, a ``numpy.memmap``, a ``.npy``/Parquet path,
+        a list of chunks or a :class:`~privpca.streaming.RowSource`) is read block by block
+        in its order (module docstring); ``A_i = x_i x_iᵀ`` is never formed.
         """
         if is_streamed(X):
-            rows = as_row_source(X)
-            self.n_features_in_ = rows.n_features
-            if hasattr(self, "feature_names_in_"):
-                del self.feature_names_in_
+            rows = validated_table(self, X).source
             self._resolve_shuffle(streamed=True)
-            if self._paper_mode(rows.n_features):
-                self._fit_stream(rows)
-                self._set_paper_attributes(rows)
-                return self
-            return self._fit_stream_table(rows)
+            mode = Mode.PAPERS_STREAM if self._paper_mode(rows.n_features) else Mode.TABLE_STREAM
+            return StreamInput(mode, rows, False)
         Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
         paper = self._paper_mode(Xv.shape[1])
         shuffle = self._resolve_shuffle(streamed=False)
@@ -245,13 +363,10 @@ class StochasticPCA(BasePrivatePCA):
                 else shuffle and self._table_checks_finite()):
             refuse_non_finite(Xv, "X")
         if paper:
-            source = VectorGradients(Xv)
-            self._fit_source(source, shuffle=shuffle)
-            self._set_paper_attributes(source)
-            return self
+            return StreamInput(Mode.PAPERS, VectorGradients(Xv), shuffle)
         if not shuffle:  # as a stream would read it: the same code, the same output
-            return self._fit_stream_table(ArraySource(Xv, validated=True))
-        return self._fit_table(Xv)
+            return StreamInput(Mode.TABLE_STREAM, ArraySource(Xv, validated=True), False)
+        return StreamInput(Mode.TABLE, Xv, True)
 
     def fit_matrices(self, A: ArrayLike) -> Any:
         """Fit on general symmetric matrices ``A_i`` (Liu et al.'s Assumption 1).
@@ -282,21 +397,49 @@ class StochasticPCA(BasePrivatePCA):
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self._check_matrix_params()
-        source = MatrixGradients(arr)
-        self._fit_source(source, shuffle=self._resolve_shuffle(streamed=False))
-        self._set_paper_attributes(source)
-        return self
+        shuffle = self._resolve_shuffle(streamed=False)
+        return self._fit(StreamInput(Mode.PAPERS, MatrixGradients(arr), shuffle))
 
-    # ------------------------------------------------------------------ hooks
-    def _fit_source(self, source: GradientSource, *, shuffle: bool = True) -> Any:
+    # ------------------------------------------------------------------ the one fit's steps
+    def _plan(self, data: StreamInput) -> StreamPlan:
+        return self._papers_plan(data) if data.mode.papers else self._table_plan(data)
+
+    def _prepare(self, plan: StreamPlan, data: StreamInput,
+                 pre_rng: np.random.Generator) -> StreamPrepared:
+        if not data.mode.papers:
+            return self._prepare_table(plan, data, pre_rng)
+        records = (RecordStream.streamed(data.table) if data.mode.streamed else data.table)
+        return StreamPrepared(records, source=data.table)
+
+    def _release(self, plan: StreamPlan, prepared: StreamPrepared, rng: np.random.Generator,
+                 pre_rng: np.random.Generator) -> Release:
+        if not plan.mode.papers:
+            return self._release_table(plan, prepared, rng, pre_rng)
+        self._release_papers(plan, prepared.records, rng)
+        self._set_paper_attributes(prepared.source)
+        return Release(final=plan.planned)  # known in full before the data were read
+
+    # ------------------------------------------------------------------ the estimators' hooks
+    def _papers_plan(self, data: StreamInput) -> StreamPlan:
+        """The papers' algorithm: validate, calibrate, and its (final) record."""
         raise NotImplementedError
 
-    def _fit_stream(self, source: Any) -> Any:
-        """The papers' algorithm on a :class:`~privpca.streaming.RowSource`, in its order."""
+    def _release_papers(self, plan: StreamPlan, records: Any,
+                        rng: np.random.Generator) -> None:
+        """Run the papers' algorithm over ``records``; set ``components_`` and its own
+        attributes (a :class:`RecordStream` when streamed, else the in-memory records)."""
         raise NotImplementedError
 
-    def _fit_stream_table(self, source: Any) -> Any:
-        """Held-out rows + the stream over the rest, in order (module docstring)."""
+    def _table_stream_plan(self, m: int, p: int, *, pairs: bool,
+                           streamed: bool) -> tuple[Any, PrivacySpend, str]:
+        """Table mode: calibrate the stream over m records; ``(stream, planned spend,
+        calibration)``."""
+        raise NotImplementedError
+
+    def _table_stream(self, plan: StreamPlan, records: Any, held: HeldOutRelease,
+                      rng: np.random.Generator) -> StreamRun:
+        """Table mode: run the stream over ``records`` (after the held-out share's
+        preprocessing); set the stream's own attributes."""
         raise NotImplementedError
 
     def _resolve_shuffle(self, *, streamed: bool) -> bool:
@@ -320,22 +463,19 @@ class StochasticPCA(BasePrivatePCA):
         return bool(value)
 
     def _stream_checks_finite(self) -> bool:
-        """Whether ``_fit_source`` refuses NaN/inf in ``X`` itself, in passes that read the
-        records anyway, before anything is charged or released (instead of a pass first)."""
+        """Whether the papers' stream refuses NaN/inf in ``X`` itself, in passes that read
+        the records anyway, each before its mechanism releases (instead of a pass first)."""
         return False
 
     def _table_checks_finite(self) -> bool:
-        """Whether ``_fit_table`` refuses NaN/inf in ``X`` itself: the held-out rows before
-        the booking, the stream's rows by passes that read them anyway, before each release
-        (withdrawing the booking when it refuses)."""
+        """Whether table mode refuses NaN/inf in ``X`` itself: the held-out rows before their
+        preprocessing, the stream's rows by passes that read them anyway, before each
+        release."""
         return False
 
     def _paper_mode(self, n_features: int) -> bool:
         """Whether ``fit(X)`` runs the papers' algorithm unchanged (no preprocessing)."""
         return getattr(self, "centering", None) is None
-
-    def _fit_table(self, X: NDArray[np.float64]) -> Any:
-        raise NotImplementedError
 
     def _check_matrix_params(self) -> None:
         """Refuse parameters that need vector records (overridden)."""
@@ -354,16 +494,7 @@ class StochasticPCA(BasePrivatePCA):
         """Explained variances and total in the papers' setting (None: not released)."""
         return None
 
-    # ------------------------------------------------------------------ shared pieces
-    def _start(
-        self, source: Any, rng: np.random.Generator | None = None
-    ) -> tuple[int, np.random.Generator, NDArray[np.float64]]:
-        """Validated k, the RNG, and ``W₀`` uniform on the Stiefel manifold (data-independent)."""
-        k = check_n_components(self.n_components, source.n_features, owner=self)
-        if rng is None:
-            rng = check_random_state(self.random_state)
-        return k, rng, random_orthonormal_basis(source.n_features, k, rng)
-
+    # ------------------------------------------------------------------ the papers' setting
     def _set_paper_attributes(self, source: Any) -> None:
         """The pipeline's attributes in the papers' setting (the components are untouched)."""
         k = self.components_.shape[0]
@@ -381,6 +512,74 @@ class StochasticPCA(BasePrivatePCA):
                                               else np.full(k, np.nan))
         self.noise_level_ = self._paper_noise_level()
         self.expected_error_ = math.nan
+
+    # ------------------------------------------------------------------ table mode
+    def _table_plan(self, data: StreamInput) -> StreamPlan:
+        """The held-out share's pipeline and the stream over the rest; the planned record
+        lists every held-out part and the stream's event (before the data are read)."""
+        n, p = data.n_samples, data.n_features
+        k = check_n_components(self.n_components, p, owner=self)
+        epsilon = check_epsilon(getattr(self, "epsilon", None), owner=self)
+        delta = check_delta(getattr(self, "delta", None), owner=self)
+        centering = check_centering(getattr(self, "centering", None), p, self)
+        n_held, m, pairs = self._split(n, centering)
+        run = self._held_out_pipeline(n_held, p, epsilon, delta, centering,
+                                      Neighbouring.REPLACE_ONE_CENTRAL)
+        # Refuses (before any charge) what the stream cannot guarantee on m records.
+        stream, spend, calibration = self._table_stream_plan(m, p, pairs=pairs,
+                                                             streamed=data.mode.streamed)
+        calibration += "; held-out parts: analytic Gaussian, exact split (dp-accounting)"
+        split = HeldOutSplit(n, n_held, m, pairs, centering, run, epsilon, delta, calibration)
+        planned = self._table_record(self._planned_spends(run), spend, split,
+                                     data_norm=math.nan, notes="planned before the fit")
+        return StreamPlan(planned=planned, mode=data.mode, k=k, shuffle=data.shuffle,
+                          stream=stream, split=split)
+
+    def _prepare_table(self, plan: StreamPlan, data: StreamInput,
+                       pre_rng: np.random.Generator) -> StreamPrepared:
+        """The held-out share (drawn from the preprocessing's stream) and its releases; the
+        records of the stream over the rest.
+
+        An array's held-out rows are the first of a public random permutation and the stream
+        reads the rest in place, in that order (pair differences form a table of their own);
+        a streamed table's are a secret random set of rows, gathered in one pass
+        (:meth:`_split_streamed`).
+        """
+        split = plan.split
+        assert split is not None
+        if data.mode.streamed:
+            held, records = self._split_streamed(split.run, data.table, split.n_held,
+                                                 split.pairs, split.centering, pre_rng)
+            return StreamPrepared(records, held=held)
+        X = data.table
+        # In memory, the fit's own passes refuse NaN/inf (_table_checks_finite): the held-out
+        # rows here, before their preprocessing; the stream's by its compiled passes.
+        verify = not split.pairs and self._table_checks_finite()
+        perm = pre_rng.permutation(split.n)
+        held_rows = X[perm[: split.n_held]]
+        if verify:
+            refuse_non_finite(held_rows, "X")
+        held = self._prepare_held_out(split.run, held_rows, pre_rng)
+        del held_rows
+        records = table_records(X, perm[split.n_held:], split.pairs,
+                                held.stream_centre(split.centering), verify=verify)
+        return StreamPrepared(records, held=held)
+
+    def _release_table(self, plan: StreamPlan, prepared: StreamPrepared,
+                       rng: np.random.Generator, pre_rng: np.random.Generator) -> Release:
+        """The stream, then the held-out "variance" part; the record of every part."""
+        split, held = plan.split, prepared.held
+        assert split is not None and held is not None
+        run = self._table_stream(plan, prepared.records, held, rng)
+        prepared.records = None  # the stream's table is not needed any more
+        self._set_table_attributes(fix_signs(run.W).T.copy(), held, pre_rng)
+        notes = (run.notes + held_out_notes(split.n, split.n_held, split.m, split.pairs,
+                                            split.centering, split.run,
+                                            in_order=plan.mode.streamed)
+                 + run.tail)
+        return Release(final=self._table_record(held.prepared.spends, run.spend, split,
+                                                data_norm=held.prepared.data_norm,
+                                                notes=notes))
 
     def _holdout_fraction(self) -> float:
         return check_in_range(getattr(self, "holdout_fraction", DEFAULT_HOLDOUT_FRACTION),
@@ -408,16 +607,13 @@ class StochasticPCA(BasePrivatePCA):
         total = sum(used.values())
         return {part: w / total for part, w in used.items()}
 
-    def _split(
-        self, n: int, centering: Any, n_held: int | None = None
-    ) -> tuple[int, int, bool]:
+    def _split(self, n: int, centering: Any) -> tuple[int, int, bool]:
         """``(n_held, m, pairs)``: held-out size, stream size, whether pairs are formed.
 
-        ``n_held`` defaults to ``⌈holdout_fraction·n⌉``
-        (:func:`~privpca.streaming.holdout.held_out_size`, in memory and streamed alike)."""
+        ``n_held = ⌈holdout_fraction·n⌉`` (:func:`~privpca.streaming.holdout.held_out_size`,
+        in memory and streamed alike)."""
         frac = self._holdout_fraction()
-        if n_held is None:
-            n_held = held_out_size(n, frac)
+        n_held = held_out_size(n, frac)
         mode = getattr(self, "stream_centering", "mean")
         if mode not in ("mean", "pairs"):
             raise ValueError(
@@ -534,44 +730,28 @@ class StochasticPCA(BasePrivatePCA):
         return held, RecordStream.streamed(drop_rows(table, split.held), pairs=pairs,
                                            centre=centre)
 
-    def _book_ledger(self, record: PrivacyRecord) -> PrivacyLedger:
-        """Charge the planned record (refused here if over budget); return the ledger."""
-        self._charge(record, getattr(self, "ledger", None))
-        ledger = getattr(self, "ledger", None)
-        return default_ledger() if ledger is None else ledger
-
     @staticmethod
-    def _table_record(
-        spends: list[PrivacySpend],
-        statistic: PrivacySpend,
-        *,
-        epsilon: float,
-        delta: float,
-        n: int,
-        neighbouring: Neighbouring,
-        calibration: str,
-        data_norm: float,
-        n_clipped: int,
-        notes: str,
-    ) -> PrivacyRecord:
+    def _table_record(spends: list[PrivacySpend], statistic: PrivacySpend, split: HeldOutSplit,
+                      *, data_norm: float, notes: str) -> PrivacyRecord:
+        """Table mode's one record: every held-out part's spend, then the stream's."""
         held = [replace(s, mechanism=s.mechanism if s.mechanism.endswith(_HELD)
                         else s.mechanism + _HELD) for s in spends]
         stat = replace(statistic, mechanism=statistic.mechanism
                        if statistic.mechanism.startswith("statistic: ")
                        else f"statistic: {statistic.mechanism}")
         return PrivacyRecord(
-            epsilon=float(epsilon),
-            delta=float(delta),
+            epsilon=float(split.epsilon),
+            delta=float(split.delta),
             model="central",
-            neighbouring=neighbouring.description,
+            neighbouring=Neighbouring.REPLACE_ONE_CENTRAL.description,
             sensitivity=stat.sensitivity,
             noise_scale=stat.noise_scale,
-            calibration=calibration,
+            calibration=split.calibration,
             data_norm=float(data_norm),
-            n_samples=int(n),
-            n_clipped=int(n_clipped),
+            n_samples=int(split.n),
+            n_clipped=0,
             spends=(*held, stat),
-            target_epsilon=float(epsilon),
+            target_epsilon=float(split.epsilon),
             notes=notes,
         )
 

@@ -86,22 +86,22 @@ from privpca._validation import (
     check_in_range,
     check_n_components,
     check_options,
-    check_random_state,
     refuse_non_finite,
 )
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
-from privpca.decomposition._records import RecordStream, pair_differences
+from privpca.decomposition._records import RecordStream
 from privpca.decomposition._stochastic import (
     DEFAULT_HOLDOUT_FRACTION,
+    HeldOutRelease,
     StochasticPCA,
-    held_out_notes,
+    StreamInput,
+    StreamPlan,
+    StreamRun,
 )
-from privpca.exceptions import NonFiniteInputError
 from privpca.mechanisms.gradient_statistics import PrivateMean, PrivateTopEigenvalue
 from privpca.mechanisms.noise import laplace_release
 from privpca.mechanisms.sensitivity import Neighbouring
-from privpca.pipeline.release import check_centering
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.oja import (
     GradientSource,
@@ -111,6 +111,7 @@ from privpca.solvers.oja import (
     block_oja_update,
     resolve_learning_rate,
 )
+from privpca.solvers.power import random_orthonormal_basis
 
 __all__ = ["DEFAULT_SEARCH_GRID", "DPPCA"]
 
@@ -429,12 +430,12 @@ class DPPCA(StochasticPCA):
         return _Setup(self._step_plan(n, p * k, what=what), lr, (), 0, 0, None)
 
     def _stream(
-        self, source: Any, setup: _Setup, rng: np.random.Generator | None = None, *,
+        self, source: Any, setup: _Setup, k: int, rng: np.random.Generator, *,
         shuffle: bool = True,
     ) -> tuple[NDArray[np.float64], dict[str, Any], LearningRate]:
         """Algorithm 3 (or the search) over ``source``: ``(W, history, schedule)``; a
         streamed :class:`RecordStream` is read once, in its order."""
-        _k, rng, W0 = self._start(source, rng)
+        W0 = random_orthonormal_basis(source.n_features, k, rng)
         n = source.n_samples
         order: NDArray[np.intp] | None = None
         if not (isinstance(source, RecordStream) and source.is_streamed):
@@ -447,19 +448,30 @@ class DPPCA(StochasticPCA):
         assert order is not None  # the search is refused on streams before anything runs
         return self._search(source, rng, W0, order, setup)
 
-    def _fit_source(self, source: GradientSource, *, shuffle: bool = True) -> DPPCA:
-        """The paper's algorithm on ``source`` as given (uncentred)."""
-        n, p = source.n_samples, source.n_features
-        setup = self._setup(n, p)
-        if isinstance(source, VectorGradients):
-            # NaN/inf: refused by the stream's passes (_stream_checks_finite), before the
-            # charge below and before any mechanism's release.
-            source = RecordStream(source.X, verify=self._stream_checks_finite())
-        W, history, lr = self._stream(source, setup, shuffle=shuffle)
-        self.privacy_ = self._record(setup.plan, n, search=setup.search)
-        self._charge(self.privacy_, self.ledger)
-        self._finish(W, history, setup.plan, lr)
-        return self
+    # ------------------------------------------------------------------ the one fit's steps
+    def _plan(self, data: StreamInput) -> StreamPlan:
+        if data.mode.streamed:
+            self._refuse_search_on_stream()
+        return super()._plan(data)
+
+    def _papers_plan(self, data: StreamInput) -> StreamPlan:
+        """The paper's algorithm on the records as given (uncentred): its record is known in
+        full before the data are read."""
+        setup = self._setup(data.n_samples, data.n_features)
+        record = self._record(setup.plan, data.n_samples, search=setup.search)
+        k = check_n_components(self.n_components, data.n_features, owner=self)
+        return StreamPlan(planned=record, mode=data.mode, k=k, shuffle=data.shuffle,
+                          stream=setup)
+
+    def _release_papers(self, plan: StreamPlan, records: Any,
+                        rng: np.random.Generator) -> None:
+        if isinstance(records, VectorGradients):
+            # NaN/inf: refused by the stream's passes (_stream_checks_finite), each before
+            # its mechanism's release (the booking is then withdrawn).
+            records = RecordStream(records.X, verify=self._stream_checks_finite())
+        W, history, lr = self._stream(records, plan.stream, plan.k, rng, shuffle=plan.shuffle)
+        self.components_ = fix_signs(W).T.copy()
+        self._finish(history, plan.stream.plan, lr)
 
     def _paper_noise_level(self) -> float:
         return _noise_level(self.history_)
@@ -475,11 +487,6 @@ class DPPCA(StochasticPCA):
         return (self._stream_checks_finite()
                 and getattr(self, "stream_centering", "mean") == "mean")
 
-    def _fit_table(self, X: NDArray[np.float64]) -> DPPCA:
-        """Held-out share (mean, bound, variances) + Algorithm 3 on the (derived) rest."""
-        return self._fit_held_out(X)
-
-    # ------------------------------------------------------------------ streamed tables
     def _refuse_search_on_stream(self) -> None:
         if isinstance(self.learning_rate, str) and self.learning_rate == "search":
             raise ValueError(
@@ -489,101 +496,37 @@ class DPPCA(StochasticPCA):
                 "in-memory array with shuffle='auto'."
             )
 
-    def _fit_stream(self, source: Any) -> DPPCA:
-        """The paper's algorithm in one pass over ``source``, in its order (charged first)."""
-        self._refuse_search_on_stream()
-        n, p = source.n_samples, source.n_features
-        setup = self._setup(n, p)
-        self.privacy_ = self._record(setup.plan, n, search=setup.search)
-        self._charge(self.privacy_, self.ledger)  # before the stream reads a record
-        W, history, lr = self._stream(RecordStream.streamed(source), setup)
-        self._finish(W, history, setup.plan, lr)
-        return self
-
-    def _fit_stream_table(self, source: Any) -> DPPCA:
-        """Held-out rows (mean, bound, variances) + Algorithm 3 on the rest, in order."""
-        self._refuse_search_on_stream()
-        return self._fit_held_out(source)
-
-    def _fit_held_out(self, table: Any) -> DPPCA:
-        """A held-out share releases the mean, bound and variances at the full (ε, δ); the
-        stream runs Algorithm 3 on the rest (parallel composition). ``table`` is an array
-        (held-out rows drawn by a public permutation, the rest read in place) or a
-        :class:`~privpca.streaming.RowSource` (a secret uniformly random set of held-out
-        rows, gathered in one pass; the rest in order)."""
-        streamed = not isinstance(table, np.ndarray)
-        n, p = table.shape if not streamed else (table.n_samples, table.n_features)
-        check_n_components(self.n_components, p, owner=self)
-        epsilon = check_epsilon(self.epsilon, owner=self)
-        delta = check_delta(self.delta, owner=self)
-        centering = check_centering(self.centering, p, self)
-        n_held, m, pairs = self._split(n, centering)
-        run = self._held_out_pipeline(n_held, p, epsilon, delta, centering,
-                                      Neighbouring.REPLACE_ONE_CENTRAL)
+    # ------------------------------------------------------------------ on a table
+    def _table_stream_plan(self, m: int, p: int, *, pairs: bool,
+                           streamed: bool) -> tuple[tuple[_Setup, PrivacyRecord],
+                                                    PrivacySpend, str]:
+        """Batches and both mechanisms' calibration for the m (derived) records; the
+        stream's spend is known in full before the data are read."""
         setup = self._setup(m, p, what="m (pair differences)" if pairs else "m (records)")
         stream = self._record(setup.plan, m, search=setup.search)
-        calibration = (f"{stream.calibration}; held-out parts: analytic Gaussian, exact "
-                       "split (dp-accounting)")
-        planned = self._table_record(
-            self._planned_spends(run), stream.spends[0], epsilon=epsilon, delta=delta, n=n,
-            neighbouring=Neighbouring.REPLACE_ONE_CENTRAL, calibration=calibration,
-            data_norm=math.nan, n_clipped=0, notes="planned before the fit")
-        rng = check_random_state(self.random_state)
-        pre_rng = self._preprocessing_rng(rng)
-        # In memory, NaN/inf are refused by the fit's own passes (_table_checks_finite):
-        # the held-out rows here, before the booking; the stream's by its compiled passes.
-        verify = not streamed and not pairs and self._table_checks_finite()
-        if not streamed:
-            perm = pre_rng.permutation(n)
-            held_rows = table[perm[:n_held]]
-            if verify:
-                refuse_non_finite(held_rows, "X")
-        ledger = self._book_ledger(planned)
-        source: RecordStream
-        if streamed:
-            held, source = self._split_streamed(run, table, n_held, pairs, centering,
-                                                pre_rng)
-        else:
-            held = self._prepare_held_out(run, held_rows, pre_rng)
-            del held_rows
-            # The stream reads X in place (rows perm[n_held:], minus the public or held-out
-            # mean); only pair differences are formed as a table of their own.
-            source = (RecordStream(pair_differences(table, perm[n_held:])) if pairs else
-                      RecordStream(table, perm[n_held:], held.stream_centre(centering),
-                                   verify=verify))
-        # An array's stream is already in the uniformly random order of ``perm`` (so are its
-        # pairs): read in that order, not shuffled again, which saves a permutation and lets
-        # pairs stream from memory in order. DP-PCA's guarantee is parallel composition over
-        # positions, so it needs no second, independent order (Private Oja's shuffled one
-        # does; it does not come here).
-        try:
-            W, history, lr = self._stream(source, setup, rng, shuffle=False)
-        except NonFiniteInputError:
-            ledger.withdraw(planned)  # refused before anything was released
-            raise
-        del source
-        self._set_table_attributes(fix_signs(W).T.copy(), held, pre_rng)
-        notes = (stream.notes + " " + held_out_notes(n, n_held, m, pairs, centering, run,
-                                                     in_order=streamed)
-                 + " Held-out rows above D are clipped to it for the variances (the stream "
-                 "needs no norm bound); how many is not reported, being a non-private count.")
-        record = self._table_record(
-            held.prepared.spends, stream.spends[0], epsilon=epsilon, delta=delta, n=n,
-            neighbouring=Neighbouring.REPLACE_ONE_CENTRAL, calibration=calibration,
-            data_norm=held.prepared.data_norm, n_clipped=0, notes=notes)
-        ledger.amend(planned, record)
-        self.privacy_ = record
-        components = self.components_
-        self._finish(W, history, setup.plan, lr)
-        self.components_ = components  # rotated to the private spectrum, not W's basis
+        return (setup, stream), stream.spends[0], stream.calibration
+
+    def _table_stream(self, plan: StreamPlan, records: Any, held: HeldOutRelease,
+                      rng: np.random.Generator) -> StreamRun:
+        """Algorithm 3 on the (derived) records left after the held-out share.
+
+        An array's records are already in the uniformly random order of the held-out
+        permutation (so are its pairs): they are read in that order, not shuffled again,
+        which saves a permutation and lets pairs stream from memory in order. DP-PCA's
+        guarantee is parallel composition over positions, so it needs no second, independent
+        order (Private Oja's shuffled one does).
+        """
+        setup, stream = plan.stream
+        W, history, lr = self._stream(records, setup, plan.k, rng, shuffle=False)
+        self._finish(history, setup.plan, lr)
         self.noise_level_ = _noise_level(history)
         self.expected_error_ = math.nan
-        return self
+        return StreamRun(W, stream.spends[0], stream.notes + " ", tail=(
+            " Held-out rows above D are clipped to it for the variances (the stream needs "
+            "no norm bound); how many is not reported, being a non-private count."))
 
-    def _finish(
-        self, W: NDArray[np.float64], history: dict[str, Any], plan: _Plan, lr: LearningRate
-    ) -> None:
-        self.components_ = fix_signs(W).T.copy()
+    def _finish(self, history: dict[str, Any], plan: _Plan, lr: LearningRate) -> None:
+        """The stream's own attributes (``components_`` is set by the caller)."""
         self.history_ = history
         self.batch_size_ = plan.batch_size
         self.n_iter_ = plan.n_steps

@@ -15,6 +15,7 @@ and W; ``shuffle=False`` on an in-memory array reads it the same way, with the s
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,19 +24,27 @@ from numpy.typing import NDArray
 from privpca._validation import check_in_range, check_n_components
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord
+from privpca.decomposition._base import Release
 from privpca.decomposition._records import RecordStream
-from privpca.decomposition._stochastic import StochasticPCA
+from privpca.decomposition._stochastic import (
+    Mode,
+    StochasticPCA,
+    StreamInput,
+    StreamPlan,
+    StreamPrepared,
+)
 from privpca.pipeline.release import check_centering
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.oja import (
     OJA_LEARNING_RATE,
-    GradientSource,
+    LearningRate,
     MatrixGradients,
     VectorGradients,
     block_oja_update,
     oja_steps,
     resolve_learning_rate,
 )
+from privpca.solvers.power import random_orthonormal_basis
 from privpca.streaming.reductions import clipped_sum, projected_moments
 from privpca.streaming.sources import RowSource
 
@@ -45,6 +54,15 @@ _IN_ORDER = " The records were read in the table's order (one pass)."
 _NON_PRIVATE = "Non-private Oja's algorithm: no noise, no guarantee (an infinite spend)."
 #: Records gathered per block of an in-memory pass (any cut gives the same iterate).
 _CHUNK = 8192
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """Oja's schedule, records per step, and the centring of table mode (public)."""
+
+    lr: LearningRate
+    batch_size: int
+    centering: Any
 
 
 def _check_batch_size(value: Any, owner: object) -> int:
@@ -147,49 +165,84 @@ class OjaPCA(StochasticPCA):
         self.random_state = random_state
         self.ledger = ledger
 
-    def _fit_source(self, source: GradientSource, *, centering_note: str = "",
-                    shuffle: bool = True) -> OjaPCA:
-        """Algorithm 1 on ``source`` as given; a streamed :class:`RecordStream` is read once,
-        in its order (one record per step)."""
-        _k, rng, W = self._start(source)
+    # ------------------------------------------------------------------ the one fit's steps
+    def _papers_plan(self, data: StreamInput) -> StreamPlan:
+        return self._oja_plan(data, None)
+
+    def _table_plan(self, data: StreamInput) -> StreamPlan:
+        """Centred on the exact (or public) mean: no held-out share (nothing is private)."""
+        return self._oja_plan(data, check_centering(self.centering, data.n_features, self))
+
+    def _oja_plan(self, data: StreamInput, centering: Any) -> StreamPlan:
+        """Algorithm 1's schedule and batches; the (infinite) spend of a non-private fit."""
+        k = check_n_components(self.n_components, data.n_features, owner=self)
         lr = resolve_learning_rate(self.learning_rate, OJA_LEARNING_RATE, owner="OjaPCA")
         b = _check_batch_size(self.batch_size, self)
-        streamed = isinstance(source, RecordStream) and source.is_streamed
-        if streamed and b != 1:
+        if data.mode.streamed and b != 1:
             raise ValueError("OjaPCA streams one record per step: use batch_size=1 on a "
                              "streamed table (or shuffle=True on an in-memory array).")
-        n = source.n_samples
-        order = None if streamed else (rng.permutation(n) if shuffle else np.arange(n))
-        self.privacy_ = PrivacyRecord.non_private(
-            n, _NON_PRIVATE + ("" if shuffle and not streamed else _IN_ORDER) + centering_note)
-        self._charge(self.privacy_, self.ledger)
-        if b == 1 and isinstance(source, VectorGradients | RecordStream):
-            records = source if isinstance(source, RecordStream) else RecordStream(source.X)
-            W, steps = oja_steps(records.blocks(order, _CHUNK), n, W, lr)
+        notes = (_NON_PRIVATE + (_IN_ORDER if data.mode.streamed or not data.shuffle else "")
+                 + ("" if data.mode.papers else _centering_note(centering)))
+        return StreamPlan(planned=PrivacyRecord.non_private(data.n_samples, notes),
+                          mode=data.mode, k=k, shuffle=data.shuffle,
+                          stream=_Steps(lr, b, centering))
+
+    def _prepare_table(self, plan: StreamPlan, data: StreamInput,
+                       pre_rng: np.random.Generator) -> StreamPrepared:
+        """The exact (or public) mean; an in-memory table is centred, a streamed one is
+        read minus it (one pass for the exact mean)."""
+        centering = plan.stream.centering
+        if data.mode is Mode.TABLE:
+            X = data.table
+            mean = X.mean(axis=0) if isinstance(centering, str) else centering
+            Xc = X - mean
+            return StreamPrepared(VectorGradients(Xc), source=Xc, centre=mean)
+        source = data.table
+        if isinstance(centering, str):
+            mean = clipped_sum(source, None, math.inf) / source.n_samples  # none clipped at inf
+        else:
+            mean = np.asarray(centering, dtype=np.float64)
+        return StreamPrepared(RecordStream.streamed(source, centre=mean), source=source,
+                              centre=mean)
+
+    def _release_papers(self, plan: StreamPlan, records: Any,
+                        rng: np.random.Generator) -> None:
+        """Algorithm 1 over ``records`` as given; a streamed :class:`RecordStream` is read
+        once, in its order (one record per step)."""
+        lr, b = plan.stream.lr, plan.stream.batch_size
+        W = random_orthonormal_basis(records.n_features, plan.k, rng)
+        streamed = isinstance(records, RecordStream) and records.is_streamed
+        n = records.n_samples
+        order = None if streamed else (rng.permutation(n) if plan.shuffle else np.arange(n))
+        if b == 1 and isinstance(records, VectorGradients | RecordStream):
+            stream = records if isinstance(records, RecordStream) else RecordStream(records.X)
+            W, steps = oja_steps(stream.blocks(order, _CHUNK), n, W, lr)
         else:
             assert order is not None
             steps = n // b
             for t in range(1, steps + 1):
                 idx = order[(t - 1) * b : t * b]
-                W = block_oja_update(W, lr(t) * source.mean_gradient(idx, W))
+                W = block_oja_update(W, lr(t) * records.mean_gradient(idx, W))
         self.components_ = fix_signs(W).T.copy()
         self.n_iter_ = steps
         self.learning_rate_ = lr
-        return self
 
-    def _fit_table(self, X: NDArray[np.float64]) -> OjaPCA:
-        """Centre on the exact (or public) mean, then the same pass as the papers' Oja."""
-        n, p = X.shape
-        centering = check_centering(self.centering, p, self)
-        mean = X.mean(axis=0) if isinstance(centering, str) else centering
-        Xc = X - mean
-        self._fit_source(VectorGradients(Xc), centering_note=_centering_note(centering))
-        # Exact VᵀCV (free: not private): rotate the basis to its eigenvectors, in order.
+    def _release_table(self, plan: StreamPlan, prepared: StreamPrepared,
+                       rng: np.random.Generator, pre_rng: np.random.Generator) -> Release:
+        """The same pass as the papers' Oja on the centred rows, then the exact ``VᵀCV``
+        (one more pass over a streamed table)."""
+        self._release_papers(plan, prepared.records, rng)
+        source = prepared.source
+        n = source.n_samples if isinstance(source, RowSource) else source.shape[0]
         denom = max(n - 1, 1)
-        proj = Xc @ self.components_.T
-        self._set_exact_spectrum(proj.T @ proj / denom,
-                                 float(np.einsum("ij,ij->", Xc, Xc)) / denom, mean)
-        return self
+        if isinstance(source, RowSource):
+            matrix, total = projected_moments(source, prepared.centre, None, math.inf,
+                                              self.components_)
+        else:
+            proj = source @ self.components_.T
+            matrix, total = proj.T @ proj, float(np.einsum("ij,ij->", source, source))
+        self._set_exact_spectrum(matrix / denom, total / denom, prepared.centre)
+        return Release(final=plan.planned)
 
     def _paper_variances(
         self, source: Any
@@ -197,26 +250,6 @@ class OjaPCA(StochasticPCA):
         values, total = _exact_variances(source, self.components_)
         n = source.n_samples
         return values / n, total / n
-
-    # ------------------------------------------------------------------ streamed tables
-    def _fit_stream(self, source: RowSource) -> OjaPCA:
-        return self._fit_source(RecordStream.streamed(source), shuffle=False)
-
-    def _fit_stream_table(self, source: RowSource) -> OjaPCA:
-        """Exact (or public) mean by one pass, the stream, exact variances by one pass."""
-        n, p = source.n_samples, source.n_features
-        check_n_components(self.n_components, p, owner=self)
-        centering = check_centering(self.centering, p, self)
-        if isinstance(centering, str):
-            mean = clipped_sum(source, None, math.inf) / n  # nothing is clipped at inf
-        else:
-            mean = np.asarray(centering, dtype=np.float64)
-        self._fit_source(RecordStream.streamed(source, centre=mean), shuffle=False,
-                         centering_note=_centering_note(centering))
-        denom = max(n - 1, 1)
-        matrix, total = projected_moments(source, mean, None, math.inf, self.components_)
-        self._set_exact_spectrum(matrix / denom, total / denom, mean)
-        return self
 
     def _set_exact_spectrum(self, matrix: NDArray[np.float64], total: float,
                             mean: Any) -> None:

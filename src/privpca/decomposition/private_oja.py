@@ -72,21 +72,22 @@ from privpca._validation import (
     check_n_components,
     check_norm_bound,
     check_options,
-    check_random_state,
 )
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
-from privpca.decomposition._records import RecordStream, stream_rows
+from privpca.decomposition._records import RecordStream
 from privpca.decomposition._stochastic import (
     DEFAULT_HOLDOUT_FRACTION,
+    HeldOutRelease,
     StochasticPCA,
-    held_out_notes,
+    StreamInput,
+    StreamPlan,
+    StreamRun,
 )
 from privpca.exceptions import RowClippingWarning
 from privpca.mechanisms.noise import GaussianNoiseSteps
 from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.mechanisms.shuffling import local_epsilon_for_shuffling
-from privpca.pipeline.release import check_centering
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.oja import (
     OJA_LEARNING_RATE,
@@ -96,12 +97,20 @@ from privpca.solvers.oja import (
     check_steps,
     resolve_learning_rate,
 )
-from privpca.streaming.sources import RowSource
+from privpca.solvers.power import random_orthonormal_basis
 
 __all__ = ["PrivateOjaPCA"]
 
 #: Records per draw of the noise (counted in steps: any cut into blocks draws the same).
 _CHUNK = 4096
+
+
+@dataclass(frozen=True)
+class _Stream:
+    """Private Oja's stream: its calibration and β (``"auto"``: the held-out bound²)."""
+
+    cal: _Calibration
+    clip: float | str
 
 
 @dataclass(frozen=True)
@@ -329,23 +338,25 @@ class PrivateOjaPCA(StochasticPCA):
         source: Any,
         cal: _Calibration,
         beta: float,
-        rng: np.random.Generator | None = None,
+        k: int,
+        rng: np.random.Generator,
         *,
         shuffle: bool = True,
     ) -> tuple[NDArray[np.float64], int]:
         """Algorithm 2 over the records of ``source``: ``(W, blocks clipped)``.
 
-        ``shuffle=False`` reads them in their order (only with ``amplification="none"``:
-        :meth:`_calibrate` refuses the other), as a streamed :class:`RecordStream` is read.
+        ``W₀`` is uniform on the Stiefel manifold, then the order: a permutation
+        (Algorithm 2, line 1, and what shuffling assumes), the records' own order with
+        ``shuffle=False`` (only with ``amplification="none"``: :meth:`_calibrate` refuses the
+        other), or a streamed :class:`RecordStream`'s, read once.
         """
-        k, rng, W = self._start(source, rng)
+        W = random_orthonormal_basis(source.n_features, k, rng)
         n = source.n_samples
         etas = cal.lr(np.arange(1, n + 1, dtype=np.float64))
         noise_sd = 2.0 * beta * cal.alpha  # per unit of η
         if isinstance(source, VectorGradients):
             source = RecordStream(source.X)
         if isinstance(source, RecordStream):
-            # Algorithm 2, line 1 (and what shuffling assumes); a streamed table in its order
             order = (None if source.is_streamed
                      else (rng.permutation(n) if shuffle else np.arange(n)))
             return _private_oja_steps(W, source.blocks(order, _CHUNK), n, etas, noise_sd,
@@ -391,26 +402,25 @@ class PrivateOjaPCA(StochasticPCA):
             )
         )
 
-    def _fit_source(self, source: Any, *, shuffle: bool = True) -> PrivateOjaPCA:
-        """The paper's algorithm on ``source`` as given (uncentred, public β); a streamed
-        :class:`RecordStream` is read once, in its order."""
+    # ------------------------------------------------------------------ the papers' setting
+    def _papers_plan(self, data: StreamInput) -> StreamPlan:
+        """The paper's algorithm on the records as given (uncentred, public β): its record,
+        known in full before the stream reads a record."""
         beta = check_norm_bound(self.clip_norm, "clip_norm", owner=self)
-        n = source.n_samples
-        cal = self._calibrate(n, shuffle=shuffle and not (isinstance(source, RecordStream)
-                                                          and source.is_streamed))
-        noise_sd = 2.0 * beta * cal.alpha
-        spend = self._stream_spend(cal, beta, derived=False)
+        n = data.n_samples
+        cal = self._calibrate(n, shuffle=data.shuffle)
+        k = check_n_components(self.n_components, data.n_features, owner=self)
         record = PrivacyRecord(
             epsilon=cal.certified,
             delta=cal.delta,
             model="central",
             neighbouring=Neighbouring.REPLACE_ONE_CENTRAL.description,
             sensitivity=2.0 * beta,
-            noise_scale=noise_sd,
+            noise_scale=2.0 * beta * cal.alpha,
             calibration=cal.calibration,
             data_norm=math.sqrt(beta),
             n_samples=int(n),
-            spends=(spend,),
+            spends=(self._stream_spend(cal, beta, derived=False),),
             target_epsilon=cal.epsilon,
             notes=(
                 self._stream_notes(cal, beta, n)
@@ -419,14 +429,18 @@ class PrivateOjaPCA(StochasticPCA):
                 "is used, which is conservative."
             ),
         )
-        self._charge(record, self.ledger)  # before the stream touches a record
-        W, n_clipped = self._stream(source, cal, beta, shuffle=shuffle)
+        return StreamPlan(planned=record, mode=data.mode, k=k, shuffle=data.shuffle,
+                          stream=_Stream(cal, beta))
+
+    def _release_papers(self, plan: StreamPlan, records: Any,
+                        rng: np.random.Generator) -> None:
+        cal, beta = plan.stream.cal, plan.stream.clip
+        assert isinstance(beta, float)
+        W, n_clipped = self._stream(records, cal, beta, plan.k, rng, shuffle=plan.shuffle)
         if n_clipped:
-            _warn_clipped(beta)
-        self.privacy_ = record
+            _warn_clipped(beta, stacklevel=6)
         self.components_ = fix_signs(W).T.copy()
-        self._set_stream_attributes(cal, beta, n)
-        return self
+        self._set_stream_attributes(cal, beta, records.n_samples)
 
     def _set_stream_attributes(self, cal: _Calibration, beta: float, n: int) -> None:
         self.noise_multiplier_ = cal.alpha
@@ -442,84 +456,37 @@ class PrivateOjaPCA(StochasticPCA):
         return math.sqrt(self.clip_norm_)
 
     # ------------------------------------------------------------------ on a table
-    def _fit_table(self, X: NDArray[np.float64]) -> PrivateOjaPCA:
-        """Held-out share (mean, β, variances) + Algorithm 2 on the (derived) rest."""
-        return self._fit_held_out(X)
-
-    # ------------------------------------------------------------------ streamed tables
-    def _fit_stream(self, source: RowSource) -> PrivateOjaPCA:
-        """The paper's algorithm in one pass over ``source``, in its order."""
-        return self._fit_source(RecordStream.streamed(source), shuffle=False)
-
-    def _fit_stream_table(self, source: RowSource) -> PrivateOjaPCA:
-        """Held-out rows (mean, β, variances) + Algorithm 2 on the rest, in order."""
-        return self._fit_held_out(source)
-
-    def _fit_held_out(self, table: Any) -> PrivateOjaPCA:
-        """A held-out share releases the mean, β and variances at the full (ε, δ); the stream
-        runs Algorithm 2 on the rest (parallel composition). ``table`` is an array (held-out
-        rows drawn by a public permutation, the rest shuffled) or a
-        :class:`~privpca.streaming.RowSource` (a secret uniformly random set of held-out
-        rows, gathered in one pass; the rest in order, where amplification by shuffling is
-        refused)."""
-        streamed = not isinstance(table, np.ndarray)
-        n, p = table.shape if not streamed else (table.n_samples, table.n_features)
-        check_n_components(self.n_components, p, owner=self)
-        centering = check_centering(self.centering, p, self)
+    def _table_stream_plan(self, m: int, p: int, *, pairs: bool,
+                           streamed: bool) -> tuple[_Stream, PrivacySpend, str]:
+        """β (public, or ``"auto"``: the held-out bound squared) and α for m steps; a
+        streamed table's order refuses amplification by shuffling."""
         clip = self._check_clip_norm()
-        n_held, m, pairs = self._split(n, centering)
-        run = self._held_out_pipeline(n_held, p, check_epsilon(self.epsilon, owner=self),
-                                      check_delta(self.delta, owner=self), centering,
-                                      Neighbouring.REPLACE_ONE_CENTRAL)
-        # Refuses (before any charge) where shuffling cannot apply, a given order included.
-        cal = self._calibrate(m, shuffle=False) if streamed else self._calibrate(m)
-        planned_stat = PrivacySpend(
+        cal = self._calibrate(m, shuffle=not streamed)
+        planned = PrivacySpend(
             mechanism="statistic: planned", epsilon=cal.certified, delta=cal.delta,
             sensitivity=math.nan, noise_scale=math.nan,
             dp_event=dp_accounting.GaussianDpEvent(cal.alpha),
         )
-        calibration = (f"{cal.calibration}; held-out parts: analytic Gaussian, exact split "
-                       "(dp-accounting)")
-        planned = self._table_record(
-            self._planned_spends(run), planned_stat, epsilon=cal.epsilon, delta=cal.delta,
-            n=n, neighbouring=Neighbouring.REPLACE_ONE_CENTRAL, calibration=calibration,
-            data_norm=math.nan, n_clipped=0, notes="planned before the fit")
-        ledger = self._book_ledger(planned)
+        return _Stream(cal, clip), planned, cal.calibration
 
-        rng = check_random_state(self.random_state)
-        pre_rng = self._preprocessing_rng(rng)
-        if streamed:
-            held, records = self._split_streamed(run, table, n_held, pairs, centering,
-                                                 pre_rng)
-        else:
-            perm = pre_rng.permutation(n)
-            held = self._prepare_held_out(run, table[perm[:n_held]], pre_rng)
-            records = RecordStream(stream_rows(table, perm[n_held:], pairs,
-                                               held.stream_centre(centering)))
+    def _table_stream(self, plan: StreamPlan, records: Any, held: HeldOutRelease,
+                      rng: np.random.Generator) -> StreamRun:
+        """Algorithm 2 on the (derived) records left after the held-out share: an array's
+        shuffled, a streamed table's in order."""
+        cal, clip = plan.stream.cal, plan.stream.clip
         beta = held.prepared.data_norm ** 2 if isinstance(clip, str) else float(clip)
-        W, n_clipped = self._stream(records, cal, beta, rng)
-        del records
+        W, n_clipped = self._stream(records, cal, beta, plan.k, rng)
         if n_clipped and not isinstance(clip, str):
-            _warn_clipped(beta)
-        self._set_table_attributes(fix_signs(W).T.copy(), held, pre_rng)
-        notes = (
-            self._stream_notes(cal, beta, m)
-            + ("beta = D² (clip_norm='auto'), D the held-out private norm bound. "
-               if isinstance(clip, str) else "beta is the public clip_norm. ")
-            + held_out_notes(n, n_held, m, pairs, centering, run, in_order=streamed)
-        )
-        record = self._table_record(
-            held.prepared.spends, self._stream_spend(cal, beta, derived=pairs),
-            epsilon=cal.epsilon, delta=cal.delta, n=n,
-            neighbouring=Neighbouring.REPLACE_ONE_CENTRAL, calibration=calibration,
-            data_norm=held.prepared.data_norm, n_clipped=0, notes=notes)
-        ledger.amend(planned, record)
-        self.privacy_ = record
+            _warn_clipped(beta, stacklevel=7)
+        m = records.n_samples
         self._set_stream_attributes(cal, beta, m)
         self.noise_level_ = self._paper_noise_level()
         self.expected_error_ = math.nan
-        return self
-
+        notes = (self._stream_notes(cal, beta, m)
+                 + ("beta = D² (clip_norm='auto'), D the held-out private norm bound. "
+                    if isinstance(clip, str) else "beta is the public clip_norm. "))
+        assert plan.split is not None
+        return StreamRun(W, self._stream_spend(cal, beta, derived=plan.split.pairs), notes)
 
 
 def _private_oja_steps(
@@ -568,12 +535,12 @@ def _private_oja_steps(
     return W, n_clipped
 
 
-def _warn_clipped(beta: float) -> None:
+def _warn_clipped(beta: float, stacklevel: int) -> None:
     # No count: how many gradients were clipped is a statistic of the data.
     warnings.warn(
         f"Some gradient blocks had a norm above clip_norm={beta:g} and were clipped. The "
         "privacy guarantee holds; the estimate is biased. Raise clip_norm (more noise) or "
         "rescale the data if this is unexpected.",
         RowClippingWarning,
-        stacklevel=4,
+        stacklevel=stacklevel,  # the caller of fit
     )
