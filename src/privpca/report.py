@@ -175,11 +175,11 @@ def _error_section(est: Any) -> str:
     else:
         error = float(getattr(est, "expected_error_", math.nan))
         if not math.isfinite(error):
-            text = (f"<span class=\"missing\">Not available, because {_e(name)} has no "
-                    "closed-form bound on its subspace error (expected_error_ is NaN): its "
-                    "noise is not one additive perturbation whose spectral norm it can "
-                    "bound. The scree plot's noise band, where shown, is the accuracy "
-                    "statement of this fit.</span>")
+            text = (f"<span class=\"missing\">Not available, because {_e(name)} states no "
+                    "bound on its subspace error for this fit (expected_error_ is NaN): no "
+                    "bound computed from released quantities has been validated for its "
+                    "mechanism. The noise level below, where released, is what this fit says "
+                    "about its accuracy.</span>")
         elif error >= cap * (1 - 1e-9):
             text = (f"No guarantee at this n and ε: the bound reaches its maximum "
                     f"{_num(cap, '.3g')} (any two {k}-dimensional subspaces are that far "
@@ -195,8 +195,10 @@ def _error_section(est: Any) -> str:
     except (TypeError, ValueError):
         noise_f = math.nan
     if math.isfinite(noise_f):
-        level = (f"Noise level: {_num(noise_f, '.3g')} (a 95 % bound on the spectral norm of "
-                 "the noise, in explained-variance units).")
+        level = (f"Noise level released by {_e(name)}: {_num(noise_f, '.3g')} "
+                 "(<code>noise_level_</code>, in explained-variance units; the scree plot "
+                 "draws it as a band around each eigenvalue; the estimator's documentation "
+                 "says exactly what it bounds).")
     else:
         level = (f"<span class=\"missing\">Noise level: not available, because {_e(name)} "
                  "does not release one.</span>")
