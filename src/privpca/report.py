@@ -89,7 +89,7 @@ def _num(value: Any, fmt: str = ".4g") -> str:
 def _png(ax: Axes, alt: str, caption: str) -> str:
     """``ax``'s figure as an embedded PNG in a ``<figure>``."""
     buffer = io.BytesIO()
-    ax.figure.savefig(buffer, format="png", dpi=100)
+    ax.get_figure(root=True).savefig(buffer, format="png", dpi=100)  # type: ignore[union-attr]
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
     return (f'<figure><img src="data:image/png;base64,{data}" alt="{_e(alt)}">'
             f"<figcaption>{_e(caption)}</figcaption></figure>")
