@@ -587,11 +587,12 @@ def _draw_scores(ax: Axes, est: Any, noisy: NDArray[np.float64],
     ax.figure.colorbar(mesh, ax=ax, label="noisy count (negatives shown as 0)")
     ax.set_xlabel("PC1 score (clipped)")
     ax.set_ylabel("PC2 score (clipped)")
-    ax.set_aspect("auto")
+    ax.locator_params(nbins=5)  # wide units (dollars) must not collide
+    ax.ticklabel_format(style="sci", scilimits=(-3, 4))
     noise = ("Laplace" if record.delta == 0.0 else "Gaussian") + \
         f" noise, scale {record.noise_scale:.3g} per count"
     ax.set_title(
         f"{type(est).__name__}: private score plot, "
         f"(ε = {record.epsilon:.3g}, δ = {record.delta:.3g})-DP of its own\n"
-        f"projections clipped to [{x0:.3g}, {x1:.3g}] × [{y0:.3g}, {y1:.3g}]; {noise}",
+        f"projections clipped to [{x0:.3g}, {x1:.3g}] × [{y0:.3g}, {y1:.3g}]\n{noise}",
         fontsize="medium")

@@ -136,7 +136,7 @@ def _record_table(record: PrivacyRecord, table_id: str) -> str:
         ("trust model", _e(TRUST_MODELS.get(record.model, record.model))),
         ("neighbouring relation", _e(record.neighbouring)),
         ("number of records n", _e(n)),
-        ("public bound on each record's norm", _num(record.data_norm)),
+        ("bound on each record's norm (public or released)", _num(record.data_norm)),
         ("calibration", _e(record.calibration)),
         ("main sensitivity", _num(record.sensitivity)),
         ("main noise scale (std per coordinate)", _num(record.noise_scale)),
