@@ -377,6 +377,15 @@ def _command_line(ctx: click.Context) -> list[str]:
     return words
 
 
+def _scores_stream(seed: int | None) -> Any:
+    """The score plot's noise stream: from ``--seed``, one that no fit's seed gives."""
+    if seed is None:
+        return None
+    import numpy as np
+
+    return np.random.SeedSequence(seed, spawn_key=(0x73636F72,))  # "scor"
+
+
 def _release_scores(est: Any, X: Any, epsilon: float, delta: float, bins: int,
                     bound: float | None, seed: int | None, show_data_warnings: bool) -> Any:
     """The private score plot (its own spend on the default ledger, as the fit's)."""
@@ -385,9 +394,8 @@ def _release_scores(est: Any, X: Any, epsilon: float, delta: float, bins: int,
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            # Its own stream: the fit's seed + 1 (never the fit's noise again).
             ax = plot.scores(est, X, epsilon=epsilon, delta=delta, bins=bins, bound=bound,
-                             random_state=None if seed is None else seed + 1)
+                             random_state=_scores_stream(seed))
         except (ValueError, BudgetExceededError) as exc:
             raise click.ClickException(str(exc)) from exc
     for w in caught:
