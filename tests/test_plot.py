@@ -312,3 +312,17 @@ def test_scores_needs_two_components_and_a_public_box(fitted):
     assert len(ledger) == 0
     ax = scores(unbounded, X, epsilon=1.0, bound=5.0, random_state=0, ledger=ledger)
     assert ax.privacy_record.data_norm == 5.0 and len(ledger) == 1
+
+
+def test_scores_in_secure_mode_refuse_a_seed_before_the_charge(fitted):
+    import privpca
+
+    est, X = fitted
+    ledger = PrivacyLedger()
+    with privpca.config_context(secure_mode=True):
+        with pytest.raises(ValueError, match="Secure mode refuses"):
+            scores(est, X, epsilon=1.0, random_state=0, ledger=ledger)
+        assert len(ledger) == 0
+        ax = scores(est, X, epsilon=1.0, ledger=ledger)
+    assert len(ledger) == 1 and "Secure mode" in ax.privacy_record.notes
+    assert abs(ax.noisy_counts.sum() - X.shape[0]) < 6 * 2 * math.sqrt(2) * 20
