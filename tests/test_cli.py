@@ -474,3 +474,49 @@ def test_fit_holdout_fraction_releases_the_preprocessing_from_held_out_rows(runn
     default = json.loads(runner.invoke(main, args).stdout)  # 20 000 rows: 'auto' holds none
     assert whole["components"] == default["components"]
     assert "Held-out" not in default["privacy"]["notes"]
+
+
+# --------------------------------------------------------------------------- report, scores
+def test_fit_report_and_plot_scores_release_the_score_plot_on_its_own_budget(runner, tmp_path):
+    path = write_csv(tmp_path / "c.csv", customers(4_000), header=CUSTOMER_COLUMNS)
+    figures, out = tmp_path / "figures", tmp_path / "f.json"
+    page = tmp_path / "out" / "release.html"
+    args = ["fit", str(path), "--epsilon", "1", "--seed", "0", "-o", str(out), "--plot",
+            str(figures), "--report", str(page), "--scores-epsilon", "0.25", "--scores-bins", "8"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    payload = json.loads(out.read_text())
+    assert set(payload) == FIT_FIELDS | {"score_plot"}
+    score = payload["score_plot"]
+    assert score["privacy"]["epsilon"] == 0.25 and score["privacy"]["delta"] == 0.0
+    assert score["privacy"]["spends"][0]["noise_scale"] == pytest.approx(2 / 0.25)
+    assert np.asarray(score["noisy_counts"]).shape == (8, 8)
+    assert len(score["pc1_edges"]) == len(score["pc2_edges"]) == 9
+    assert payload["privacy"]["epsilon"] == pytest.approx(1.0)  # the fit's record unchanged
+    assert "score plot, a release of its own: (0.25, 0)-DP" in result.stderr
+    for name in ("scree.png", "loadings.png", "scores.png"):
+        assert (figures / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = page.read_text(encoding="utf-8")
+    assert str(page) in result.stderr and "Private score plot" in text
+    assert "How the budget was spent" in text and "income_usd" in text
+    # The command, rebuilt from the options given (CliRunner has no argv of its own).
+    assert f"privpca fit {path} --epsilon 1.0 --seed 0" in text
+    assert "--scores-epsilon 0.25" in text and "--report" in text
+
+
+def test_fit_report_alone_and_bad_report_or_scores_options(runner, tmp_path):
+    path = write_csv(tmp_path / "c.csv", customers(3_000), header=CUSTOMER_COLUMNS)
+    page = tmp_path / "r.html"
+    result = runner.invoke(main, ["fit", str(path), "--epsilon", "1", "--report", str(page)])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert set(payload) == FIT_FIELDS  # no score plot unless asked for
+    assert "Private score plot" not in page.read_text(encoding="utf-8")
+    for extra, message in ((["--scores-bins", "5"], "--scores-bins needs --scores-epsilon"),
+                           (["--scores-delta", "1e-6"], "--scores-delta needs"),
+                           (["--scores-epsilon", "1", "--stream"], "needs the table in memory"),
+                           (["--report", str(tmp_path)], "is a directory"),
+                           (["--scores-epsilon", "1", "--scores-delta", "1"], "0 (Laplace")):
+        result = runner.invoke(main, ["fit", str(path), "--epsilon", "1", *extra])
+        assert result.exit_code != 0 and message in result.output, (extra, result.output)
+        assert "components" not in result.stdout  # refused before anything was fitted

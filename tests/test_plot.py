@@ -14,7 +14,9 @@ from sklearn.exceptions import NotFittedError
 from privpca.accounting import PrivacyLedger
 from privpca.datasets import make_spiked
 from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
-from privpca.plot import loadings, scree
+from privpca.exceptions import BudgetExceededError, NonFiniteInputError, RowClippingWarning
+from privpca.mechanisms.gaussian import analytic_gaussian_delta
+from privpca.plot import loadings, scores, scree
 
 
 class Fitted:
@@ -154,3 +156,173 @@ def test_loadings_names_and_component_selection(est):
 def test_loadings_refuses_bad_arguments(est, kwargs, match):
     with pytest.raises(ValueError, match=match):
         loadings(est, **kwargs)
+
+
+# --------------------------------------------------------------------------- private scores
+@pytest.fixture(scope="module")
+def fitted() -> tuple[AnalyzeGaussPCA, np.ndarray]:
+    X, _ = make_spiked(3_000, 5, 2, lam=9.0, random_state=1)
+    X = X + 2.0
+    return AnalyzeGaussPCA(2, epsilon=1.0, random_state=0, ledger=PrivacyLedger()).fit(X), X
+
+
+class Untouchable:
+    """An X whose values must not be read: reading it fails the test."""
+
+    shape = (3_000, 5)
+
+    def __array__(self, *args, **kwargs):
+        raise AssertionError("X was read")
+
+
+def test_scores_laplace_record_is_the_closed_form(fitted):
+    est, X = fitted
+    ledger = PrivacyLedger()
+    ax = scores(est, X, epsilon=0.5, bins=12, random_state=0, ledger=ledger)
+    record = ax.privacy_record
+    assert (record.epsilon, record.delta) == (0.5, 0.0)
+    spend = record.spends[0]
+    # Replace-one moves one count from one bin to another: L1 sensitivity 2, b = 2/ε.
+    assert spend.sensitivity == 2.0 and spend.noise_scale == pytest.approx(2.0 / 0.5)
+    assert record.n_samples == X.shape[0]
+    assert ledger.records == [("AnalyzeGaussPCA score plot", record)]
+    assert ledger.epsilon(1e-5) == pytest.approx(0.5, rel=1e-6)
+    assert ax.noisy_counts.shape == (12, 12)
+    assert [len(e) for e in ax.bin_edges] == [13, 13]
+
+
+def test_scores_gaussian_sigma_is_the_analytic_calibration(fitted):
+    est, X = fitted
+    eps, delta = 0.8, 1e-6
+    ax = scores(est, X, epsilon=eps, delta=delta, random_state=0, ledger=PrivacyLedger())
+    spend = ax.privacy_record.spends[0]
+    sigma = spend.noise_scale
+    assert spend.sensitivity == pytest.approx(math.sqrt(2.0))
+    # Balle & Wang's closed form: σ is (ε, δ)-DP for Δ₂ = √2, and barely (1 % less is not).
+    assert analytic_gaussian_delta(sigma, eps, math.sqrt(2.0)) <= delta * (1 + 1e-6)
+    assert analytic_gaussian_delta(0.99 * sigma, eps, math.sqrt(2.0)) > delta
+    assert spend.dp_event.noise_multiplier == pytest.approx(sigma / math.sqrt(2.0))
+
+
+def test_scores_charges_the_ledger_before_reading_x(fitted):
+    est, X = fitted
+    small = PrivacyLedger(epsilon_budget=0.5, delta_budget=1e-5)
+    ax = Figure().add_subplot()
+    with pytest.raises(BudgetExceededError):
+        scores(est, Untouchable(), epsilon=1.0, random_state=0, ledger=small, ax=ax)
+    assert len(small) == 0 and not ax.collections and not ax.images
+    assert not hasattr(ax, "privacy_record") and len(ax.figure.axes) == 1  # no colour bar
+
+    ledger = PrivacyLedger()
+
+    booked_when_read: list[int] = []
+
+    class Spy:
+        def __array__(self, dtype=None, copy=None):
+            booked_when_read.append(len(ledger))
+            return X.astype(dtype or X.dtype)
+
+    scores(est, Spy(), epsilon=1.0, random_state=0, ledger=ledger)
+    assert booked_when_read and booked_when_read[0] == 1
+
+
+def test_scores_refuses_nan_and_withdraws_its_spend(fitted):
+    est, X = fitted
+    ledger = PrivacyLedger()
+    bad = X.copy()
+    bad[7, 2] = np.nan
+    ax = Figure().add_subplot()
+    with pytest.raises(NonFiniteInputError):
+        scores(est, bad, epsilon=1.0, random_state=0, ledger=ledger, ax=ax)
+    assert len(ledger) == 0 and not ax.collections
+    with pytest.raises(ValueError, match="fitted on 5"):
+        scores(est, X[:, :4], epsilon=1.0, random_state=0, ledger=ledger)
+    assert len(ledger) == 0
+
+
+def test_scores_are_deterministic_with_a_seed_and_sum_to_about_n(fitted):
+    est, X = fitted
+    a = scores(est, X, epsilon=1.0, random_state=3, ledger=PrivacyLedger()).noisy_counts
+    b = scores(est, X, epsilon=1.0, random_state=3, ledger=PrivacyLedger()).noisy_counts
+    c = scores(est, X, epsilon=1.0, random_state=4, ledger=PrivacyLedger()).noisy_counts
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    n = X.shape[0]
+    # 400 cells of Laplace(2) noise (std 2√2 each): the sum's std is 2√2·20 ≈ 57.
+    assert abs(a.sum() - n) < 6 * 2 * math.sqrt(2) * 20
+    # Every row lands in one cell of the box: with negligible noise the counts sum to n.
+    exact = scores(est, X, epsilon=1e9, random_state=0, ledger=PrivacyLedger()).noisy_counts
+    assert exact.sum() == pytest.approx(n, abs=1e-3) and exact.min() > -1e-3
+
+
+def test_scores_drawing_states_the_guarantee_and_the_clipping(fitted):
+    est, X = fitted
+    ax = scores(est, X, epsilon=1.0, random_state=0, ledger=PrivacyLedger())
+    D = est.data_norm_
+    np.testing.assert_allclose([ax.bin_edges[0][[0, -1]], ax.bin_edges[1][[0, -1]]],
+                               [[-D, D], [-D, D]])
+    title = ax.get_title()
+    assert "ε = 1, δ = 0" in title and "of its own" in title and "clipped to" in title
+    assert f"{D:.3g}" in title and "Laplace" in title
+    mesh = ax.collections[0]
+    shown = np.asarray(mesh.get_array()).reshape(20, 20)
+    np.testing.assert_array_equal(shown, np.maximum(ax.noisy_counts, 0).T)  # post-processing
+    assert ax.get_xlabel().startswith("PC1") and ax.get_ylabel().startswith("PC2")
+
+
+def test_scores_warns_only_for_a_stated_box_that_clips(fitted, recwarn):
+    est, X = fitted
+    scores(est, X, epsilon=1.0, random_state=0, ledger=PrivacyLedger())
+    assert not [w for w in recwarn if issubclass(w.category, RowClippingWarning)]
+    with pytest.warns(RowClippingWarning, match="not reported"):
+        ax = scores(est, X, epsilon=1.0, bound=0.01, random_state=0, ledger=PrivacyLedger())
+    assert "0.01" in ax.get_title()
+    box = ((-1.0, 2.0), (-0.5, 0.5))
+    ax = scores(est, X, epsilon=1.0, bound=box, bins=3, random_state=0, ledger=PrivacyLedger())
+    np.testing.assert_allclose(ax.bin_edges[0], [-1, 0, 1, 2])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": 1.0, "delta": 1.0}, "delta"),
+        ({"epsilon": 1.0, "bins": 1}, "bins"),
+        ({"epsilon": 1.0, "bound": -1.0}, "bound"),
+        ({"epsilon": 1.0, "bound": ((1.0, 0.0), (0.0, 1.0))}, "bound"),
+    ],
+)
+def test_scores_refuses_bad_arguments_before_any_charge(fitted, kwargs, match):
+    est, X = fitted
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match=match):
+        scores(est, X, ledger=ledger, **kwargs)
+    assert len(ledger) == 0
+
+
+def test_scores_needs_two_components_and_a_public_box(fitted):
+    est, X = fitted
+    one = Fitted(components_=est.components_[:1], data_norm_=1.0)
+    with pytest.raises(ValueError, match="two components"):
+        scores(one, X, epsilon=1.0, ledger=PrivacyLedger())
+    unbounded = Fitted(components_=est.components_, data_norm_=math.inf)
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="bound="):
+        scores(unbounded, X, epsilon=1.0, ledger=ledger)
+    assert len(ledger) == 0
+    ax = scores(unbounded, X, epsilon=1.0, bound=5.0, random_state=0, ledger=ledger)
+    assert ax.privacy_record.data_norm == 5.0 and len(ledger) == 1
+
+
+def test_scores_in_secure_mode_refuse_a_seed_before_the_charge(fitted):
+    import privpca
+
+    est, X = fitted
+    ledger = PrivacyLedger()
+    with privpca.config_context(secure_mode=True):
+        with pytest.raises(ValueError, match="Secure mode refuses"):
+            scores(est, X, epsilon=1.0, random_state=0, ledger=ledger)
+        assert len(ledger) == 0
+        ax = scores(est, X, epsilon=1.0, ledger=ledger)
+    assert len(ledger) == 1 and "Secure mode" in ax.privacy_record.notes
+    assert abs(ax.noisy_counts.sum() - X.shape[0]) < 6 * 2 * math.sqrt(2) * 20

@@ -1,11 +1,13 @@
-"""Pictures of a fitted private PCA: a scree plot with the noise band, and the loadings.
+"""Pictures of a fitted private PCA: a scree plot with the noise band, the loadings, and a
+private score plot.
 
-Everything drawn here is read from a fitted estimator's released attributes
+:func:`scree` and :func:`loadings` read a fitted estimator's released attributes only
 (``explained_variance_``, ``noise_level_``, ``components_``, ``privacy_``, ...): plotting is
-post-processing and costs no privacy. The functions use matplotlib's object API only: they
-never touch pyplot's global state nor call ``plt.show()``, so they work headless (Agg) and in
-notebooks alike. Without an ``ax``, a new :class:`matplotlib.figure.Figure` is made; save it
-with ``ax.figure.savefig(path)``.
+post-processing and costs no privacy. :func:`scores` is different: it reads the rows again, so
+it is a release of its own, with its own (ε, δ) charged on a ledger. The functions use
+matplotlib's object API only: they never touch pyplot's global state nor call
+``plt.show()``, so they work headless (Agg) and in notebooks alike. Without an ``ax``, a new
+:class:`matplotlib.figure.Figure` is made; save it with ``ax.figure.savefig(path)``.
 
 Estimators differ in what they release: a stochastic or sampling estimator may have no
 ``explained_variance_`` or ``noise_level_`` (absent or NaN). The plots draw what exists and say
@@ -18,6 +20,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import dp_accounting
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.colors import Normalize
@@ -25,7 +28,20 @@ from matplotlib.figure import Figure
 from numpy.typing import NDArray
 from sklearn.exceptions import NotFittedError
 
-__all__ = ["loadings", "scree"]
+from privpca._validation import (
+    check_data,
+    check_delta,
+    check_epsilon,
+    check_in_range,
+    check_random_state,
+    warn_clipped,
+)
+from privpca.accounting.ledger import Booking, resolve_ledger
+from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.mechanisms.gaussian import analytic_gaussian_sigma
+from privpca.mechanisms.noise import gaussian_release, laplace_release
+
+__all__ = ["loadings", "scores", "scree"]
 
 #: Diverging colormap of :func:`loadings` (blue negative, red positive, white at 0).
 LOADINGS_CMAP = "RdBu_r"
@@ -325,3 +341,258 @@ def loadings(
     ax.set_xlabel("feature")
     ax.set_title(f"{type(est).__name__}: loadings, {_privacy_label(est)}", fontsize="medium")
     return ax
+
+
+#: L1 and L2 sensitivities of a histogram on a fixed grid under replace-one neighbours: one
+#: record leaves one bin for another, so two counts change by 1.
+SCORES_L1_SENSITIVITY = 2.0
+SCORES_L2_SENSITIVITY = math.sqrt(2.0)
+#: The neighbouring relation of :func:`scores` (the number of rows is public).
+SCORES_NEIGHBOURING = "replace one record (any two records; n public)"
+
+
+def _score_box(est: Any, bound: Any) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The public box ``((x0, x1), (y0, y1))`` the projections are clipped to."""
+    if bound is None:
+        radius = _scalar(est, "data_norm_")
+        if radius is None or radius <= 0.0:
+            raise ValueError(
+                f"scores needs a public bound for the projections: {type(est).__name__} has "
+                "no finite data_norm_ to default to. Pass bound= (a radius r for the box "
+                "[-r, r]², or ((x0, x1), (y0, y1)))."
+            )
+        return (-radius, radius), (-radius, radius)
+    if np.ndim(bound) == 0:
+        r = check_in_range(bound, "bound", low=0.0, high=math.inf, owner="scores")
+        return (-r, r), (-r, r)
+    box = np.asarray(bound, dtype=np.float64)
+    if box.shape != (2, 2) or not np.all(np.isfinite(box)) or np.any(box[:, 1] <= box[:, 0]):
+        raise ValueError(
+            "The 'bound' parameter of scores must be a float r > 0 (the box [-r, r]²) or "
+            f"((x0, x1), (y0, y1)) with x0 < x1 and y0 < y1, finite. Got {bound!r} instead."
+        )
+    return (float(box[0, 0]), float(box[0, 1])), (float(box[1, 0]), float(box[1, 1]))
+
+
+def _scores_record(
+    est: Any, epsilon: float, delta: float, bins: int, box: tuple[tuple[float, float], ...],
+    n_samples: int | None,
+) -> PrivacyRecord:
+    """The record of a score histogram: Laplace (δ = 0) or analytic Gaussian noise per count."""
+    what = f"2-D histogram of the projections on PC1, PC2 ({bins}×{bins} bins)"
+    if delta == 0.0:
+        # Two counts move by 1: two Laplace mechanisms of L1 sensitivity 1 each.
+        scale = SCORES_L1_SENSITIVITY / epsilon
+        event: Any = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(scale), 2)
+        sensitivity, mechanism, calibration = (
+            SCORES_L1_SENSITIVITY, f"laplace: {what}, L1 sensitivity 2", "laplace")
+    else:
+        sensitivity = SCORES_L2_SENSITIVITY
+        scale = analytic_gaussian_sigma(epsilon, delta, sensitivity)
+        event = dp_accounting.GaussianDpEvent(scale / sensitivity)
+        mechanism, calibration = f"gaussian: {what}, L2 sensitivity √2", "analytic"
+    spend = PrivacySpend(mechanism=mechanism, epsilon=epsilon, delta=delta,
+                         sensitivity=sensitivity, noise_scale=scale, dp_event=event)
+    (x0, x1), (y0, y1) = box
+    return PrivacyRecord(
+        epsilon=epsilon, delta=delta, model="central", neighbouring=SCORES_NEIGHBOURING,
+        sensitivity=sensitivity, noise_scale=scale, calibration=calibration,
+        data_norm=float(max(abs(x0), abs(x1), abs(y0), abs(y1))), n_samples=n_samples,
+        spends=(spend,), target_epsilon=epsilon,
+        notes=(f"Score plot of {type(est).__name__}: a release of its own, composed with the "
+               f"fit's. Projections clipped to the public box [{x0:.4g}, {x1:.4g}] × "
+               f"[{y0:.4g}, {y1:.4g}] before counting; negative noisy counts are drawn as 0 "
+               "(post-processing)."),
+    )
+
+
+def _projections(est: Any, X: NDArray[np.float64], comps: NDArray[np.float64]
+                 ) -> NDArray[np.float64]:
+    """Rows centred and scaled as the fit prepared them, projected on PC1 and PC2."""
+    mean = getattr(est, "mean_", None)
+    scale = getattr(est, "scale_", None)
+    if mean is not None and np.any(np.asarray(mean) != 0.0):
+        X = X - np.asarray(mean, dtype=np.float64)
+    if scale is not None:
+        X = X / np.asarray(scale, dtype=np.float64)
+    return np.asarray(X @ comps[:2].T)
+
+
+def scores(
+    est: Any,
+    X: Any,
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    bins: int = 20,
+    bound: float | Sequence[Sequence[float]] | None = None,
+    random_state: Any = None,
+    ledger: Any = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Private score plot: a noisy 2-D histogram of the rows projected on PC1 and PC2.
+
+    Unlike :func:`scree` and :func:`loadings`, this reads the rows ``X`` again, so it is a
+    release of its own with its own (ε, δ), charged on ``ledger`` **before** ``X`` is read:
+
+    1. each row is centred and scaled as the fit did (``mean_``, ``scale_``) and projected on
+       the first two private components;
+    2. each projection is clipped to a public box (``bound``; by default ``[-D, D]²`` with
+       ``D = est.data_norm_``, the released bound on the prepared rows' norms, which bounds
+       every projection of an unclipped row), so every row falls in one of ``bins × bins``
+       fixed cells;
+    3. the counts are released with noise through :mod:`privpca.mechanisms.noise`. Replacing
+       one row moves one count out of one cell into another (L1 sensitivity 2, L2 √2):
+       Laplace noise of scale ``2/ε`` per count when ``delta == 0`` (pure ε-DP), else
+       Gaussian noise with the analytic calibration for (ε, δ) and Δ₂ = √2.
+
+    The noisy counts are drawn with negatives shown as 0 (post-processing). The title states
+    the guarantee and the clipping box. Whether some projection was actually clipped depends
+    on the data: it is said only by a :class:`~privpca.exceptions.RowClippingWarning` (a
+    :class:`~privpca.exceptions.DataDependentWarning`, for the data holder) when ``bound``
+    was given, never in the figure. (The default box holds every projection of a row within
+    ``D``, so only rows the fit itself clipped to ``D`` are clipped again; as in the fit with
+    a privately chosen bound, that is not warned about.)
+
+    Parameters
+    ----------
+    est : fitted privpca estimator
+        With ``components_`` of at least two rows (``mean_``, ``scale_``, ``data_norm_`` used
+        when present).
+    X : array-like of shape (n_samples, n_features)
+        The rows to project (usually those the estimator was fitted on). NaN or infinity is
+        refused (:class:`~privpca.exceptions.NonFiniteInputError`) and the spend withdrawn.
+    epsilon : float
+        ε of this plot's own guarantee.
+    delta : float, default=0.0
+        0 for the Laplace mechanism (pure ε-DP), or 0 < δ < 1 for the Gaussian mechanism.
+    bins : int, default=20
+        Cells per axis (≥ 2).
+    bound : float, ((x0, x1), (y0, y1)) or None, default=None
+        The public box: a radius r for ``[-r, r]²``, or the two ranges. It must not be chosen
+        by looking at the data. ``None`` uses ``est.data_norm_`` (a ValueError if it is not a
+        finite positive number, e.g. DP-PCA in the papers' setting).
+    random_state : None, int, SeedSequence or Generator, default=None
+        The noise's stream (secure mode: None only).
+    ledger : PrivacyLedger or None, default=None
+        Where the spend is booked (None: the process-wide default ledger).
+    ax : matplotlib.axes.Axes or None, default=None
+        Where to draw; ``None`` makes a new :class:`~matplotlib.figure.Figure`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes with the noisy histogram, carrying three released attributes:
+        ``ax.privacy_record`` (the :class:`~privpca.accounting.PrivacyRecord` booked on the
+        ledger), ``ax.noisy_counts`` (shape (bins, bins), PC1 along the first axis, before the
+        negatives were set to 0) and ``ax.bin_edges`` (the two arrays of edges).
+
+    Raises
+    ------
+    BudgetExceededError
+        If the ledger's budget refuses the spend: nothing is read, computed or drawn.
+    ValueError
+        For bad parameters, fewer than two components, a feature count that differs from
+        the fit's, or NaN/infinity in ``X`` (then the spend is withdrawn: nothing released).
+
+    Warns
+    -----
+    RowClippingWarning
+        When some projection lay outside a ``bound`` given explicitly (data-dependent: for the
+        data holder only).
+
+    Examples
+    --------
+    >>> from privpca.accounting import PrivacyLedger
+    >>> from privpca.datasets import make_spiked
+    >>> from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
+    >>> from privpca.plot import scores
+    >>> X, _ = make_spiked(4_000, 5, 2, lam=9.0, random_state=0)
+    >>> ledger = PrivacyLedger()
+    >>> est = AnalyzeGaussPCA(2, epsilon=1.0, random_state=0, ledger=ledger).fit(X)
+    >>> ax = scores(est, X, epsilon=0.5, bins=10, random_state=0, ledger=ledger)
+    >>> ax.noisy_counts.shape
+    (10, 10)
+    >>> ax.privacy_record.spends[0].noise_scale  # Laplace scale 2/ε
+    4.0
+    >>> len(ledger)  # the fit and the plot
+    2
+    """
+    comps = _components(est)
+    if comps.shape[0] < 2:
+        raise ValueError(f"scores needs at least two components; {type(est).__name__} has "
+                         f"{comps.shape[0]}.")
+    epsilon = check_epsilon(epsilon, owner="scores")
+    delta = 0.0 if delta == 0 else check_delta(delta, owner="scores")
+    m = int(check_in_range(bins, "bins", low=2, low_closed=True, high=4096, high_closed=True,
+                           integer=True, owner="scores"))
+    box = _score_box(est, bound)
+    rng = check_random_state(random_state)  # secure mode refuses a seed before the charge
+    planned = _scores_record(est, epsilon, delta, m, box, None)
+    target = resolve_ledger(est, ledger)
+    target.spend(planned, label=f"{type(est).__name__} score plot")
+    booking = Booking(target, planned)
+    try:  # the first look at X, after the charge; a refused input releases nothing
+        Xv = check_data(X)
+        if Xv.shape[1] != comps.shape[1]:
+            raise ValueError(f"X has {Xv.shape[1]} features; {type(est).__name__} was fitted "
+                             f"on {comps.shape[1]}.")
+    except ValueError:
+        booking.withdraw()
+        raise
+    counts, edges = _clipped_histogram(_projections(est, Xv, comps), box, m,
+                                       warn=bound is not None)
+    noisy = _noisy_counts(counts, planned, rng)
+    record = booking.settle(_scores_record(est, epsilon, delta, m, box, int(Xv.shape[0])))
+    if ax is None:
+        ax = _new_axes((6.0, 5.0))
+    _draw_scores(ax, est, noisy, edges, record, box)
+    ax.privacy_record = record  # type: ignore[attr-defined]
+    ax.noisy_counts = noisy  # type: ignore[attr-defined]
+    ax.bin_edges = edges  # type: ignore[attr-defined]
+    return ax
+
+
+def _clipped_histogram(
+    Z: NDArray[np.float64], box: tuple[tuple[float, float], ...], bins: int, *, warn: bool
+) -> tuple[NDArray[np.float64], tuple[NDArray[np.float64], NDArray[np.float64]]]:
+    """Exact counts of the projections clipped to ``box`` on a fixed ``bins × bins`` grid.
+
+    ``warn``: say (data-dependent) when a projection left a box the user stated; the default
+    box ``[-D, D]²`` holds every projection of a row the fit itself did not clip.
+    """
+    (x0, x1), (y0, y1) = box
+    zx, zy = np.clip(Z[:, 0], x0, x1), np.clip(Z[:, 1], y0, y1)
+    if warn and (np.any(zx != Z[:, 0]) or np.any(zy != Z[:, 1])):
+        warn_clipped("scores", max(abs(x0), abs(x1), abs(y0), abs(y1)), what="projections",
+                     bound="bound", stacklevel=4)
+    xedges, yedges = np.linspace(x0, x1, bins + 1), np.linspace(y0, y1, bins + 1)
+    counts, _, _ = np.histogram2d(zx, zy, bins=(xedges, yedges))
+    return counts, (xedges, yedges)
+
+
+def _noisy_counts(counts: NDArray[np.float64], record: PrivacyRecord,
+                  rng: np.random.Generator) -> NDArray[np.float64]:
+    release = laplace_release if record.delta == 0.0 else gaussian_release
+    return np.asarray(release(counts, record.noise_scale, rng, sensitivity=record.sensitivity,
+                              integer_valued=True), dtype=np.float64)
+
+
+def _draw_scores(ax: Axes, est: Any, noisy: NDArray[np.float64],
+                 edges: tuple[NDArray[np.float64], NDArray[np.float64]],
+                 record: PrivacyRecord, box: tuple[tuple[float, float], ...]) -> None:
+    (x0, x1), (y0, y1) = box
+    shown = np.maximum(noisy, 0.0)  # post-processing: a count is never negative
+    mesh = ax.pcolormesh(edges[0], edges[1], shown.T, cmap="viridis", shading="flat")
+    ax.figure.colorbar(mesh, ax=ax, label="noisy count (negatives shown as 0)")
+    ax.set_xlabel("PC1 score (clipped)")
+    ax.set_ylabel("PC2 score (clipped)")
+    ax.locator_params(nbins=5)  # wide units (dollars) must not collide
+    ax.ticklabel_format(style="sci", scilimits=(-3, 4))
+    noise = ("Laplace" if record.delta == 0.0 else "Gaussian") + \
+        f" noise, scale {record.noise_scale:.3g} per count"
+    ax.set_title(
+        f"{type(est).__name__}: private score plot, "
+        f"(ε = {record.epsilon:.3g}, δ = {record.delta:.3g})-DP of its own\n"
+        f"projections clipped to [{x0:.3g}, {x1:.3g}] × [{y0:.3g}, {y1:.3g}]\n{noise}",
+        fontsize="medium")

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from privpca._registry import PRIVATE_ESTIMATORS
-from privpca.cli.options import _DataNorm, _HoldoutFraction, _NComponents
+from privpca.cli.options import _DataNorm, _HoldoutFraction, _NComponents, _ScoresDelta
 from privpca.cli.payload import _fit_payload, _summary
 from privpca.cli.tables import _cluster_table, _load_table, _streamed_table
 from privpca.exceptions import BudgetExceededError, DataDependentWarning
@@ -151,6 +151,44 @@ def _check_writable(path: Path) -> None:
     help="Folder for scree.png (eigenvalues with the noise band) and loadings.png.",
 )
 @click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write a release report: one self-contained HTML page (no network needed) with the "
+    "guarantee, every spend, the scree and loadings plots, the expected error, the command "
+    "and the versions, for whoever approves the release.",
+)
+@click.option(
+    "--scores-epsilon",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Also release a private score plot (the rows projected on PC1 and PC2, a noisy 2-D "
+    "histogram) with this ε of its OWN, on top of --epsilon: scores.png in the --plot "
+    "folder, a section of the --report, and its counts and record in the JSON.",
+)
+@click.option(
+    "--scores-delta",
+    type=_ScoresDelta(),
+    default=0.0,
+    show_default=True,
+    help="δ of the score plot: 0 for Laplace noise (pure ε-DP), else Gaussian noise.",
+)
+@click.option(
+    "--scores-bins",
+    type=click.IntRange(min=2, max=4096),
+    default=20,
+    show_default=True,
+    help="Cells per axis of the score plot.",
+)
+@click.option(
+    "--scores-bound",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Public box [-r, r]² the projections are clipped to (default: the fit's released "
+    "bound on the rows' norms). Never choose it by looking at the data.",
+)
+@click.option(
     "--show-data-warnings",
     is_flag=True,
     help="Also print the warnings whose presence depends on the data (a row above a public "
@@ -178,6 +216,11 @@ def fit(
     scheduler: str | None,
     chunk_rows: int,
     plot_dir: Path | None,
+    report_path: Path | None,
+    scores_epsilon: float | None,
+    scores_delta: float,
+    scores_bins: int,
+    scores_bound: float | None,
     show_data_warnings: bool,
 ) -> None:
     """Fit a private PCA on DATA: a CSV (header optional: it names the features), a .npy
@@ -190,6 +233,7 @@ def fit(
 
     \b
         privpca fit data.csv -k 2 --epsilon 1 --plot figures
+        privpca fit data.csv -k 2 --epsilon 1 --report release.html --scores-epsilon 0.2
 
     The JSON has the components, mean, scale, bound, explained variance (and ratio), the noise
     level, an error estimate and the privacy record; a value the method does not release is
@@ -201,6 +245,16 @@ def fit(
         _check_writable(output)  # before anything is read or fitted (nothing spent)
     if plot_dir is not None:
         _check_writable(plot_dir / "scree.png")
+    if report_path is not None:
+        _check_writable(report_path)
+    if scores_epsilon is None:
+        for option in ("scores_delta", "scores_bins", "scores_bound"):
+            if ctx.get_parameter_source(option) is not click.core.ParameterSource.DEFAULT:
+                raise click.UsageError(f"--{option.replace('_', '-')} needs --scores-epsilon "
+                                       "(the score plot's own budget).")
+    elif stream or scheduler is not None or data.suffix == ".parquet" or data.is_dir():
+        raise click.UsageError("--scores-epsilon needs the table in memory: not with --stream, "
+                               "--scheduler, Parquet or a folder.")
     client = None
     if scheduler is not None:
         X, names, client = _cluster_table(data, scheduler, chunk_rows)
@@ -262,6 +316,11 @@ def fit(
             continue
         click.echo(f"warning: {w.category.__name__}: {w.message}", err=True)
     payload = _fit_payload(method, est, len(names), names)
+    score_ax = None
+    if scores_epsilon is not None:
+        score_ax = _release_scores(est, X, scores_epsilon, scores_delta, scores_bins,
+                                   scores_bound, seed, show_data_warnings)
+        payload["score_plot"] = _scores_payload(score_ax)
     text = json.dumps(payload, indent=2, default=str, allow_nan=False)
     if output is None:
         click.echo(text)
@@ -269,6 +328,8 @@ def fit(
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text + "\n")
     click.echo(_summary(payload, est), err=True)
+    if score_ax is not None:
+        click.echo(f"  score plot, a release of its own: {score_ax.privacy_record}", err=True)
     written = [str(output)] if output is not None else []
     if plot_dir is not None:
         # matplotlib only when plots are asked for (privpca --help stays fast)
@@ -282,5 +343,76 @@ def fit(
             figure: Figure = ax.figure  # type: ignore[assignment]  # a Figure: ax=None
             figure.savefig(plot_dir / name)
         written += [str(plot_dir / "scree.png"), str(plot_dir / "loadings.png")]
+        if score_ax is not None:
+            score_ax.figure.savefig(plot_dir / "scores.png")
+            written.append(str(plot_dir / "scores.png"))
+    if report_path is not None:
+        from privpca.report import write_release_report
+
+        write_release_report(est, report_path, command=_command_line(ctx),
+                             feature_names=names, scores=score_ax)
+        written.append(str(report_path))
     if written:
         click.echo(f"Wrote {', '.join(written)}", err=True)
+
+
+def _command_line(ctx: click.Context) -> list[str]:
+    """The command as typed (``sys.argv`` when run as ``privpca`` or ``python -m privpca``),
+    else rebuilt from the options given (a caller that invoked the command in-process)."""
+    import sys
+
+    program = Path(sys.argv[0]) if sys.argv else Path()
+    if program.name == "privpca" or (program.name == "__main__.py"
+                                     and program.parent.name in ("privpca", "cli")):
+        return ["privpca", *sys.argv[1:]]
+    words = ["privpca", *ctx.command_path.split()[1:]]
+    for param in ctx.command.params:
+        name = param.name or ""
+        value = ctx.params.get(name)
+        if isinstance(param, click.Argument):
+            words.append(str(value))
+        elif ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT:
+            flag = max(param.opts, key=len)
+            words += [flag] if getattr(param, "is_flag", False) else [flag, str(value)]
+    return words
+
+
+def _scores_stream(seed: int | None) -> Any:
+    """The score plot's noise stream: from ``--seed``, one that no fit's seed gives."""
+    if seed is None:
+        return None
+    import numpy as np
+
+    return np.random.SeedSequence(seed, spawn_key=(0x73636F72,))  # "scor"
+
+
+def _release_scores(est: Any, X: Any, epsilon: float, delta: float, bins: int,
+                    bound: float | None, seed: int | None, show_data_warnings: bool) -> Any:
+    """The private score plot (its own spend on the default ledger, as the fit's)."""
+    from privpca import plot
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            ax = plot.scores(est, X, epsilon=epsilon, delta=delta, bins=bins, bound=bound,
+                             random_state=_scores_stream(seed))
+        except (ValueError, BudgetExceededError) as exc:
+            raise click.ClickException(str(exc)) from exc
+    for w in caught:
+        if issubclass(w.category, DataDependentWarning | RuntimeWarning) \
+                and not show_data_warnings:
+            continue
+        click.echo(f"warning: {w.category.__name__}: {w.message}", err=True)
+    return ax
+
+
+def _scores_payload(ax: Any) -> dict[str, Any]:
+    """The score plot's release for the JSON: its record, noisy counts and bin edges."""
+    from privpca.cli.payload import _strict_json
+
+    return {
+        "privacy": _strict_json(ax.privacy_record.to_dict()),
+        "noisy_counts": ax.noisy_counts.tolist(),
+        "pc1_edges": ax.bin_edges[0].tolist(),
+        "pc2_edges": ax.bin_edges[1].tolist(),
+    }

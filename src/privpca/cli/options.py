@@ -68,3 +68,19 @@ class _HoldoutFraction(click.ParamType):
             self.fail(f"expected 'auto', 'none' or a float in (0, 1). Got {value!r}.", param,
                       ctx)
         return number
+
+
+class _ScoresDelta(click.ParamType):
+    """0 (the Laplace mechanism, pure ε-DP) or a δ in (0, 1) (the Gaussian mechanism)."""
+
+    name = "0|FLOAT"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not (number == 0.0 or 0.0 < number < 1.0):
+            self.fail(f"expected 0 (Laplace noise) or a float in (0, 1) (Gaussian noise). Got "
+                      f"{value!r}.", param, ctx)
+        return number

@@ -1,0 +1,267 @@
+"""privpca.report: the release report, one self-contained HTML page for a data steward.
+
+The page is parsed as HTML and searched for anything that would need the network; then, where
+Debian's ``chromium`` is installed (CI installs it), it is rendered headless and checked for
+what a person would see: the headings, ε, one table row per spend, and every figure decoded.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import re
+import shutil
+import subprocess
+import warnings
+from html.parser import HTMLParser
+
+import pytest
+
+from privpca._registry import PRIVATE_ESTIMATORS
+from privpca.accounting import PrivacyLedger
+from privpca.datasets import make_spiked
+from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
+from privpca.plot import scores
+from privpca.report import render_release_report, write_release_report
+
+HEADINGS = ("The guarantee", "What was released", "How the budget was spent",
+            "Eigenvalues with their noise band", "Loadings", "Expected error",
+            "Command and versions")
+EVIL = "<script>alert('x')</script>"
+NAMES = ["age", "income", EVIL, 'say "hi" & <b>', "visits"]
+
+
+class Page(HTMLParser):
+    """What the page is made of: tags, ids, table rows per table, links and images."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.ids: set[str] = set()
+        self.urls: list[str] = []
+        self.images: list[str] = []
+        self.rows: dict[str, int] = {}
+        self._table: list[str] = []
+        self._in_body = False
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.append(tag)
+        if "id" in a:
+            self.ids.add(a["id"])
+        for key in ("src", "href", "action", "data"):
+            if a.get(key):
+                self.urls.append(a[key])
+        if tag == "img":
+            self.images.append(a.get("src", ""))
+        if tag == "table":
+            self._table.append(a.get("id", ""))
+        if tag == "tbody":
+            self._in_body = True
+        if tag == "tr" and self._in_body and self._table:
+            self.rows[self._table[-1]] = self.rows.get(self._table[-1], 0) + 1
+
+    def handle_endtag(self, tag):
+        if tag == "tbody":
+            self._in_body = False
+        if tag == "table" and self._table:
+            self._table.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(page: str) -> Page:
+    parser = Page()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+@pytest.fixture(scope="module")
+def released():
+    X, _ = make_spiked(3_000, 5, 2, lam=9.0, random_state=2)
+    ledger = PrivacyLedger()
+    est = AnalyzeGaussPCA(2, epsilon=1.0, random_state=0, ledger=ledger).fit(X + 1.0)
+    return est, X + 1.0, ledger
+
+
+@pytest.fixture(scope="module")
+def report_path(released, tmp_path_factory):
+    est, X, ledger = released
+    path = tmp_path_factory.mktemp("report") / "release.html"
+    write_release_report(est, path, command=["privpca", "fit", "t.csv", "--epsilon", "1"],
+                         feature_names=NAMES, X_scores=X, scores_epsilon=0.5, random_state=1,
+                         ledger=ledger)
+    return path
+
+
+def test_report_is_self_contained_html(report_path):
+    page = report_path.read_text(encoding="utf-8")
+    doc = parse(page)
+    assert page.startswith("<!DOCTYPE html>") and doc.tags.count("html") == 1
+    assert "script" not in doc.tags and "link" not in doc.tags and "iframe" not in doc.tags
+    # Nothing to fetch: every src/href is an embedded data: URI, no http(s) anywhere.
+    assert all(url.startswith("data:image/png;base64,") for url in doc.urls), doc.urls
+    assert "http://" not in page and "https://" not in page and "@import" not in page
+    assert len(doc.images) == 3  # scree, loadings, score plot
+    for src in doc.images:
+        png = base64.b64decode(src.split(",", 1)[1])
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
+
+
+def test_report_lists_the_guarantee_and_every_spend(report_path, released):
+    est, _, ledger = released
+    page = report_path.read_text(encoding="utf-8")
+    doc = parse(page)
+    text = "".join(doc.text)
+    for heading in (*HEADINGS, "Private score plot"):
+        assert heading in text
+    assert "(ε = 1, δ = 1e-05)-differentially private" in text
+    assert est.privacy_.neighbouring in text
+    assert "Central model" in text
+    assert doc.rows["spends-table"] == len(est.privacy_.spends)
+    for spend in est.privacy_.spends:
+        assert html.escape(spend.mechanism) in page
+    # The score plot's own spend, and the two composed (the ledger's own figure).
+    score_record = ledger.records[-1][1]
+    assert doc.rows["score-spends"] == len(score_record.spends) == 1
+    assert "(ε = 0.5)-differentially private" in text
+    total = re.search(r"\(ε = ([0-9.]+), δ = ([0-9.e-]+)\) in total", text)
+    assert total is not None
+    assert float(total.group(1)) == pytest.approx(ledger.epsilon(1e-5), rel=1e-3)
+    assert 1.0 < float(total.group(1)) <= 1.5
+    assert "privpca fit t.csv --epsilon 1" in text
+    versions = doc.rows["versions"]
+    assert versions == 6 and "dp-accounting" in text and "scikit-learn" in text
+
+
+def test_report_escapes_every_string(report_path):
+    page = report_path.read_text(encoding="utf-8")
+    assert EVIL not in page and "<b>" not in page
+    assert html.escape(EVIL) in page and html.escape(NAMES[3]) in page
+    assert "script" not in parse(page).tags
+
+
+def test_report_says_why_a_value_is_not_available(released):
+    est, _, _ = released
+
+    class Sampled:
+        """A fit that releases components and a record only (as a sampler may)."""
+
+    other = Sampled()
+    other.components_ = est.components_
+    other.privacy_ = est.privacy_
+    other.expected_error_ = math.nan
+    page = render_release_report(other)
+    text = "".join(parse(page).text)
+    assert "Not available, because Sampled states no bound" in text
+    assert "Noise level: not available, because Sampled does not release one" in text
+    assert "The command was not recorded" in text
+    assert "explained variance not released" not in text  # the figure's title says it
+    with pytest.raises(ValueError, match="no privacy_"):
+        render_release_report(object())
+
+
+def test_report_refuses_a_score_plot_without_its_own_budget(released, tmp_path):
+    est, X, _ = released
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="scores_epsilon"):
+        write_release_report(est, tmp_path / "r.html", X_scores=X, ledger=ledger)
+    ax = scores(est, X, epsilon=0.3, random_state=0, ledger=ledger)
+    with pytest.raises(ValueError, match="not both"):
+        write_release_report(est, tmp_path / "r.html", X_scores=X, scores_epsilon=0.3,
+                             scores=ax, ledger=ledger)
+    assert len(ledger) == 1 and not (tmp_path / "r.html").exists()
+    path = write_release_report(est, tmp_path / "r.html", scores=ax)
+    assert parse(path.read_text()).rows["score-spends"] == 1
+
+
+@pytest.mark.parametrize("method", sorted(PRIVATE_ESTIMATORS))
+def test_report_for_every_estimator_on_defaults(method, tmp_path):
+    # Enough rows for DP-PCA's minibatches and the local protocol's groups at ε = 1.
+    X, _ = make_spiked(30_000, 4, 2, lam=9.0, random_state=3)
+    est = PRIVATE_ESTIMATORS[method](n_components=2, epsilon=1.0, random_state=0,
+                                     ledger=PrivacyLedger())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X)
+    page = write_release_report(est, tmp_path / "r.html").read_text(encoding="utf-8")
+    doc = parse(page)
+    text = "".join(doc.text)
+    for heading in HEADINGS:
+        assert heading in text, heading
+    assert len(doc.images) == 2
+    spends = est.privacy_.spends
+    assert doc.rows.get("spends-table", 0) == len(spends)
+    error = getattr(est, "expected_error_", math.nan)
+    if not math.isfinite(error):
+        assert "Not available, because" in text
+    cells = [c for c in doc.text if c.strip()]
+    assert not [c for c in cells if c.strip().lower() == "nan"]  # said in words instead
+
+
+# --------------------------------------------------------------------------- in a browser
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+#: Test-only: after load, write what the browser shows into the DOM for --dump-dom to print.
+PROBE = """<script>
+window.addEventListener("load", () => {
+  const out = document.createElement("pre");
+  out.id = "probe";
+  const images = [...document.images].map(i => [i.complete, i.naturalWidth, i.naturalHeight,
+                                                 i.getBoundingClientRect().width]);
+  out.textContent = JSON.stringify({text: document.body.innerText, images: images});
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no chromium binary: install Debian's "
+                    "'chromium' package (bash .ci/run does where apt-get is available)")
+def test_report_as_a_person_sees_it_in_headless_chromium(report_path, released, tmp_path):
+    import json
+
+    est, _, _ = released
+    probed = tmp_path / "probed.html"
+    probed.write_text(report_path.read_text(encoding="utf-8").replace(
+        "</body>", PROBE + "</body>"), encoding="utf-8")
+    for _ in range(3):  # on a busy machine the DOM may be dumped before the load event
+        result = subprocess.run(
+            [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-dev-shm-usage", "--run-all-compositor-stages-before-draw",
+             "--virtual-time-budget=10000", "--dump-dom", probed.as_uri()],
+            capture_output=True, text=True, timeout=120, check=False)
+        assert result.returncode == 0, result.stderr[-2000:]
+        dom = result.stdout
+        probe = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
+        if probe is not None:
+            break
+    assert probe is not None, dom[-2000:]
+    seen = json.loads(html.unescape(probe.group(1)))
+    text = seen["text"]
+    for heading in (*HEADINGS, "Private score plot"):
+        assert heading in text, heading
+    assert "ε = 1, δ = 1e-05" in text and "ε = 0.5" in text
+    assert EVIL in text  # shown as text, never run
+    assert len(seen["images"]) == 3
+    for complete, width, height, shown in seen["images"]:
+        assert complete and width > 100 and height > 100 and shown > 100
+    doc = parse(dom)
+    assert doc.rows["spends-table"] == len(est.privacy_.spends)
+    assert doc.rows["score-spends"] == 1
+    shot = tmp_path / "shot.png"
+    subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+                    "--no-first-run", "--disable-dev-shm-usage", "--window-size=1000,1400",
+                    f"--screenshot={shot}", report_path.as_uri()],
+                   capture_output=True, timeout=120, check=False)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
