@@ -83,23 +83,28 @@ class _LocalPlan(Plan):
     Attributes
     ----------
     protocol : {"paper", "groups", "collected"}
-        ``"paper"``: every user sends a covariance report with a public bound (Wang & Xu's
-        protocol exactly); ``"groups"``: the users are split into the groups of
-        :mod:`privpca.protocols.local_preprocessing`, which release a mean and a bound
-        before the covariance group reports; ``"collected"``: reports already collected by
-        the real protocol (:meth:`~_LocalCovarianceEstimator.fit_aggregate`).
+        ``"paper"``: every user sends a covariance report under a public bound (Wang & Xu's
+        protocol exactly); ``"groups"``: the groups of
+        :mod:`privpca.protocols.local_preprocessing` release a mean and a bound before the
+        covariance group reports; ``"collected"``: reports of the real protocol
+        (:meth:`~_LocalCovarianceEstimator.fit_aggregate`).
     randomiser : LocalCovarianceRandomiser or None
-        The covariance reports' randomiser when its bound is public (None for ``"groups"``:
-        the bound is released first).
+        The covariance reports' randomiser (None for ``"groups"``: its bound comes later).
     sizes : dict or None
-        The public group sizes of ``"groups"``.
-    settings : dict
-        ``"centering"`` and ``"data_norm"``, checked (``"groups"``).
+        The public group sizes of ``"groups"``; ``settings`` holds its checked
+        ``"centering"`` and ``"data_norm"``.
     """
 
     protocol: str
     randomiser: LocalCovarianceRandomiser | None = None
     sizes: dict[str, int] | None = None
+
+
+@dataclass
+class _Collected:
+    """The input of :meth:`~_LocalCovarianceEstimator.fit_aggregate`: the server's reports."""
+
+    aggregator: LocalCovarianceAggregator
 
 
 @dataclass
@@ -152,12 +157,12 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         -------
         self
         """
-        return self._fit(aggregator)
+        return self._fit(_Collected(aggregator))
 
     # ------------------------------------------------------------------ the one fit's steps
     def _plan(self, data: Any) -> _LocalPlan:
-        if isinstance(data, LocalCovarianceAggregator):
-            return self._plan_collected(data)
+        if isinstance(data, _Collected):
+            return self._plan_collected(data.aggregator)
         n, p = data.n_samples, data.n_features
         self._check_params(p)
         centering, data_norm = self._protocol_settings(p)
@@ -170,7 +175,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
 
     def _prepare(self, plan: _LocalPlan, data: Any, pre_rng: np.random.Generator) -> _Reports:
         if plan.protocol == "collected":
-            return self._collected_reports(plan, data)
+            return self._collected_reports(plan, data.aggregator)
         if plan.protocol == "paper":
             return self._paper_reports(plan, data)
         source = data.source if data.streamed else ArraySource(data.X, validated=True)
@@ -203,15 +208,8 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         check_options(self.sensitivity, "sensitivity", SENSITIVITY_RULES, owner=self)
         check_in_range(self.epsilon, "epsilon", low=0.0, owner=self)
         check_in_range(self.delta, "delta", low=0.0, high=1.0, owner=self)
-        return LocalCovarianceRandomiser(
-            n_features,
-            self.epsilon,
-            self.delta,
-            data_norm,
-            self.calibration,
-            self.sensitivity,
-            centre=centre,
-        )
+        return LocalCovarianceRandomiser(n_features, self.epsilon, self.delta, data_norm,
+                                         self.calibration, self.sensitivity, centre=centre)
 
     def _protocol_settings(self, n_features: int) -> tuple[Any, Any]:
         """The checked ``(centering, data_norm)``; ``(None, a number)`` is the papers' setting."""
@@ -228,7 +226,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
     def _check_params(self, n_features: int) -> None:
         check_n_components_spec(self.n_components, n_features, self)
 
-    # ------------------------------------------------------------------ the papers' setting
+    # ------------------------------------------ one covariance report per user (paper, collected)
     def _paper_reports(self, plan: _LocalPlan, table: Any) -> _Reports:
         """Every user's clipped ``x xᵀ``, summed exactly (their noise is added on release)."""
         randomiser = plan.randomiser
@@ -251,13 +249,8 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         # The randomiser's public bound (and centre) are the protocol's: a numeric data_norm
         # here must agree with them; "auto" accepts the bound the server released.
         own_norm = r.data_norm if isinstance(self.data_norm, str) else float(self.data_norm)
-        mine = (
-            float(self.epsilon),
-            float(self.delta),
-            own_norm,
-            self.calibration,
-            self.sensitivity,
-        )
+        mine = (float(self.epsilon), float(self.delta), own_norm, self.calibration,
+                self.sensitivity)
         theirs = (r.epsilon, r.delta, r.data_norm, r.calibration, r.sensitivity)
         if mine != theirs:
             raise ValueError(
