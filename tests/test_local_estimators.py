@@ -377,3 +377,21 @@ def test_default_ledger_in_a_child_process_warns(spiked, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyWarning)
         LocalGaussianPCA(random_state=0, ledger=PrivacyLedger(), **PAPER).fit(spiked[0][:100])
+
+
+@pytest.mark.parametrize("cls", [LocalGaussianPCA, LocalSparsePCA])
+@pytest.mark.parametrize("setting", [{}, PAPER])
+def test_a_non_finite_streamed_record_withdraws_the_booking(cls, setting):
+    """A streamed table is checked by the passes that read it, after the booking: a NaN is
+    refused with nothing released, and the booking is withdrawn."""
+    from privpca import NonFiniteInputError
+    from privpca.streaming import ArraySource
+
+    X = np.random.default_rng(2).standard_normal((4_000, 5))
+    X[1_234, 3] = np.nan
+    ledger = PrivacyLedger()
+    est = cls(n_components=2, random_state=0, ledger=ledger, **setting)
+    with pytest.raises(NonFiniteInputError, match="NaN or infinity"):
+        est.fit(ArraySource(X, block_rows=1_000))
+    assert len(ledger) == 0
+    assert not hasattr(est, "components_")

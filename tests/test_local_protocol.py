@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from conftest import PAPER
-from privpca import LocalGaussianPCA, RowClippingWarning
+from privpca import LocalGaussianPCA, PrivacyLedger, RowClippingWarning
 from privpca.metrics import subspace_distance
 from privpca.protocols import (
     LocalCovarianceAggregator,
@@ -131,3 +131,19 @@ def test_fit_aggregate_refuses_mismatched_parameters():
     agg = LocalCovarianceAggregator(rand).add(np.zeros(6))
     with pytest.raises(ValueError, match="differs"):
         LocalGaussianPCA(n_components=1, epsilon=1.0, **PAPER).fit_aggregate(agg)
+
+
+def test_fit_aggregate_with_auto_data_norm_uses_the_randomisers_bound():
+    """``data_norm="auto"`` accepts the bound the server released: the record and
+    ``data_norm_`` carry the randomiser's bound and centre."""
+    rng = np.random.default_rng(4)
+    X = 0.3 * rng.standard_normal((300, 4)) + 1.0
+    rand = LocalCovarianceRandomiser(4, epsilon=1.0, delta=1e-5, data_norm=2.0,
+                                     centre=np.ones(4))
+    agg = LocalCovarianceAggregator(rand).add(rand.report_batch(X, rng))
+    ledger = PrivacyLedger()
+    est = LocalGaussianPCA(n_components=2, ledger=ledger).fit_aggregate(agg)
+    assert est.data_norm_ == est.privacy_.data_norm == 2.0
+    np.testing.assert_array_equal(est.mean_, np.ones(4))
+    assert est.privacy_.n_samples == 300 and est.n_features_in_ == 4
+    assert len(ledger) == 1 and ledger.records[0][1] is est.privacy_

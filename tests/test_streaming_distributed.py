@@ -307,3 +307,19 @@ def test_a_flower_provider_streams_parquet_and_npy_on_request(table, tmp_path):
                 if hasattr(a, field):
                     np.testing.assert_allclose(getattr(b, field), getattr(a, field),
                                                rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("setting", ["defaults", "paper"])
+def test_a_non_finite_streamed_provider_withdraws_the_booking(table, setting):
+    """A streamed provider's entries are checked by its passes, after the booking: a NaN is
+    refused with nothing released, and the booking is withdrawn."""
+    from privpca import NonFiniteInputError
+
+    bad = table.copy()
+    bad[12_345, 3] = np.nan
+    ledger = PrivacyLedger()
+    est = DPSPCA(3, random_state=11, ledger=ledger, n_iter=2, **SETTINGS[setting](table))
+    with pytest.raises(NonFiniteInputError, match="NaN or infinity"):
+        est.fit_providers([ArraySource(table[:10_000]), ArraySource(bad[10_000:])])
+    assert len(ledger) == 0
+    assert not hasattr(est, "components_")

@@ -41,6 +41,7 @@ import itertools
 import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,8 @@ from privpca._validation import (
     check_random_state,
 )
 from privpca.accounting.ledger import PrivacyLedger
-from privpca.decomposition._base import BasePrivatePCA
+from privpca.accounting.record import PrivacyRecord
+from privpca.decomposition._base import BasePrivatePCA, FitPlan, Release
 from privpca.federated.protocol import (
     INITS,
     STATISTIC_MECHANISM,
@@ -258,31 +260,7 @@ default="random"
         -------
         self
         """
-        from privpca.streaming import is_streamed
-
-        if is_streamed(X):
-            return self._fit_parts(*self._streamed_split(X, groups))
-        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
-        n = Xv.shape[0]
-        if groups is None:
-            n_prov = int(check_in_range(self.n_providers, "n_providers", low=1,
-                                        low_closed=True, integer=True, owner=self))
-            if n_prov > n:
-                raise ValueError(
-                    f"n_providers={n_prov} exceeds n_samples={n}: every provider needs at least "
-                    "one record."
-                )
-            bounds = np.linspace(0, n, n_prov + 1).round().astype(int)
-            parts = [Xv[a:b] for a, b in itertools.pairwise(bounds)]
-            ids = [str(i) for i in range(n_prov)]
-        else:
-            g = np.asarray(groups)
-            if g.shape != (n,):
-                raise ValueError(f"groups must have shape ({n},); got {g.shape}.")
-            labels = np.unique(g)
-            parts = [Xv[g == lab] for lab in labels]
-            ids = [str(lab) for lab in labels]
-        return self._fit_parts(parts, ids)
+        return self._fit(self._split(X, groups))
 
     def fit_providers(self, datasets: Sequence[Any]) -> DPSPCA:
         """Run DPS-PCA with one provider per table of ``datasets`` (ids ``"0"``, ``"1"``, …).
@@ -298,9 +276,10 @@ default="random"
             its variances; on the Dask workers for a Dask array), adds its noise to the exact
             total, and keeps one block in memory, whatever its nᵢ. The same seed gives the same
             fit as the in-memory tables, to rounding. A streamed table's entries are checked as
-            the passes read them, after the charge (a non-finite entry raises ValueError with
-            nothing released; the charge stands, which is conservative). A table given in
-            chunks is wrapped as ``ChunkSource(chunks)`` (a bare list is read as an array).
+            the passes read them, after the charge: a non-finite entry raises
+            :class:`~privpca.exceptions.NonFiniteInputError` with nothing released, and the
+            charge is withdrawn. A table given in chunks is wrapped as ``ChunkSource(chunks)``
+            (a bare list is read as an array).
 
         Returns
         -------
@@ -325,21 +304,26 @@ default="random"
             else:
                 parts.append(validate_data(self, Xi, dtype=np.float64, ensure_all_finite=False,
                                            reset=i == 0))
-        return self._fit_parts(parts, [str(i) for i in range(len(parts))])
+        return self._fit(_Providers(parts, [str(i) for i in range(len(parts))]))
 
     def _set_streamed_features(self, n_features: int) -> None:
         self.n_features_in_ = int(n_features)
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
 
-    def _streamed_split(self, X: Any, groups: ArrayLike | None) -> tuple[list[Any], list[str]]:
-        """One view of the streamed table per provider: its contiguous block (``groups``
-        None) or the runs of rows with its label; nothing is read."""
-        from privpca.streaming import as_row_source
+    def _split(self, X: Any, groups: ArrayLike | None) -> _Providers:
+        """One table per provider: ``n_providers`` contiguous blocks, or the rows of each label
+        of ``groups``. A streamed table is not read: each provider gets a view of its rows."""
+        from privpca.streaming import as_row_source, is_streamed
 
-        source = as_row_source(X)
-        self._set_streamed_features(source.n_features)
-        n = source.n_samples
+        table: Any
+        if is_streamed(X):
+            table = as_row_source(X)
+            self._set_streamed_features(table.n_features)
+            n = int(table.n_samples)
+        else:
+            table = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
+            n = table.shape[0]
         if groups is None:
             n_prov = int(check_in_range(self.n_providers, "n_providers", low=1,
                                         low_closed=True, integer=True, owner=self))
@@ -348,20 +332,22 @@ default="random"
                     f"n_providers={n_prov} exceeds n_samples={n}: every provider needs at least "
                     "one record."
                 )
-            if n_prov == 1:
-                return [source], ["0"]
             bounds = np.linspace(0, n, n_prov + 1).round().astype(int)
-            return ([_row_view(source, [(int(a), int(b))]) for a, b in itertools.pairwise(bounds)],
-                    [str(i) for i in range(n_prov)])
+            return _Providers([_take(table, slice(int(a), int(b)))
+                               for a, b in itertools.pairwise(bounds)],
+                              [str(i) for i in range(n_prov)])
         g = np.asarray(groups)
         if g.shape != (n,):
             raise ValueError(f"groups must have shape ({n},); got {g.shape}.")
         labels = np.unique(g)
-        return [_row_view(source, _runs(g == lab)) for lab in labels], [str(lab) for lab in labels]
+        return _Providers([_take(table, g == lab) for lab in labels],
+                          [str(lab) for lab in labels])
 
-    def _fit_parts(self, parts: list[Any], ids: list[str]) -> DPSPCA:
-        p = _n_features(parts[0])
-        N = sum(_n_samples(part) for part in parts)
+    # ------------------------------------------------------------------ the one fit's steps
+    def _plan(self, data: _Providers) -> FitPlan:
+        """The parameters against the providers' public shapes; the paper's record (T answers
+        with all of (ε, δ)) or the pipeline's (every part of every provider's budget plan)."""
+        p, N = data.n_features, data.n_samples
         k = check_n_components(self.n_components, p, owner=self)
         T = int(check_in_range(self.n_iter, "n_iter", low=1, low_closed=True, integer=True,
                                owner=self))
@@ -381,32 +367,50 @@ default="random"
             Statistic(STATISTIC_MECHANISM, lambda D: power_sensitivity(D, k), count=T),
             model="distributed", neighbouring=Neighbouring.DISTRIBUTED_REPLACE_ONE,
         )
-        epsilon, delta = run.epsilon, run.delta
         s_hat = p if self.n_nonzero is None else int(
             check_in_range(self.n_nonzero, "n_nonzero", low=k, high=p, low_closed=True,
                            high_closed=True, integer=True, owner=self)
         )
         self._check_init(p, k)
-        for part in parts:  # refuse NaN/inf before anything is charged (streamed: per pass)
+        for part in data.parts:  # refuse NaN/inf before anything is charged (streamed: per pass)
             if isinstance(part, np.ndarray):
                 check_data(part)
-        rng = check_random_state(self.random_state)
-        start, drawn = _start_and_seeds(rng, p, k, s_hat, self.init, len(parts))
-        # Secure mode: no seed may reach a provider (provider_noise_rng refuses one, and would
-        # only after the charge); each release draws from a fresh OS-keyed generator instead.
+        rounds = {"n_components": k, "n_rounds": T, "n_nonzero": s_hat}
+        if not run.paper_mode:
+            return FitPlan(run=run, settings=rounds)
+        return FitPlan(run=run, settings=rounds, planned=provider_privacy_record(
+            epsilon=run.epsilon, delta=run.delta, n_rounds=T, n_components=k,
+            data_norm=run.data_norm, n_samples=N, n_clipped=0, n_providers=len(data.parts),
+        ))
+
+    @staticmethod
+    def _preprocessing_rng(rng: np.random.Generator) -> np.random.Generator:
+        """The estimator's own stream: it draws Q⁽⁰⁾ and the providers' noise seeds only (every
+        provider's preprocessing draws from its own seed), so nothing is split off it."""
+        return rng
+
+    def _release(self, plan: FitPlan, prepared: _Providers, rng: np.random.Generator,
+                 pre_rng: np.random.Generator) -> Release:
+        """The protocol, the providers simulated in this process; the fitted attributes."""
+        run = plan.run
+        k, T, s_hat = _rounds(plan)
+        parts = prepared.parts
+        start, drawn = _start_and_seeds(rng, prepared.n_features, k, s_hat, self.init,
+                                        len(parts))
+        # Secure mode: no seed may reach a provider (provider_noise_rng refuses one); each
+        # release draws from a fresh OS-keyed generator instead.
         seeds: list[int | None] = [None] * len(parts) if secure_mode() else list(drawn)
         if run.paper_mode:
-            self._fit_paper(parts, ids, seeds, start, k, epsilon, delta, run.data_norm, T,
-                            s_hat)
+            record = self._run_paper(plan, prepared, seeds, start)
         else:
-            self._fit_pipeline(run, parts, ids, seeds, start, k, T, s_hat)
+            record = self._run_pipeline(plan, prepared, seeds, start)
         self.n_iter_ = T
         self.n_nonzero_ = s_hat
         self.n_providers_ = len(parts)
-        self.provider_ids_ = ids
-        self.paper_noise_scale_ = paper_noise_scale(epsilon, delta, T)
+        self.provider_ids_ = prepared.ids
+        self.paper_noise_scale_ = paper_noise_scale(run.epsilon, run.delta, T)
         self.expected_error_ = math.nan
-        return self
+        return Release(final=record)
 
     def _check_init(self, p: int, k: int) -> None:
         if isinstance(self.init, str):
@@ -424,54 +428,47 @@ default="random"
                     f"shape {init.shape} instead."
                 )
 
-    def _fit_paper(self, parts: list[Any], ids: list[str], seeds: list[int | None],
-                   start: NDArray[np.float64], k: int, epsilon: float, delta: float,
-                   data_norm: float, T: int, s_hat: int) -> None:
+    def _run_paper(self, plan: FitPlan, data: _Providers, seeds: list[int | None],
+                   start: NDArray[np.float64]) -> PrivacyRecord:
         """The paper's setting: T answers only, the paper's protocol without the pipeline."""
+        run = plan.run
+        k, T, s_hat = _rounds(plan)
         p = start.shape[0]
-        record = provider_privacy_record(
-            epsilon=epsilon, delta=delta, n_rounds=T, n_components=k, data_norm=data_norm,
-            n_samples=sum(_n_samples(part) for part in parts), n_clipped=0,
-            n_providers=len(parts),
-        )
-        self._charge(record, self.ledger)  # before any provider touches its rows
         providers = []
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            for part, pid, seed in zip(parts, ids, seeds, strict=True):
+            for part, pid, seed in zip(data.parts, data.ids, seeds, strict=True):
                 providers.append(ProviderState(
-                    part, n_components=k, epsilon=epsilon, delta=delta, n_rounds=T,
-                    data_norm=data_norm, noise_seed=seed, provider_id=pid,
+                    part, n_components=k, epsilon=run.epsilon, delta=run.delta, n_rounds=T,
+                    data_norm=run.data_norm, noise_seed=seed, provider_id=pid,
                 ))
-        _reemit(caught, any(pr.n_clipped for pr in providers), data_norm, self)
+        _reemit(caught, any(pr.n_clipped for pr in providers), run.data_norm, self)
 
         server = ServerState(p, k, s_hat, T, start)
         while not server.finished:
             query = server.query()
             server.aggregate([pr.answer_query(query) for pr in providers])
 
-        self.privacy_ = record
-        self.components_ = server.components()
-        self.history_ = np.stack([Q.T for Q in server.history])
-        self._set_common(providers, dpspca_noise_multiplier(epsilon, delta, T))
+        self._set_server(server, providers, dpspca_noise_multiplier(run.epsilon, run.delta, T))
         self.mean_ = np.zeros(p)
         self.scale_ = None
-        self.data_norm_ = float(data_norm)
+        self.data_norm_ = float(run.data_norm)
         self.explained_variance_ = np.full(k, np.nan)
         self.explained_variance_ratio_ = np.full(k, np.nan)
+        return plan.planned
 
-    def _fit_pipeline(self, run: ReleasePipeline, parts: list[Any],
-                      ids: list[str], seeds: list[int | None], start: NDArray[np.float64],
-                      k: int, T: int, s_hat: int) -> None:
+    def _run_pipeline(self, plan: FitPlan, data: _Providers, seeds: list[int | None],
+                      start: NDArray[np.float64]) -> PrivacyRecord:
         """Private mean, bounds, T answers and variances, every provider on its own plan."""
+        run = plan.run
+        k, T, s_hat = _rounds(plan)
         p = start.shape[0]
-        booking = self._book(run.planned_record())  # before any provider computes anything
         providers = [
             ProviderState(part, n_components=k, epsilon=run.epsilon, delta=run.delta,
                           n_rounds=T, data_norm=run.data_norm, centering=run.centering,
                           scale=run.scale, budget_shares=self.budget_shares, noise_seed=seed,
                           provider_id=pid)
-            for part, pid, seed in zip(parts, ids, seeds, strict=True)
+            for part, pid, seed in zip(data.parts, data.ids, seeds, strict=True)
         ]
         server = ServerState(p, k, s_hat, T, start, centering=run.centering, table_mode=True)
         with warnings.catch_warnings(record=True) as caught:
@@ -488,14 +485,7 @@ default="random"
         scale = None if isinstance(run.scale, bool) else np.asarray(run.scale, dtype=np.float64)
         mean = None if server.mean is None else np.asarray(server.mean)
         summary = PreparedRows(np.empty((0, p)), float(bounds.max()), mean, scale, 0, pre)
-        self.privacy_ = booking.settle(run.record(
-            summary, statistic,
-            calibration="analytic (exact Gaussian composition of every part, dp-accounting)",
-            notes=self._notes(providers, run),
-        ))
-        self.components_ = server.components()
-        self.history_ = np.stack([Q.T for Q in server.history])
-        self._set_common(providers, run.statistic_multiplier())
+        self._set_server(server, providers, run.statistic_multiplier())
         self.mean_ = np.zeros(p) if mean is None else mean
         self.scale_ = scale
         self.data_norm_ = float(bounds.max())
@@ -503,8 +493,17 @@ default="random"
         assert server.explained_variance_ratio is not None
         self.explained_variance_ = server.explained_variance
         self.explained_variance_ratio_ = server.explained_variance_ratio
+        return run.record(
+            summary, statistic,
+            calibration="analytic (exact Gaussian composition of every part, dp-accounting)",
+            notes=self._notes(providers, run),
+        )
 
-    def _set_common(self, providers: list[ProviderState], multiplier: float) -> None:
+    def _set_server(self, server: ServerState, providers: list[ProviderState],
+                    multiplier: float) -> None:
+        """The server's iterates and the providers' public sizes, bounds and noise scales."""
+        self.components_ = server.components()
+        self.history_ = np.stack([Q.T for Q in server.history])
         self.provider_n_samples_ = np.array([pr.n_samples for pr in providers])
         self.provider_data_norms_ = np.array([pr.data_norm_ for pr in providers])
         self.noise_multiplier_ = multiplier
@@ -541,6 +540,41 @@ default="random"
         """
         check_is_fitted(self, "history_")
         return np.array([sin_theta(Q.T, V) for Q in self.history_])
+
+
+@dataclass
+class _Providers:
+    """The input of a fit: each provider's table (an array, or a streamed table read where it
+    is) and its id."""
+
+    parts: list[Any]
+    ids: list[str]
+
+    @property
+    def n_features(self) -> int:
+        return _n_features(self.parts[0])
+
+    @property
+    def n_samples(self) -> int:
+        """Σ nᵢ (public)."""
+        return sum(_n_samples(part) for part in self.parts)
+
+
+def _take(table: Any, rows: slice | NDArray[np.bool_]) -> Any:
+    """A provider's rows of ``table``: an array's slice or masked rows, or a view of a
+    streamed table's rows (nothing read; the whole table is itself)."""
+    if isinstance(table, np.ndarray):
+        return table[rows]
+    if isinstance(rows, slice):
+        if (rows.start, rows.stop) == (0, table.n_samples):
+            return table
+        return _row_view(table, [(rows.start, rows.stop)])
+    return _row_view(table, _runs(rows))
+
+
+def _rounds(plan: FitPlan) -> tuple[int, int, int]:
+    """The plan's checked k, T and ŝ."""
+    return plan.settings["n_components"], plan.settings["n_rounds"], plan.settings["n_nonzero"]
 
 
 def _n_samples(part: Any) -> int:
@@ -615,4 +649,4 @@ def _reemit(caught: list[warnings.WarningMessage], clipped: bool, data_norm: flo
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if clipped and clipping:
-        warn_clipped(owner, data_norm, stacklevel=5)
+        warn_clipped(owner, data_norm, stacklevel=7)  # the caller of fit

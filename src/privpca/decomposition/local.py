@@ -15,11 +15,12 @@ import math
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import dp_accounting
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 from sklearn.exceptions import ConvergenceWarning
 
 from privpca._validation import (
@@ -27,21 +28,15 @@ from privpca._validation import (
     check_in_range,
     check_n_components,
     check_options,
-    check_random_state,
     clip_rows,
 )
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
-from privpca.decomposition._base import BasePrivatePCA
+from privpca.decomposition._base import BasePrivatePCA, Plan, Release
 from privpca.mechanisms.gaussian import CALIBRATIONS
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.sensitivity import Neighbouring
-from privpca.pipeline.release import (
-    check_centering,
-    check_data_norm,
-    check_scale,
-    validated_table,
-)
+from privpca.pipeline.release import check_centering, check_data_norm, check_scale
 from privpca.pipeline.spectrum import (
     check_n_components_spec,
     fit_noisy_matrix,
@@ -52,7 +47,6 @@ from privpca.protocols.local_covariance import (
     SENSITIVITY_RULES,
     LocalCovarianceAggregator,
     LocalCovarianceRandomiser,
-    simulate_report_sum,
 )
 from privpca.protocols.local_preprocessing import (
     GROUP_FRACTIONS,
@@ -67,6 +61,7 @@ from privpca.protocols.local_preprocessing import (
 )
 from privpca.solvers.eigen import fix_signs, top_eigenvectors
 from privpca.solvers.fantope import ADMMIterationInfo, fantope_admm
+from privpca.solvers.gram import gram_matrix
 from privpca.streaming.reductions import (
     clipped_gram,
     clipped_sum,
@@ -81,9 +76,127 @@ __all__ = ["LocalGaussianPCA", "LocalSparsePCA"]
 FLOAT32_PROJECTION_P = 1000
 
 
-class _LocalCovarianceEstimator(BasePrivatePCA):
-    """Shared machinery: validation, the randomiser, the noisy second moment, the record."""
+@dataclass(kw_only=True)
+class _LocalPlan(Plan):
+    """Which protocol the users run, planned before a report is read.
 
+    Attributes
+    ----------
+    protocol : {"paper", "groups", "collected"}
+        ``"paper"``: every user sends a covariance report under a public bound (Wang & Xu's
+        protocol exactly); ``"groups"``: the groups of
+        :mod:`privpca.protocols.local_preprocessing` release a mean and a bound before the
+        covariance group reports; ``"collected"``: reports of the real protocol
+        (:meth:`~_LocalCovarianceEstimator.fit_aggregate`).
+    randomiser : LocalCovarianceRandomiser or None
+        The covariance reports' randomiser (None for ``"groups"``: its bound comes later).
+    sizes : dict or None
+        The public group sizes of ``"groups"``; ``settings`` holds its checked
+        ``"centering"`` and ``"data_norm"``.
+    """
+
+    protocol: str
+    randomiser: LocalCovarianceRandomiser | None = None
+    sizes: dict[str, int] | None = None
+
+
+@dataclass
+class _Collected:
+    """The input of :meth:`~_LocalCovarianceEstimator.fit_aggregate`: the server's reports."""
+
+    aggregator: LocalCovarianceAggregator
+
+
+@dataclass
+class _Reports:
+    """What the server holds before its post-processing.
+
+    Attributes
+    ----------
+    total : ndarray of shape (n_features, n_features)
+        The reporting users' exact sum of clipped ``x xᵀ`` (their noise still to add), or,
+        when ``noisy``, the sum of the reports collected by the real protocol.
+    n_reports : int
+        How many users sent a covariance report.
+    randomiser : LocalCovarianceRandomiser
+        The covariance reports' randomiser: σ₁, the bound D and the centre they used.
+    record : PrivacyRecord
+        The fit's final record.
+    mean_sd : float
+        Standard deviation of the released mean's noise per coordinate (0: no private mean).
+    noisy : bool
+        Whether ``total`` carries the users' noise already.
+    """
+
+    total: NDArray[np.float64]
+    n_reports: int
+    randomiser: LocalCovarianceRandomiser
+    record: PrivacyRecord
+    mean_sd: float = 0.0
+    noisy: bool = False
+
+
+class _LocalCovarianceEstimator(BasePrivatePCA):
+    """The local model's steps of the one fit, and the server's post-processing hook.
+
+    :meth:`_plan` chooses the users' protocol (:class:`_LocalPlan`) and its record;
+    :meth:`_prepare` simulates the users' reports up to their noise (the preprocessing groups'
+    releases included); :meth:`_release` adds the covariance reports' noise and hands the
+    aggregate to the estimator's :meth:`_fit_second_moment`.
+    """
+
+    def fit_aggregate(self, aggregator: LocalCovarianceAggregator) -> _LocalCovarianceEstimator:
+        """Fit from reports collected by the real client/server protocol.
+
+        Parameters
+        ----------
+        aggregator : LocalCovarianceAggregator
+            Holds the reports; its randomiser must use this estimator's privacy parameters.
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(_Collected(aggregator))
+
+    # ------------------------------------------------------------------ the one fit's steps
+    def _plan(self, data: Any) -> _LocalPlan:
+        if isinstance(data, _Collected):
+            return self._plan_collected(data.aggregator)
+        n, p = data.n_samples, data.n_features
+        self._check_params(p)
+        centering, data_norm = self._protocol_settings(p)
+        if centering is not None or isinstance(data_norm, str):
+            return self._plan_groups(n, p, centering, data_norm)
+        randomiser = self._randomiser(p)
+        randomiser.warn_if_weaker(stacklevel=5)
+        return _LocalPlan(planned=self._reports_record(randomiser, n), protocol="paper",
+                          randomiser=randomiser)
+
+    def _prepare(self, plan: _LocalPlan, data: Any, pre_rng: np.random.Generator) -> _Reports:
+        if plan.protocol == "collected":
+            return self._collected_reports(plan, data.aggregator)
+        if plan.protocol == "paper":
+            return self._paper_reports(plan, data)
+        source = data.source if data.streamed else ArraySource(data.X, validated=True)
+        return self._group_reports(plan, source, pre_rng)
+
+    def _release(self, plan: _LocalPlan, prepared: _Reports, rng: np.random.Generator,
+                 pre_rng: np.random.Generator) -> Release:
+        r = prepared.randomiser
+        self.noise_scale_ = r.noise_scale
+        self.mean_ = np.zeros(r.n_features) if r.centre is None else np.asarray(r.centre)
+        self.scale_ = None
+        self.data_norm_ = float(r.data_norm)
+        self._mean_sd = prepared.mean_sd
+        total, m = prepared.total, prepared.n_reports
+        if not prepared.noisy:  # the m users' noise sums to one Gaussian of per-entry std √m·σ₁
+            total = symmetric_gaussian_release(total, math.sqrt(m) * r.noise_scale, rng,
+                                               sensitivity=r.mechanism.sensitivity)
+        self._fit_second_moment(total, m)
+        return Release(final=prepared.record)
+
+    # ------------------------------------------------------------------ checks
     def _randomiser(
         self, n_features: int, data_norm: float | None = None,
         centre: NDArray[np.float64] | None = None,
@@ -95,45 +208,77 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         check_options(self.sensitivity, "sensitivity", SENSITIVITY_RULES, owner=self)
         check_in_range(self.epsilon, "epsilon", low=0.0, owner=self)
         check_in_range(self.delta, "delta", low=0.0, high=1.0, owner=self)
-        return LocalCovarianceRandomiser(
-            n_features,
-            self.epsilon,
-            self.delta,
-            data_norm,
-            self.calibration,
-            self.sensitivity,
-            centre=centre,
-        )
+        return LocalCovarianceRandomiser(n_features, self.epsilon, self.delta, data_norm,
+                                         self.calibration, self.sensitivity, centre=centre)
 
-    def _paper_setting(self, n_features: int) -> bool:
-        """No centring, a public bound, no scaling: Wang & Xu's protocol exactly."""
+    def _protocol_settings(self, n_features: int) -> tuple[Any, Any]:
+        """The checked ``(centering, data_norm)``; ``(None, a number)`` is the papers' setting."""
         centering = check_centering(self.centering, n_features, self)
         data_norm = check_data_norm(self.data_norm, self)
-        scale = check_scale(self.scale, n_features, self)
-        if scale is not False:
+        if check_scale(self.scale, n_features, self) is not False:
             raise ValueError(
                 f"The 'scale' parameter of {type(self).__name__} must be False: private "
                 "per-feature scales are not available in the local model yet (each user would "
                 "need a further report). Standardise with public scales before fitting."
             )
-        return centering is None and not isinstance(data_norm, str)
+        return centering, data_norm
 
-    def _record(
-        self,
-        randomiser: LocalCovarianceRandomiser,
-        n_samples: int,
-        n_clipped: int,
-        notes: str = "",
-    ) -> PrivacyRecord:
+    def _check_params(self, n_features: int) -> None:
+        check_n_components_spec(self.n_components, n_features, self)
+
+    # ------------------------------------------ one covariance report per user (paper, collected)
+    def _paper_reports(self, plan: _LocalPlan, table: Any) -> _Reports:
+        """Every user's clipped ``x xᵀ``, summed exactly (their noise is added on release)."""
+        randomiser = plan.randomiser
+        assert randomiser is not None
+        D = float(randomiser.data_norm)
+        if table.streamed:  # the users' exact sum by one pass
+            gram, n_clipped = clipped_gram(table.source, None, None, D)
+            if n_clipped:
+                warnings.warn(
+                    f"Some users' records had an L2 norm above data_norm={D:g} and were "
+                    "clipped to it. The privacy guarantee holds; the estimate is biased.",
+                    RowClippingWarning, stacklevel=5)
+        else:
+            Xc, _ = clip_rows(table.X, D, owner=self, norms=np.sqrt(table.sq))
+            gram = gram_matrix(Xc)
+        return _Reports(gram, table.n_samples, randomiser, plan.planned)
+
+    def _plan_collected(self, aggregator: LocalCovarianceAggregator) -> _LocalPlan:
+        r = aggregator.randomiser
+        # The randomiser's public bound (and centre) are the protocol's: a numeric data_norm
+        # here must agree with them; "auto" accepts the bound the server released.
+        own_norm = r.data_norm if isinstance(self.data_norm, str) else float(self.data_norm)
+        mine = (float(self.epsilon), float(self.delta), own_norm, self.calibration,
+                self.sensitivity)
+        theirs = (r.epsilon, r.delta, r.data_norm, r.calibration, r.sensitivity)
+        if mine != theirs:
+            raise ValueError(
+                "The aggregator's randomiser (epsilon, delta, data_norm, calibration, "
+                f"sensitivity) = {theirs} differs from this estimator's {mine}."
+            )
+        self._check_params(r.n_features)
+        planned = self._reports_record(r, aggregator.n_reports_,
+                                       notes=" Clipping, if any, happened on clients.")
+        return _LocalPlan(planned=planned, protocol="collected", randomiser=r)
+
+    def _collected_reports(self, plan: _LocalPlan,
+                           aggregator: LocalCovarianceAggregator) -> _Reports:
+        r = aggregator.randomiser
+        self.n_features_in_ = r.n_features
+        n = aggregator.n_reports_
+        return _Reports(aggregator.noisy_second_moment() * n, n, r, plan.planned, noisy=True)
+
+    def _reports_record(self, randomiser: LocalCovarianceRandomiser, n_samples: int,
+                        notes: str = "") -> PrivacyRecord:
+        """Every user's one covariance report (the papers' setting, or collected reports)."""
         mech = randomiser.mechanism
         eps = randomiser.certified_epsilon
+        Delta = randomiser.true_sensitivity
         spend = PrivacySpend(
             mechanism="gaussian: packed upper triangle of x xᵀ, one report per user",
-            epsilon=eps,
-            delta=float(self.delta),
-            sensitivity=randomiser.true_sensitivity,
-            noise_scale=mech.sigma,
-            dp_event=dp_accounting.GaussianDpEvent(mech.sigma / randomiser.true_sensitivity),
+            epsilon=eps, delta=float(self.delta), sensitivity=Delta, noise_scale=mech.sigma,
+            dp_event=dp_accounting.GaussianDpEvent(mech.sigma / Delta),
         )
         paper = (
             " Noise calibrated with the paper's sensitivity D² (sensitivity='paper'); epsilon is "
@@ -141,68 +286,32 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
             if self.sensitivity == "paper"
             else ""
         )
-        return PrivacyRecord(
-            epsilon=eps,
-            delta=float(self.delta),
-            model="local",
-            neighbouring=Neighbouring.LOCAL_REPLACE_ONE.description,
-            sensitivity=randomiser.true_sensitivity,
-            noise_scale=mech.sigma,
-            calibration=self.calibration,
-            data_norm=float(self.data_norm),
-            n_samples=int(n_samples),
-            n_clipped=int(n_clipped),
-            spends=(spend,),
-            target_epsilon=float(self.epsilon),
+        return _local_record(
+            epsilon=eps, delta=float(self.delta), sensitivity=Delta, noise_scale=mech.sigma,
+            calibration=self.calibration, data_norm=float(randomiser.data_norm),
+            n_samples=int(n_samples), spends=(spend,), target_epsilon=float(self.epsilon),
             notes=(
                 "Each user's report is (epsilon, delta)-LDP; the server's output is "
                 "post-processing of the reports." + paper + notes
             ),
         )
 
-    def _noisy_second_moment(self, X: ArrayLike) -> tuple[NDArray[np.float64], int, int]:
-        """Validate, (centre, bound,) clip, charge, and return ``(Σ reports, n_cov, n_clipped)``.
+    # ------------------------------------------------------------------ the groups' protocol
+    def _plan_groups(self, n: int, p: int, centering: Any, data_norm: Any) -> _LocalPlan:
+        self._randomiser(p, data_norm=1.0)  # validates ε, δ, calibration, sensitivity
+        if self.calibration != "analytic" or self.sensitivity != "replace":
+            raise ValueError(
+                f"{type(self).__name__}: calibration='classic' and sensitivity='paper' "
+                "reproduce the paper's setting; they require centering=None and a numeric "
+                "data_norm."
+            )
+        sizes = self._groups(n, centering, data_norm)
+        return _LocalPlan(
+            planned=self._groups_record(sizes, n, {}, notes="planned before the fit"),
+            protocol="groups", sizes=sizes,
+            settings={"centering": centering, "data_norm": data_norm},
+        )
 
-        In the papers' setting every user sends a covariance report (Wang & Xu's protocol
-        exactly); otherwise the users are split into the groups of
-        :mod:`privpca.protocols.local_preprocessing`, one report each.
-        """
-        table = validated_table(self, X)
-        n, p = table.n_samples, table.n_features
-        self._check_params(p)
-        if not self._paper_setting(p):
-            source = table.source if table.streamed else ArraySource(table.X, validated=True)
-            return self._table_second_moment(source)
-        randomiser = self._randomiser(p)
-        randomiser.warn_if_weaker(stacklevel=4)
-        rng = check_random_state(self.random_state)
-        # Charge first: a refused budget must release nothing, not even a clipping warning.
-        # (The record carries no clipped count, so it does not wait for the clipping.)
-        self.privacy_ = self._record(randomiser, n, 0)
-        self._charge(self.privacy_, self.ledger)
-        if table.streamed:  # the users' exact sum by one pass; the same noise as below
-            total, n_clipped = clipped_gram(table.source, None, None, float(self.data_norm))
-            if n_clipped:
-                warnings.warn(
-                    f"Some users' records had an L2 norm above data_norm={self.data_norm:g} "
-                    "and were clipped to it. The privacy guarantee holds; the estimate is "
-                    "biased.", RowClippingWarning, stacklevel=4)
-        else:
-            assert table.X is not None and table.sq is not None
-            Xc, n_clipped = clip_rows(table.X, self.data_norm, owner=self,
-                                      norms=np.sqrt(table.sq))
-        self.noise_scale_ = randomiser.noise_scale
-        self.mean_ = np.zeros(p)
-        self.scale_ = None
-        self.data_norm_ = float(self.data_norm)
-        self._mean_sd = 0.0
-        if table.streamed:
-            total = symmetric_gaussian_release(total, math.sqrt(n) * randomiser.noise_scale,
-                                               rng, sensitivity=randomiser.mechanism.sensitivity)
-            return total, n, n_clipped
-        return simulate_report_sum(Xc, randomiser, rng), n, n_clipped
-
-    # ------------------------------------------------------------------ on a table
     def _groups(self, n: int, centering: Any, data_norm: Any) -> dict[str, int]:
         """Public group sizes (the covariance group gets the rest); refused if too small."""
         active = []
@@ -223,24 +332,15 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
             )
         return sizes
 
-    def _table_second_moment(self, source: RowSource) -> tuple[NDArray[np.float64], int, int]:
+    def _group_reports(self, plan: _LocalPlan, source: RowSource,
+                       pre_rng: np.random.Generator) -> _Reports:
+        """The groups report in turn: norm answers, noisy clipped records (the mean), the
+        bound's norm answers; then the covariance group's clipped ``x xᵀ``, summed exactly."""
+        sizes = plan.sizes
+        assert sizes is not None
+        centering, data_norm = plan.settings["centering"], plan.settings["data_norm"]
         n, p = source.n_samples, source.n_features
-        self._randomiser(p, data_norm=1.0)  # validates ε, δ, calibration, sensitivity
-        if self.calibration != "analytic" or self.sensitivity != "replace":
-            raise ValueError(
-                f"{type(self).__name__}: calibration='classic' and sensitivity='paper' "
-                "reproduce the paper's setting; they require centering=None and a numeric "
-                "data_norm."
-            )
-        centering = check_centering(self.centering, p, self)
-        data_norm = check_data_norm(self.data_norm, self)
-        sizes = self._groups(n, centering, data_norm)
         eps, delta = float(self.epsilon), float(self.delta)
-        planned = self._table_record(sizes, n, {}, notes="planned before the fit")
-        ledger = self._book_ledger(planned)
-
-        rng = check_random_state(self.random_state)
-        pre_rng = self._preprocessing_rng(rng)
         # Public: which user is in which group. One int8 label per user (not an index array),
         # so a streamed fit reads each block's labels by slicing, in any order of blocks.
         group_id = {g: i for i, g in enumerate(LOCAL_GROUPS)}
@@ -292,77 +392,61 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         else:
             D = float(data_norm)
         randomiser = self._randomiser(p, data_norm=D, centre=mean)
-        gram, n_clipped = clipped_gram(source, mean, None, D, labels=labels,
-                                       group=group_id["covariance"])
+        gram, _ = clipped_gram(source, mean, None, D, labels=labels,
+                               group=group_id["covariance"])
         released.update(data_norm=D, covariance_noise_scale=randomiser.noise_scale)
-        record = self._table_record(sizes, n, released, notes="")
-        ledger.amend(planned, record)
-        self.privacy_ = record
-        self.noise_scale_ = randomiser.noise_scale
-        self.mean_ = np.zeros(p) if mean is None else mean
-        self.scale_ = None
-        self.data_norm_ = D
-        self._mean_sd = mean_sd
-        m = sizes["covariance"]
-        gram = symmetric_gaussian_release(gram, math.sqrt(m) * randomiser.noise_scale, rng,
-                                          sensitivity=randomiser.mechanism.sensitivity)
-        return gram, m, n_clipped
+        record = self._groups_record(sizes, n, released, notes="")
+        return _Reports(gram, sizes["covariance"], randomiser, record, mean_sd=mean_sd)
 
-    def _book_ledger(self, planned: PrivacyRecord) -> Any:
-        from privpca.accounting.ledger import default_ledger
-
-        ledger = default_ledger() if self.ledger is None else self.ledger
-        self._charge(planned, ledger)
-        return ledger
-
-    def _table_record(
+    def _groups_record(
         self, sizes: dict[str, int], n: int, released: dict[str, Any], notes: str
     ) -> PrivacyRecord:
-        """One spend per group of users; the total is (ε, δ) by parallel composition."""
+        """One spend per group of users; the total is (ε, δ) by parallel composition.
+
+        ``released`` holds the released bounds and noise scales (NaN until released).
+        """
         eps, delta = float(self.epsilon), float(self.delta)
         nan = math.nan
         q = 1.0 / (1.0 + math.exp(min(eps, 700.0)))
-        spends = []
         mult = float(dp_accounting.get_sigma_gaussian(eps, delta))
+
+        def answers(part: str, what: str, users: int, detail: str = "") -> PrivacySpend:
+            return PrivacySpend(
+                mechanism=(f"{part}: binary randomised response to '{what} <= t_j?' "
+                           f"({users} users, one answer each{detail})"),
+                epsilon=eps, delta=0.0, sensitivity=1.0, noise_scale=q, dp_event=None)
+
+        def reports(mechanism: str, sensitivity: float, noise_scale: float) -> PrivacySpend:
+            return PrivacySpend(mechanism=mechanism, epsilon=eps, delta=delta,
+                                sensitivity=sensitivity, noise_scale=noise_scale,
+                                dp_event=dp_accounting.GaussianDpEvent(mult))
+
+        spends = []
         for norm_g, mean_g, part, what in (
             ("norm", "mean", "bound_raw", "‖x‖"),
             ("residual", "mean_refine", "bound_residual", "‖x − μ̂₁‖"),
         ):
             if norm_g not in sizes:
                 continue
-            spends.append(PrivacySpend(
-                mechanism=(f"{part}: binary randomised response to '{what} <= t_j?' "
-                           f"({sizes[norm_g]} users, one answer each, flip probability "
-                           f"{q:.4g})"),
-                epsilon=eps, delta=0.0, sensitivity=1.0, noise_scale=q, dp_event=None))
-            R = released.get(f"{mean_g}_bound", nan)
-            spends.append(PrivacySpend(
-                mechanism=(f"{mean_g}: gaussian: clip_R(x{'' if mean_g == 'mean' else ' − μ̂₁'})"
-                           f" ({sizes[mean_g]} users, one report each)"),
-                epsilon=eps, delta=delta, sensitivity=2.0 * R,
-                noise_scale=released.get(f"{mean_g}_noise_scale", nan),
-                dp_event=dp_accounting.GaussianDpEvent(mult)))
+            spends.append(answers(part, what, sizes[norm_g], f", flip probability {q:.4g}"))
+            spends.append(reports(
+                f"{mean_g}: gaussian: clip_R(x{'' if mean_g == 'mean' else ' − μ̂₁'})"
+                f" ({sizes[mean_g]} users, one report each)",
+                2.0 * released.get(f"{mean_g}_bound", nan),
+                released.get(f"{mean_g}_noise_scale", nan)))
         if "bound" in sizes:
-            spends.append(PrivacySpend(
-                mechanism=(f"bound: binary randomised response to '‖x − μ̂‖ <= t_j?' "
-                           f"({sizes['bound']} users, one answer each)"),
-                epsilon=eps, delta=0.0, sensitivity=1.0, noise_scale=q, dp_event=None))
+            spends.append(answers("bound", "‖x − μ̂‖", sizes["bound"]))
         D = released.get("data_norm", nan)
-        spends.append(PrivacySpend(
-            mechanism=(f"statistic: gaussian: packed upper triangle of clip_D(x − μ̂) "
-                       f"clip_D(x − μ̂)ᵀ ({sizes['covariance']} users, one report each)"),
-            epsilon=eps, delta=delta, sensitivity=math.sqrt(2.0) * D**2,
-            noise_scale=released.get("covariance_noise_scale", nan),
-            dp_event=dp_accounting.GaussianDpEvent(mult)))
+        sigma = released.get("covariance_noise_scale", nan)
+        spends.append(reports(
+            f"statistic: gaussian: packed upper triangle of clip_D(x − μ̂) "
+            f"clip_D(x − μ̂)ᵀ ({sizes['covariance']} users, one report each)",
+            math.sqrt(2.0) * D**2, sigma))
         groups = ", ".join(f"{g} {m}" for g, m in sizes.items())
-        return PrivacyRecord(
-            epsilon=eps, delta=delta, model="local",
-            neighbouring=Neighbouring.LOCAL_REPLACE_ONE.description,
-            sensitivity=math.sqrt(2.0) * D**2,
-            noise_scale=released.get("covariance_noise_scale", nan),
+        return _local_record(
+            epsilon=eps, delta=delta, sensitivity=math.sqrt(2.0) * D**2, noise_scale=sigma,
             calibration="analytic (Gaussian reports), randomised response (norm answers)",
-            data_norm=D, n_samples=int(n), n_clipped=0, spends=tuple(spends),
-            target_epsilon=eps,
+            data_norm=D, n_samples=int(n), spends=tuple(spends), target_epsilon=eps,
             notes=((notes + " ") if notes else "") + (
                 f"Users split by a public random permutation into disjoint groups ({groups}); "
                 "each user sends one report, (epsilon, delta)-LDP (the norm answers are pure "
@@ -372,81 +456,20 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
                 "treats the groups' spends as sequential (conservative)."),
         )
 
-    def _check_params(self, n_features: int) -> None:
-        check_n_components_spec(self.n_components, n_features, self)
-
-    def fit(self, X: ArrayLike, y: Any = None) -> Any:
-        """Simulate every user's report and fit on the server's aggregate.
-
-        The one path of the local estimators: each user's randomised report (clipped to
-        ``data_norm``, Gaussian noise from :mod:`privpca.mechanisms.noise`), their sum
-        charged and recorded (:meth:`_noisy_second_moment`), then the estimator's own
-        post-processing of the aggregate (:meth:`_fit_second_moment`: top-k eigenvectors, or
-        the Fantope-ℓ₁ problem by ADMM).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            One record per user. Not modified.
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        total, n, _ = self._noisy_second_moment(X)
-        self._fit_second_moment(total, n)
-        return self
-
-    def fit_aggregate(self, aggregator: LocalCovarianceAggregator) -> _LocalCovarianceEstimator:
-        """Fit from reports collected by the real client/server protocol.
-
-        Parameters
-        ----------
-        aggregator : LocalCovarianceAggregator
-            Holds the reports; its randomiser must use this estimator's privacy parameters.
-
-        Returns
-        -------
-        self
-        """
-        r = aggregator.randomiser
-        # The randomiser's public bound (and centre) are the protocol's: a numeric data_norm
-        # here must agree with them; "auto" accepts the bound the server released.
-        own_norm = r.data_norm if isinstance(self.data_norm, str) else float(self.data_norm)
-        mine = (
-            float(self.epsilon),
-            float(self.delta),
-            own_norm,
-            self.calibration,
-            self.sensitivity,
-        )
-        theirs = (r.epsilon, r.delta, r.data_norm, r.calibration, r.sensitivity)
-        if mine != theirs:
-            raise ValueError(
-                "The aggregator's randomiser (epsilon, delta, data_norm, calibration, "
-                f"sensitivity) = {theirs} differs from this estimator's {mine}."
-            )
-        p = r.n_features
-        self._check_params(p)
-        self.n_features_in_ = p
-        n = aggregator.n_reports_
-        self.privacy_ = self._record(r, n, 0, notes=" Clipping, if any, happened on clients.")
-        self._charge(self.privacy_, self.ledger)
-        self.noise_scale_ = r.noise_scale
-        self.mean_ = np.zeros(p) if r.centre is None else np.asarray(r.centre)
-        self.scale_ = None
-        self.data_norm_ = float(r.data_norm)
-        self._mean_sd = 0.0
-        self._fit_second_moment(aggregator.noisy_second_moment() * n, n)
-        return self
-
+    # ------------------------------------------------------------------ the server's step
     def _fit_second_moment(self, total: NDArray[np.float64], n: int) -> None:
+        """The estimator's post-processing of the noisy sum ``total`` of ``n`` reports."""
         raise NotImplementedError
 
     def _denominator(self, n: int) -> float:
         """n − 1 for centred reports (scikit-learn's covariance), n for the second moment."""
         return float(n - 1 if np.any(self.mean_ != 0.0) and n > 1 else n)
+
+
+def _local_record(**fields: Any) -> PrivacyRecord:
+    """A record of the local model: replace-one user, nothing clipped is counted."""
+    return PrivacyRecord(model="local", neighbouring=Neighbouring.LOCAL_REPLACE_ONE.description,
+                         n_clipped=0, **fields)
 
 
 class LocalGaussianPCA(_LocalCovarianceEstimator):
