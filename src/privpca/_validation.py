@@ -7,6 +7,8 @@ parameter, the allowed range and the value given, in scikit-learn's wording.
 from __future__ import annotations
 
 import numbers
+import os
+import sys
 import warnings
 from typing import Any
 
@@ -377,7 +379,7 @@ def check_secure_random_state(random_state: Any, *, what: str = "random_state",
     RandomStates, BitGenerators, and a SecureGenerator built on a caller's bit generator
     (seeded ChaCha included). Outside secure mode: nothing (no warning either).
 
-    Estimators call it before they charge a ledger (``_charge``, ``ReleasePipeline.charge``)
+    Estimators call it before they book a ledger (``BasePrivatePCA._book``)
     as well as in :func:`check_random_state`, so a refused fit spends nothing.
     """
     from privpca._config import secure_mode
@@ -436,5 +438,23 @@ def _warn_reproducible() -> None:
         "release pass random_state=None, or turn on privpca.config_context(secure_mode=True). "
         "(This warning is shown once per process.)",
         ReproducibleNoiseWarning,
-        stacklevel=4,
+        stacklevel=caller_stacklevel(),
     )
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning point at the first frame outside privpca.
+
+    A warning raised deep inside a fit (the one fit, a pipeline step) then names the user's
+    line that called ``fit``, whatever the depth of privpca's own calls.
+    """
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+            _PACKAGE_DIR):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level

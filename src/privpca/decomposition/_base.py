@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from privpca._validation import check_random_state, check_secure_random_state
-from privpca.accounting.ledger import Booking, PrivacyLedger, resolve_ledger
+from privpca.accounting.ledger import Booking
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.exceptions import NonFiniteInputError
 from privpca.pipeline.release import PipelineSettings, ReleasePipeline, validated_table
@@ -120,11 +120,6 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
         """
         check_secure_random_state(getattr(self, "random_state", None), owner=self)
         return Booking.charge(self, getattr(self, "ledger", None), planned)
-
-    def _charge(self, record: PrivacyRecord, ledger: PrivacyLedger | None) -> None:
-        """Book ``record`` outright (the entry points that compose their record up front)."""
-        check_secure_random_state(getattr(self, "random_state", None), owner=self)
-        resolve_ledger(self, ledger).spend(record, label=type(self).__name__)
 
     @staticmethod
     def _preprocessing_rng(rng: np.random.Generator) -> np.random.Generator:

@@ -270,7 +270,7 @@ class SparsePCA(BasePrivatePCA):
         rng = check_random_state(self.random_state)
         # Nothing private is released, but the ledger is told first: an infinite spend.
         self.privacy_ = self._record(n)
-        self._charge(self.privacy_, self.ledger)
+        self._book(self.privacy_)
 
         if self.center:
             self.mean_ = Xv.mean(axis=0)

@@ -1090,9 +1090,9 @@ class Table:
 def validated_table(owner: Any, X: Any) -> Table:
     """:func:`validated_rows` for an array; a :class:`RowSource` for anything streamed.
 
-    A streamed table is checked as each pass reads it (a non-finite entry raises ValueError
-    during the first pass, after the ledger has been charged: the charge is then a spend
-    with nothing released, which is conservative).
+    A streamed table is checked as each pass reads it: a non-finite entry raises
+    :class:`~privpca.exceptions.NonFiniteInputError` during the first pass, before anything
+    is released, and the one fit withdraws its booking.
     """
     from privpca.streaming import as_row_source, is_streamed
 
