@@ -98,7 +98,17 @@ class CellBounds:
 
     epsilon: float
     delta: float
+    epsilon_lower: float
     counts: tuple[int, int, int]
+
+    @property
+    def violated(self) -> bool:
+        """Whether the runs prove a larger ε than claimed."""
+        return self.epsilon_lower > self.epsilon
+
+    @property
+    def _verdict(self) -> str:
+        return "VIOLATION" if self.violated else "ok"
 
     def epsilon_lower_at(self, confidence: float) -> float:
         """The ε lower bound these evaluation counts prove at ``confidence`` (e.g. a
