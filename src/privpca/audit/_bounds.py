@@ -90,7 +90,8 @@ def p_value(k0: int, n0: int, k1: int, n1: int, delta: float, epsilon: float) ->
 
 
 class CellBounds:
-    """What a report of one test (``epsilon``, ``delta``, ``counts``) gives at any level.
+    """What a report of one test (``epsilon``, ``delta``, ``epsilon_lower``, ``counts``)
+    gives: whether the claim is violated, and the bound at any level.
 
     ``counts`` are the evaluation hits ``(k₀, k₁, n)`` of the one test chosen on the
     selection runs; the bound at another confidence reuses them (the test does not change).
