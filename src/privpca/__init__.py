@@ -4,21 +4,10 @@ Estimators follow scikit-learn's conventions (``fit``, ``transform``, ``componen
 ``(n_components, n_features)``) and record what they spent in ``privacy_``.
 """
 
+from privpca import decomposition
 from privpca._config import ReproducibleNoiseWarning, config_context, get_config, set_config
 from privpca.accounting import PrivacyLedger, PrivacyRecord, default_ledger
-from privpca.decomposition import (
-    DPPCA,
-    DPSPCA,
-    AnalyzeGaussPCA,
-    BinghamPCA,
-    LocalGaussianPCA,
-    LocalSparsePCA,
-    ModSuLQPCA,
-    NoisyPowerPCA,
-    OjaPCA,
-    PrivateOjaPCA,
-    SparsePCA,
-)
+from privpca.decomposition import *  # noqa: F403
 from privpca.exceptions import (
     BudgetExceededError,
     DataDependentWarning,
@@ -33,31 +22,21 @@ from privpca.solvers.bingham import ProposalBudgetExceededError
 __version__ = "0.1.0"
 
 __all__ = [
-    "DPPCA",
-    "DPSPCA",
-    "AnalyzeGaussPCA",
-    "BinghamPCA",
     "BudgetExceededError",
     "DataDependentWarning",
-    "LocalGaussianPCA",
-    "LocalSparsePCA",
-    "ModSuLQPCA",
-    "NoisyPowerPCA",
     "NonFiniteInputError",
-    "OjaPCA",
     "PrivacyLeakWarning",
     "PrivacyLedger",
     "PrivacyRecord",
     "PrivacyWarning",
-    "PrivateOjaPCA",
     "ProposalBudgetExceededError",
     "ReproducibleNoiseWarning",
     "RowClippingWarning",
     "ShufflingBoundError",
-    "SparsePCA",
     "__version__",
     "config_context",
     "default_ledger",
     "get_config",
     "set_config",
+    *decomposition.__all__,
 ]

@@ -90,7 +90,8 @@ def p_value(k0: int, n0: int, k1: int, n1: int, delta: float, epsilon: float) ->
 
 
 class CellBounds:
-    """What a report of one test (``epsilon``, ``delta``, ``counts``) gives at any level.
+    """What a report of one test (``epsilon``, ``delta``, ``epsilon_lower``, ``counts``)
+    gives: whether the claim is violated, and the bound at any level.
 
     ``counts`` are the evaluation hits ``(k₀, k₁, n)`` of the one test chosen on the
     selection runs; the bound at another confidence reuses them (the test does not change).
@@ -98,7 +99,17 @@ class CellBounds:
 
     epsilon: float
     delta: float
+    epsilon_lower: float
     counts: tuple[int, int, int]
+
+    @property
+    def violated(self) -> bool:
+        """Whether the runs prove a larger ε than claimed."""
+        return self.epsilon_lower > self.epsilon
+
+    @property
+    def _verdict(self) -> str:
+        return "VIOLATION" if self.violated else "ok"
 
     def epsilon_lower_at(self, confidence: float) -> float:
         """The ε lower bound these evaluation counts prove at ``confidence`` (e.g. a

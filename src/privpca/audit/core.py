@@ -88,16 +88,10 @@ class AuditReport(CellBounds):
     confidence: float
     description: str
 
-    @property
-    def violated(self) -> bool:
-        """Whether the runs prove a larger ε than claimed."""
-        return self.epsilon_lower > self.epsilon
-
     def __str__(self) -> str:
-        verdict = "VIOLATION" if self.violated else "ok"
         return (f"claimed eps={self.epsilon:g} (delta={self.delta:g}): eps_lower="
                 f"{self.epsilon_lower:.3f}, power={self.power:.3f}, runs={self.runs} "
-                f"[{verdict}; statistic {self.statistic}]")
+                f"[{self._verdict}; statistic {self.statistic}]")
 
 
 def _is_estimator(obj: Any) -> bool:

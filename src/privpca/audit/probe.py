@@ -166,16 +166,11 @@ class FloatProbeReport(CellBounds):
     description: str
     selection_epsilon: float = 0.0
 
-    @property
-    def violated(self) -> bool:
-        """Whether the runs prove a larger ε than claimed."""
-        return self.epsilon_lower > self.epsilon
-
     def __str__(self) -> str:
-        verdict = "VIOLATION" if self.violated else "ok"
         return (f"float probe ({self.mode} mode), claimed eps={self.epsilon:g}: eps_lower="
                 f"{self.epsilon_lower:.3f}, accuracy={self.accuracy:.3f}, grid "
-                f"{self.grid_label}, statistic {self.statistic}, runs={self.runs} [{verdict}]")
+                f"{self.grid_label}, statistic {self.statistic}, runs={self.runs} "
+                f"[{self._verdict}]")
 
 
 # --------------------------------------------------------------------------- grids

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from privpca._validation import (
     check_in_range,
@@ -320,27 +320,6 @@ class SparsePCA(BasePrivatePCA):
         )
         _, vectors = top_eigenvectors(result.solution, k)
         return vectors
-
-    def transform(self, X: ArrayLike) -> NDArray[np.float64]:
-        """Project ``X − mean_`` onto the components.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_components)
-        """
-        check_is_fitted(self, "components_")
-        Xv = validate_data(self, X, reset=False, dtype=np.float64)
-        return np.asarray((Xv - self.mean_) @ self.components_.T)
-
-    def inverse_transform(self, X: ArrayLike) -> NDArray[np.float64]:
-        """Map projections back to feature space: ``X @ components_ + mean_``."""
-        check_is_fitted(self, "components_")
-        Xv = np.asarray(X, dtype=np.float64)
-        return np.asarray(Xv @ self.components_ + self.mean_)
 
 
 def _ritz_rotation(

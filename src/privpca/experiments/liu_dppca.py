@@ -50,19 +50,16 @@ AG_BOUND, AG_PRIVATE = "Analyze Gauss (bound D)", "Analyze Gauss (private bound)
 #: The methods of this module, by name; ``options`` carries ``data_norm`` (Analyze Gauss's
 #: stated bound D) and ``clip_norm`` (Private Oja's β).
 LIU_METHODS: dict[str, MethodFactory] = {
-    DPPCA_NAME: lambda f: DPPCA(epsilon=f.epsilon, delta=f.delta, random_state=f.random_state,
-                                ledger=f.ledger, **PAPER_UNCENTRED),
-    AG_BOUND: lambda f: AnalyzeGaussPCA(1, epsilon=f.epsilon, delta=f.delta, centering=None,
+    DPPCA_NAME: lambda f: DPPCA(**f.private_kwargs(), **PAPER_UNCENTRED),
+    AG_BOUND: lambda f: AnalyzeGaussPCA(1, centering=None,
                                         data_norm=float(f.options["data_norm"]),
-                                        random_state=f.random_state, ledger=f.ledger),
-    AG_PRIVATE: lambda f: AnalyzeGaussPCA(1, epsilon=f.epsilon, delta=f.delta,
-                                          random_state=f.random_state, ledger=f.ledger),
+                                        **f.private_kwargs()),
+    AG_PRIVATE: lambda f: AnalyzeGaussPCA(1, **f.private_kwargs()),
     "Private Oja (shuffled)": lambda f: PrivateOjaPCA(
-        epsilon=f.epsilon, delta=f.delta, clip_norm=float(f.options["clip_norm"]),
-        random_state=f.random_state, ledger=f.ledger, **PAPER_UNCENTRED),
+        clip_norm=float(f.options["clip_norm"]), **f.private_kwargs(), **PAPER_UNCENTRED),
     "Private Oja (no amplification)": lambda f: PrivateOjaPCA(
-        epsilon=f.epsilon, delta=f.delta, clip_norm=float(f.options["clip_norm"]),
-        amplification="none", random_state=f.random_state, ledger=f.ledger, **PAPER_UNCENTRED),
+        clip_norm=float(f.options["clip_norm"]), amplification="none", **f.private_kwargs(),
+        **PAPER_UNCENTRED),
     "Oja (non-private)": lambda f: OjaPCA(random_state=f.random_state, **PAPER_UNCENTRED),
 }
 

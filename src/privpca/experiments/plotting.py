@@ -15,6 +15,16 @@ import numpy as np
 __all__ = ["plot_error_curves", "plot_panels"]
 
 
+def _save(fig: Any, path: str | Path) -> Path:
+    """Lay out ``fig``, write it to ``path`` (creating its folder) and close it."""
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def plot_error_curves(
     x: Sequence[float],
     curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
@@ -44,12 +54,7 @@ def plot_error_curves(
         ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize="small")
     else:
         ax.legend()
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_panels(
@@ -121,9 +126,4 @@ def plot_panels(
         ax.set_visible(False)
     if suptitle:
         fig.suptitle(suptitle, fontsize="medium")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(fig, path)

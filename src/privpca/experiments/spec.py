@@ -170,6 +170,12 @@ class FitSpec:
     ledger: Any
     options: Mapping[str, Any] = field(default_factory=dict)
 
+    def private_kwargs(self) -> dict[str, Any]:
+        """``epsilon``, ``delta``, ``random_state`` and ``ledger``: the keyword arguments every
+        private estimator takes from the run."""
+        return {"epsilon": self.epsilon, "delta": self.delta,
+                "random_state": self.random_state, "ledger": self.ledger}
+
 
 #: A method of an experiment: builds an unfitted estimator (anything with ``fit(X)`` and
 #: ``components_`` of shape (k, p)) from a :class:`FitSpec`.

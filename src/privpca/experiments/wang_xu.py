@@ -63,33 +63,19 @@ class NonPrivatePCA:
 
 METHODS: dict[str, MethodFactory] = {
     "local-gaussian": lambda f: LocalGaussianPCA(
-        f.n_components,
-        epsilon=f.epsilon,
-        delta=f.delta,
-        random_state=f.random_state,
-        ledger=f.ledger,
-        **PAPER_NORM,
+        f.n_components, **f.private_kwargs(), **PAPER_NORM
     ),
     "local-gaussian-paper-sigma": lambda f: LocalGaussianPCA(
-        f.n_components,
-        epsilon=f.epsilon,
-        delta=f.delta,
-        calibration="classic",
-        sensitivity="paper",
-        random_state=f.random_state,
+        f.n_components, calibration="classic", sensitivity="paper", **f.private_kwargs(),
         **PAPER_NORM,
-        ledger=f.ledger,
     ),
     "local-sparse": lambda f: LocalSparsePCA(
         f.n_components,
-        epsilon=f.epsilon,
-        delta=f.delta,
         max_iter=int(f.options.get("admm_max_iter", 100)),
         lam_scale=float(f.options.get("lam_scale", 0.25)),
         projection_dtype=str(f.options.get("projection_dtype", "auto")),
-        random_state=f.random_state,
+        **f.private_kwargs(),
         **PAPER_NORM,
-        ledger=f.ledger,
     ),
     "non-private-pca": lambda f: NonPrivatePCA(f.n_components),
 }

@@ -195,6 +195,35 @@ _TABLES_DESCRIPTION = (
     "random starts of non-private sparse PCA (rows normalised); the paper's numbers alongside."
 )
 
+
+def _tables_params(
+    *,
+    methods: tuple[str, ...],
+    datasets: tuple[str, ...],
+    repetitions: int,
+    s_grid: tuple[int, ...],
+    eps_grid: tuple[float, ...],
+    options: dict[str, dict[str, int]],
+    quick: bool = False,
+) -> dict[str, Any]:
+    """A run's parameters: the paper's fixed k = 10, Table 1's ε = 2, Table 2's s = 20 and
+    δ = 10⁻⁴, the truth from 50 random starts of 100 iterations (quick: 2 of 30)."""
+    return dict(
+        methods=methods,
+        datasets=datasets,
+        repetitions=repetitions,
+        k=10,
+        s_grid=s_grid,
+        table1_epsilon=2.0,
+        table2_s=20,
+        eps_grid=eps_grid,
+        delta=1e-4,
+        truth_n_init=2 if quick else 50,
+        truth_max_iter=30 if quick else 100,
+        options=options,
+    )
+
+
 EXPERIMENTS = (
     Experiment(
         name="wangxu-tables",
@@ -203,32 +232,14 @@ EXPERIMENTS = (
         description="LocalSparsePCA and LocalGaussianPCA on isolet5 and Colon, "
         + _TABLES_DESCRIPTION,
         run_fn=run_tables,
-        quick_params=dict(
-            methods=("local-sparse", "local-gaussian"),
-            datasets=("isolet5",),
-            repetitions=1,
-            k=10,
-            s_grid=(10, 20),
-            table1_epsilon=2.0,
-            table2_s=20,
-            eps_grid=(0.5,),
-            delta=1e-4,
-            truth_n_init=2,
-            truth_max_iter=30,
-            options={"isolet5": {"admm_max_iter": 3}},
+        quick_params=_tables_params(
+            methods=("local-sparse", "local-gaussian"), datasets=("isolet5",), repetitions=1,
+            s_grid=(10, 20), eps_grid=(0.5,), options={"isolet5": {"admm_max_iter": 3}},
+            quick=True,
         ),
-        full_params=dict(
-            methods=("local-sparse", "local-gaussian"),
-            datasets=("isolet5", "colon_continuous"),
-            repetitions=3,
-            k=10,
-            s_grid=(10, 20, 40),
-            table1_epsilon=2.0,
-            table2_s=20,
-            eps_grid=(1.0, 0.5, 0.1),
-            delta=1e-4,
-            truth_n_init=50,
-            truth_max_iter=100,
+        full_params=_tables_params(
+            methods=("local-sparse", "local-gaussian"), datasets=("isolet5", "colon_continuous"),
+            repetitions=3, s_grid=(10, 20, 40), eps_grid=(1.0, 0.5, 0.1),
             options={
                 "isolet5": {"admm_max_iter": 100},
                 "colon_continuous": {"admm_max_iter": 10, "repetitions": 2},
@@ -246,32 +257,14 @@ EXPERIMENTS = (
         description="LocalSparsePCA on Leukemia (72 x 7129; few ADMM iterations, see notes), "
         + _TABLES_DESCRIPTION,
         run_fn=run_tables,
-        quick_params=dict(
-            methods=("local-sparse",),
-            datasets=("leukemia_allaml",),
-            repetitions=1,
-            k=10,
-            s_grid=(20,),
-            table1_epsilon=2.0,
-            table2_s=20,
-            eps_grid=(2.0,),
-            delta=1e-4,
-            truth_n_init=2,
-            truth_max_iter=30,
-            options={"leukemia_allaml": {"admm_max_iter": 1}},
+        quick_params=_tables_params(
+            methods=("local-sparse",), datasets=("leukemia_allaml",), repetitions=1,
+            s_grid=(20,), eps_grid=(2.0,), options={"leukemia_allaml": {"admm_max_iter": 1}},
+            quick=True,
         ),
-        full_params=dict(
-            methods=("local-sparse",),
-            datasets=("leukemia_allaml",),
-            repetitions=1,
-            k=10,
-            s_grid=(10, 20, 40),
-            table1_epsilon=2.0,
-            table2_s=20,
-            eps_grid=(1.0, 0.5, 0.1),
-            delta=1e-4,
-            truth_n_init=50,
-            truth_max_iter=100,
+        full_params=_tables_params(
+            methods=("local-sparse",), datasets=("leukemia_allaml",), repetitions=1,
+            s_grid=(10, 20, 40), eps_grid=(1.0, 0.5, 0.1),
             options={"leukemia_allaml": {"admm_max_iter": 2}},
         ),
     ),

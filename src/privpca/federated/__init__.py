@@ -4,40 +4,7 @@ The Flower adapter (:mod:`privpca.federated.flower_app`) needs the optional extr
 ``pip install "privpca[federated]"``; nothing here imports Flower.
 """
 
-from privpca.federated.protocol import (
-    FileReleaseCounter,
-    MeanQuery,
-    MeanReply,
-    PrepareMessage,
-    PrepareReply,
-    ProviderDropoutError,
-    ProviderState,
-    Query,
-    QueryRefusedError,
-    ReleaseCounter,
-    Reply,
-    ServerState,
-    VarianceQuery,
-    VarianceReply,
-    paper_noise_scale,
-    provider_release_limits,
-)
+from privpca.federated import protocol
+from privpca.federated.protocol import *  # noqa: F403
 
-__all__ = [
-    "FileReleaseCounter",
-    "MeanQuery",
-    "MeanReply",
-    "PrepareMessage",
-    "PrepareReply",
-    "ProviderDropoutError",
-    "ProviderState",
-    "Query",
-    "QueryRefusedError",
-    "ReleaseCounter",
-    "Reply",
-    "ServerState",
-    "VarianceQuery",
-    "VarianceReply",
-    "paper_noise_scale",
-    "provider_release_limits",
-]
+__all__ = list(protocol.__all__)

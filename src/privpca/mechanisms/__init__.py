@@ -1,21 +1,6 @@
 """Privacy mechanisms: each states its neighbouring relation, sensitivity and calibration."""
 
-from privpca.mechanisms.gaussian import (
-    GaussianMechanism,
-    analytic_gaussian_delta,
-    analytic_gaussian_sigma,
-    certified_epsilon,
-    classic_gaussian_sigma,
-    gaussian_sigma,
-    symmetric_gaussian_noise,
-)
+from privpca.mechanisms import gaussian
+from privpca.mechanisms.gaussian import *  # noqa: F403
 
-__all__ = [
-    "GaussianMechanism",
-    "analytic_gaussian_delta",
-    "analytic_gaussian_sigma",
-    "certified_epsilon",
-    "classic_gaussian_sigma",
-    "gaussian_sigma",
-    "symmetric_gaussian_noise",
-]
+__all__ = list(gaussian.__all__)

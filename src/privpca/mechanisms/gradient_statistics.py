@@ -58,6 +58,7 @@ from privpca.mechanisms.histogram import (
     column_bin_counts,
     geometric_bin,
     geometric_bin_edges,
+    threshold_tail,
     window_bin_counts,
 )
 from privpca.mechanisms.noise import gaussian_release
@@ -270,14 +271,7 @@ class PrivateMean:
         m_total = float(dp_accounting.get_sigma_gaussian(epsilon, (1 - tail_fraction) * delta))
         m_centre = m_total / math.sqrt(centre_fraction)
         m_mean = m_total / math.sqrt(1.0 - centre_fraction)
-        # δ·f/(1 + e^ε), written so that a large ε cannot overflow
-        tail = tail_fraction * delta * math.exp(-epsilon) / (1.0 + math.exp(-epsilon))
-        if not tail > 0:
-            raise ValueError(
-                f"epsilon={epsilon:g} is too large for a stability histogram: its tail "
-                "delta/(1 + e^epsilon) underflows float64 (epsilon > ~700 leaves nothing "
-                "private to protect; use a smaller epsilon)."
-            )
+        tail = threshold_tail(epsilon, delta, tail_fraction)
         hist = StabilityHistogram.gaussian(m_centre, n_histograms=int(n_coordinates), tail=tail)
         return cls(hist, m_mean, bin_width, radius, zeta)
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import dp_accounting
 import numpy as np
@@ -53,6 +53,7 @@ __all__ = [
     "geometric_bin",
     "geometric_bin_edges",
     "linear_bins",
+    "threshold_tail",
     "window_bin_counts",
 ]
 
@@ -154,6 +155,26 @@ def window_bin_counts(
     )
 
 
+def threshold_tail(epsilon: float, delta: float, tail_fraction: float) -> float:
+    """The tail ``t = f·δ/(1 + e^ε)`` that a stability histogram's threshold leaves out, for
+    the share ``f = tail_fraction`` of δ that pays for it (written so that a large ε cannot
+    overflow).
+
+    Raises
+    ------
+    ValueError
+        When ``t`` underflows float64 (ε above about 700).
+    """
+    tail = tail_fraction * delta * math.exp(-epsilon) / (1.0 + math.exp(-epsilon))
+    if not tail > 0:
+        raise ValueError(
+            f"epsilon={epsilon:g} is too large for a stability histogram: its tail "
+            "delta/(1 + e^epsilon) underflows float64 (epsilon > ~700 leaves nothing "
+            "private to protect; use a smaller epsilon)."
+        )
+    return tail
+
+
 @dataclass(frozen=True)
 class HistogramRelease:
     """What one call released, per histogram.
@@ -217,14 +238,7 @@ class StabilityHistogram:
         check_in_range(n_histograms, "n_histograms", low=1, low_closed=True, integer=True)
         check_in_range(tail_fraction, "tail_fraction", low=0, high=1)
         delta_noise = (1.0 - tail_fraction) * delta
-        # δ·f/(1 + e^ε), written so that a large ε cannot overflow
-        tail = tail_fraction * delta * math.exp(-epsilon) / (1.0 + math.exp(-epsilon))
-        if not tail > 0:
-            raise ValueError(
-                f"epsilon={epsilon:g} is too large for a stability histogram: its tail "
-                "delta/(1 + e^epsilon) underflows float64 (epsilon > ~700 leaves nothing "
-                "private to protect; use a smaller epsilon)."
-            )
+        tail = threshold_tail(epsilon, delta, tail_fraction)
         per_hist = tail / n_histograms
         if noise == "laplace":
             scale = _laplace_scale(epsilon, delta_noise, 2 * n_histograms)
@@ -276,9 +290,7 @@ class StabilityHistogram:
         -------
         HistogramRelease
         """
-        B = np.asarray(bins, dtype=np.int64)
-        if B.ndim == 1:
-            B = B[:, None]
+        B = _as_columns(bins, np.int64)
         n, h = B.shape
         if h != self.n_histograms:
             raise ValueError(
@@ -333,6 +345,12 @@ class StabilityHistogram:
         mode[c_ok[best]] = s_ok[best]
         released[c_ok[best]] = True
         return HistogramRelease(mode, released)
+
+
+def _as_columns(values: ArrayLike, dtype: type) -> NDArray[Any]:
+    """``values`` as an array with one column per histogram (1-D: a single histogram)."""
+    V: NDArray[Any] = np.asarray(values, dtype=dtype)
+    return V[:, None] if V.ndim == 1 else V
 
 
 def _column_counts(

@@ -29,7 +29,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privpca._validation import check_in_range, check_noise_rng
-from privpca.mechanisms.histogram import StabilityHistogram, _column_counts, geometric_bin
+from privpca.mechanisms.histogram import (
+    StabilityHistogram,
+    _as_columns,
+    _column_counts,
+    geometric_bin,
+)
 from privpca.mechanisms.noise import gaussian_release
 
 __all__ = ["LOG_GRID_BASE", "PrivateQuantile", "QuantileRelease", "grid_base"]
@@ -110,9 +115,7 @@ class PrivateQuantile:
         -------
         QuantileRelease
         """
-        V = np.asarray(values, dtype=np.float64)
-        if V.ndim == 1:
-            V = V[:, None]
+        V = _as_columns(values, np.float64)
         h = V.shape[1]
         if h != self.histogram.n_histograms:
             raise ValueError(f"values has {h} column(s); calibrated for "

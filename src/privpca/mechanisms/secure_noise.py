@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -202,20 +203,19 @@ class SecureGenerator(np.random.Generator):
 
     def normal(self, loc: Any = 0.0, scale: Any = 1.0,
                size: Any = None) -> Any:
-        scale_f = _scalar_scale(scale, "normal")
-        shape = _broadcast_shape(loc, size)
-        lam = _grid(scale_f)
-        k = discrete_gaussian(self, scale_f / lam, shape)
-        value = _snap(loc, lam) + lam * k.astype(np.float64)
-        return _finish(np.asarray(value), size if size is not None or np.ndim(loc) else None,
-                       None, None)
+        return self._on_grid(discrete_gaussian, loc, _scalar_scale(scale, "normal"), size)
 
     def laplace(self, loc: Any = 0.0, scale: Any = 1.0,
                 size: Any = None) -> Any:
-        scale_f = _scalar_scale(scale, "laplace")
+        return self._on_grid(discrete_laplace, loc, _scalar_scale(scale, "laplace"), size)
+
+    def _on_grid(self, draw: Callable[[np.random.Generator, float, Any], NDArray[np.int64]],
+                 loc: Any, scale: float, size: Any) -> Any:
+        """``loc`` snapped to the grid Λ of ``scale`` plus Λ times integers ``draw`` gives
+        at ``scale/Λ``."""
         shape = _broadcast_shape(loc, size)
-        lam = _grid(scale_f)
-        k = discrete_laplace(self, scale_f / lam, shape)
+        lam = _grid(scale)
+        k = draw(self, scale / lam, shape)
         value = _snap(loc, lam) + lam * k.astype(np.float64)
         return _finish(np.asarray(value), size if size is not None or np.ndim(loc) else None,
                        None, None)

@@ -1,19 +1,6 @@
 """Client/server protocols: what each party computes and sends."""
 
-from privpca.protocols.local_covariance import (
-    LocalCovarianceAggregator,
-    LocalCovarianceRandomiser,
-    covariance_sensitivity,
-    pack_upper_triangle,
-    simulate_report_sum,
-    unpack_upper_triangle,
-)
+from privpca.protocols import local_covariance
+from privpca.protocols.local_covariance import *  # noqa: F403
 
-__all__ = [
-    "LocalCovarianceAggregator",
-    "LocalCovarianceRandomiser",
-    "covariance_sensitivity",
-    "pack_upper_triangle",
-    "simulate_report_sum",
-    "unpack_upper_triangle",
-]
+__all__ = list(local_covariance.__all__)

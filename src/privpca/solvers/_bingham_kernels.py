@@ -285,6 +285,28 @@ def _permutation(n, rng):
 
 
 @numba.njit(**_JIT)
+def _neumaier_add(s, c, v):
+    """``s + v`` and the compensation ``c`` plus that addition's rounding error (Neumaier)."""
+    nxt = s + v
+    if abs(s) >= abs(v):
+        c += (s - nxt) + v
+    else:
+        c += (v - nxt) + s
+    return nxt, c
+
+
+@numba.njit(**_JIT)
+def _rows_combination(c, Wt, out):
+    """``out = Σₐ cₐ Wt[a]`` (``Wᵀ``'s rows, so contiguous passes), summed from a = 0."""
+    for r in range(Wt.shape[1]):
+        out[r] = c[0] * Wt[0, r]
+    for a in range(1, Wt.shape[0]):
+        ca = c[a]
+        for r in range(Wt.shape[1]):
+            out[r] += ca * Wt[a, r]
+
+
+@numba.njit(**_JIT)
 def _sums_except(t, mu, j):
     """Neumaier-compensated ``(Σ_{i≠j} tᵢ, Σ_{i≠j} μᵢtᵢ)`` (``j = −1``: all terms)."""
     s = 0.0
@@ -294,20 +316,8 @@ def _sums_except(t, mu, j):
     for i in range(t.size):
         if i == j:
             continue
-        v = t[i]
-        nxt = s + v
-        if abs(s) >= abs(v):
-            cs += (s - nxt) + v
-        else:
-            cs += (v - nxt) + s
-        s = nxt
-        v = mu[i] * t[i]
-        nxt = w + v
-        if abs(w) >= abs(v):
-            cw += (w - nxt) + v
-        else:
-            cw += (v - nxt) + w
-        w = nxt
+        s, cs = _neumaier_add(s, cs, t[i])
+        w, cw = _neumaier_add(w, cw, mu[i] * t[i])
     return s + cs, w + cw
 
 
@@ -537,12 +547,7 @@ def row_sweep(Wt, lam, rng):
             nx = math.sqrt(n2)
             for a in range(k):
                 xh[a] = x[a] / nx
-            for r in range(p):
-                v[r] = xh[0] * Wt[0, r]
-            for a in range(1, k):
-                xa = xh[a]
-                for r in range(p):
-                    v[r] += xa * Wt[a, r]
+            _rows_combination(xh, Wt, v)
             v[i] = 0.0
             # r² = the rest's mass along x̂, accurate when tiny (1 − ‖x‖² would cancel)
             r2 = 0.0
@@ -608,12 +613,7 @@ def row_sweep(Wt, lam, rng):
             for a in range(k):
                 dot += xh[a] * xnh[a]
             fd = f * dot
-            for r in range(p):
-                w[r] = xnh[0] * Wt[0, r]
-            for a in range(1, k):
-                xa = xnh[a]
-                for r in range(p):
-                    w[r] += xa * Wt[a, r]
+            _rows_combination(xnh, Wt, w)
             if f != 0.0:
                 for r in range(p):
                     w[r] += fd * v[r]

@@ -613,16 +613,8 @@ def _capped_projection(
         start[:, :n_warm] = V0[:, :n_warm]
     start[:, n_warm:] = rng.standard_normal((p, m - n_warm))
     Q = _orthonormalise_against(start, None)
-    blocks, ablocks = [Q], [matmul(Q)]
     steps = max(1, min(int(state.capped_steps), (p - m) // m))
-    for _ in range(steps):
-        K = np.concatenate(blocks, axis=1)
-        Qj = _orthonormalise_against(ablocks[-1].copy(), K)
-        blocks.append(Qj)
-        ablocks.append(matmul(Qj))
-    K = np.concatenate(blocks, axis=1)
-    AK = np.concatenate(ablocks, axis=1)
-    del blocks, ablocks
+    K, AK = _krylov_basis(Q, matmul(Q), steps, matmul)
     H = np.asarray(K.T @ AK, dtype=np.float64)
     H = 0.5 * (H + H.T)
     ritz, C = scipy.linalg.eigh(H, check_finite=False, driver="evd")
@@ -764,6 +756,21 @@ def _orthonormalise_against(Wb: np.ndarray, K: np.ndarray | None) -> np.ndarray:
     return Q
 
 
+def _krylov_basis(
+    Q: np.ndarray, AQ: np.ndarray, steps: int, matmul: Callable[[np.ndarray], np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The block Krylov basis ``K = [Q, Q₁, ..., Q_steps]`` (orthonormal, each block
+    orthogonalised against the ones before) and ``AK``, from ``Q`` (orthonormal) and
+    ``AQ = matmul(Q)``."""
+    blocks, ablocks = [Q], [AQ]
+    for _ in range(steps):
+        K = np.concatenate(blocks, axis=1)
+        Qj = _orthonormalise_against(ablocks[-1].copy(), K)
+        blocks.append(Qj)
+        ablocks.append(matmul(Qj))
+    return np.concatenate(blocks, axis=1), np.concatenate(ablocks, axis=1)
+
+
 def _partial_eig(
     A: np.ndarray, k: int, state: FantopeState, b: int, max_m: int
 ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, float] | None:
@@ -799,16 +806,7 @@ def _partial_eig(
     AV = matmul(V)
     try:
         while True:
-            q = _krylov_depth(b, p)
-            blocks = [V]
-            ablocks = [AV]
-            for _ in range(q):
-                K = np.concatenate(blocks, axis=1)
-                Qj = _orthonormalise_against(ablocks[-1].copy(), K)
-                blocks.append(Qj)
-                ablocks.append(matmul(Qj))
-            K = np.concatenate(blocks, axis=1)
-            AK = np.concatenate(ablocks, axis=1)
+            K, AK = _krylov_basis(V, AV, _krylov_depth(b, p), matmul)
             H = K.T @ AK
             H = 0.5 * (H + H.T)
             ritz, C = scipy.linalg.eigh(H, check_finite=False, driver="evd")

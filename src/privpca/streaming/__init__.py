@@ -2,26 +2,7 @@
 Parquet, Dask arrays (:mod:`privpca.streaming.sources`), through the release pipeline's block
 reductions (:mod:`privpca.streaming.reductions`)."""
 
-from privpca.streaming.sources import (
-    ArraySource,
-    ChunkSource,
-    DaskSource,
-    ParquetSource,
-    RowSource,
-    as_row_source,
-    is_streamed,
-    is_zarr_path,
-    open_zarr,
-)
+from privpca.streaming import sources
+from privpca.streaming.sources import *  # noqa: F403
 
-__all__ = [
-    "ArraySource",
-    "ChunkSource",
-    "DaskSource",
-    "ParquetSource",
-    "RowSource",
-    "as_row_source",
-    "is_streamed",
-    "is_zarr_path",
-    "open_zarr",
-]
+__all__ = list(sources.__all__)

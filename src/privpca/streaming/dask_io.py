@@ -14,13 +14,16 @@ Dask's own slicing of a block would read the whole block first.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["dask_table", "dask_table_rows"]
+
+_Piece = TypeVar("_Piece")
 
 #: Rows per Dask block by default: ~800 MB of float64 at p = 100, one task per block.
 DEFAULT_CHUNK_ROWS = 1_000_000
@@ -120,6 +123,38 @@ def _register(name: str, entry: tuple[str, str, Any, int]) -> None:
     _TABLES[name] = entry
 
 
+def _gather(pieces: Iterable[tuple[_Piece, int]], chunk_rows: int) -> list[list[_Piece]]:
+    """Consecutive ``(piece, rows)`` in groups of at least ``chunk_rows`` rows, in order (the
+    last group may hold fewer)."""
+    groups: list[list[_Piece]] = []
+    current: list[_Piece] = []
+    filled = 0
+    for piece, rows in pieces:
+        current.append(piece)
+        filled += rows
+        if filled >= chunk_rows:
+            groups.append(current)
+            current, filled = [], 0
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _cut(ranges: list[tuple[int, int]],
+         chunk_rows: int) -> Iterator[tuple[tuple[int, int], int]]:
+    """``(start, stop)`` ranges cut where the running row count reaches a multiple of
+    ``chunk_rows``, each piece with its number of rows (so that :func:`_gather` makes groups
+    of exactly ``chunk_rows`` rows, the last excepted)."""
+    filled = 0
+    for start, stop in ranges:
+        a = start
+        while a < stop:
+            take = min(stop - a, chunk_rows - filled)
+            yield (a, a + take), take
+            filled = (filled + take) % chunk_rows
+            a += take
+
+
 def _parquet_pieces_rows(pieces: list[tuple[str, int, int, int]],
                          columns: list[str]) -> NDArray[np.float64]:
     """The rows of ``pieces`` (parts of Parquet row groups), stacked; each group read once."""
@@ -142,17 +177,8 @@ def _parquet_selection(path: str, ranges: list[tuple[int, int]], chunk_rows: int
     from privpca.streaming.sources import ParquetSource
 
     meta = ParquetSource(path)  # footers only
-    groups: list[list[tuple[str, int, int, int]]] = []
-    current: list[tuple[str, int, int, int]] = []
-    filled = 0
-    for piece in meta.pieces(ranges):
-        current.append(piece)
-        filled += piece[3] - piece[2]
-        if filled >= chunk_rows:
-            groups.append(current)
-            current, filled = [], 0
-    if current:
-        groups.append(current)
+    groups = _gather(((piece, piece[3] - piece[2]) for piece in meta.pieces(ranges)),
+                     chunk_rows)
     if not groups:
         raise ValueError(f"{path}: no rows selected.")
     parts = [da.from_delayed(dask.delayed(_parquet_pieces_rows)(group, meta.columns),
@@ -200,21 +226,7 @@ def _table_blocks(kind: str, path: str, ranges: list[tuple[int, int]], p: int, d
     import dask
     import dask.array as da
 
-    groups: list[list[tuple[int, int]]] = []
-    current: list[tuple[int, int]] = []
-    filled = 0
-    for start, stop in ranges:
-        a = start
-        while a < stop:
-            take = min(stop - a, chunk_rows - filled)
-            current.append((a, a + take))
-            filled += take
-            a += take
-            if filled == chunk_rows:
-                groups.append(current)
-                current, filled = [], 0
-    if current:
-        groups.append(current)
+    groups = _gather(_cut(ranges, chunk_rows), chunk_rows)
     if not groups:
         raise ValueError(f"{path}: the table has no rows.")
     parts = [da.from_delayed(dask.delayed(_range_rows)(kind, path, group, dtype),

@@ -104,21 +104,11 @@ This package re-exports their public names.
 
 # ``name as name``: not in __all__, but imported from here by flower_app and
 # decomposition.distributed.
+from privpca.federated.protocol import messages
 from privpca.federated.protocol.agreement import is_table_mode as is_table_mode
 from privpca.federated.protocol.agreement import provider_release_limits
 from privpca.federated.protocol.counter import FileReleaseCounter, ReleaseCounter
-from privpca.federated.protocol.messages import (
-    MeanQuery,
-    MeanReply,
-    PrepareMessage,
-    PrepareReply,
-    Query,
-    QueryRefusedError,
-    Reply,
-    VarianceQuery,
-    VarianceReply,
-    validate_query,
-)
+from privpca.federated.protocol.messages import *  # noqa: F403
 from privpca.federated.protocol.privacy import STATISTIC_MECHANISM as STATISTIC_MECHANISM
 from privpca.federated.protocol.privacy import (
     dpspca_noise_multiplier,
@@ -132,23 +122,14 @@ from privpca.federated.protocol.server import ProviderDropoutError, ServerState,
 
 __all__ = [
     "FileReleaseCounter",
-    "MeanQuery",
-    "MeanReply",
-    "PrepareMessage",
-    "PrepareReply",
     "ProviderDropoutError",
     "ProviderState",
-    "Query",
-    "QueryRefusedError",
     "ReleaseCounter",
-    "Reply",
     "ServerState",
-    "VarianceQuery",
-    "VarianceReply",
     "dpspca_noise_multiplier",
     "paper_noise_scale",
     "provider_noise_rng",
     "provider_release_limits",
     "select_replies",
-    "validate_query",
+    *messages.__all__,
 ]

@@ -16,6 +16,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+__all__ = [
+    "MeanQuery",
+    "MeanReply",
+    "PrepareMessage",
+    "PrepareReply",
+    "Query",
+    "QueryRefusedError",
+    "Reply",
+    "VarianceQuery",
+    "VarianceReply",
+    "validate_query",
+]
+
 #: Largest deviation of QᵀQ from I that a provider accepts (rounding of a ThinQR is ~1e-15).
 ORTHONORMALITY_TOL = 1e-8
 
