@@ -92,7 +92,7 @@ def _csv_header(path: Path) -> _CsvHeader:
 
 def _parse_csv_slowly(path: Path, head: _CsvHeader, usecols: Sequence[int] | None = None,
                       limit: int | None = None) -> tuple[np.ndarray, dict[int, tuple[str, int]]]:
-    """Read ``path`` cell by cell after ``np.loadtxt`` refused it: ``(X, text cells)``.
+    """Read ``path`` cell by cell (``np.loadtxt`` refused it): ``(X, text cells)``.
 
     Only the columns ``usecols`` (default all) are converted; missing cells become NaN; ragged
     rows are refused here, named. ``text cells``: column -> (its first non-numeric cell, its
@@ -160,11 +160,12 @@ def _not_features(path: Path, names: Sequence[str], text: dict[int, str],
 
 
 def _selected_text(path: Path, text: dict[int, str]) -> click.ClickException:
+    plural = len(text) > 1
+    pronoun = "them" if plural else "it"
     return click.ClickException(
-        f"{path}: --columns selects non-numeric column{'s' if len(text) > 1 else ''} "
-        f"{describe(list(text.values()))}. privpca fit needs numbers only: leave "
-        f"{'them' if len(text) > 1 else 'it'} out or encode {'them' if len(text) > 1 else 'it'}"
-        " as numbers first.")
+        f"{path}: --columns selects non-numeric column{'s' if plural else ''} "
+        f"{describe(list(text.values()))}. privpca fit needs numbers only: leave {pronoun} out "
+        f"or encode {pronoun} as numbers first.")
 
 
 def _choose(path: Path, names: Sequence[str], columns: str | None, *,
@@ -371,7 +372,10 @@ def _streamed_table(path: Path, columns: str | None = None,
                                    "file, a Zarr store, a .parquet file or a folder of "
                                    "them.") from exc
     names = [f"x{j}" for j in range(source.n_features)]
-    if (columns is not None or missing is not None) and isinstance(source, ArraySource):
+    if columns is not None or missing is not None:
+        if not isinstance(source, ArraySource):  # pragma: no cover - .npy and Zarr are arrays
+            raise click.ClickException(f"{path}: --columns and --missing need a .npy file, a "
+                                       "Zarr store or Parquet to stream.")
         chosen = _choose(path, names, columns)
         source = ArraySource(_Columns(source.X, chosen, missing), block_rows=source.block_rows)
         names = [names[j] for j in chosen]
