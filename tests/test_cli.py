@@ -36,7 +36,7 @@ def test_demo_quick_writes_table_plot_and_records(runner, tmp_path):
 FIT_FIELDS = {
     "method", "estimator", "params", "n_samples", "n_features", "feature_names",
     "n_components", "components", "mean", "scale", "data_norm", "explained_variance",
-    "explained_variance_ratio", "noise_level", "expected_error", "privacy",
+    "explained_variance_ratio", "noise_level", "expected_error", "privacy", "missing",
 }
 
 CUSTOMER_COLUMNS = ("income_usd", "spending_usd", "age_years", "share_online", "height_m",

@@ -11,9 +11,10 @@ from typing import Any
 import click
 
 from privpca._registry import PRIVATE_ESTIMATORS
+from privpca.cli.columns import MissingPolicy
 from privpca.cli.options import _DataNorm, _HoldoutFraction, _NComponents, _ScoresDelta
 from privpca.cli.payload import _fit_payload, _summary
-from privpca.cli.tables import _cluster_table, _load_table, _streamed_table
+from privpca.cli.tables import _read_table
 from privpca.exceptions import BudgetExceededError, DataDependentWarning
 
 __all__ = ["fit"]
@@ -90,6 +91,24 @@ def _check_writable(path: Path) -> None:
     help="Rows held out for the private mean and bound, released at the whole (ε, δ) while "
     "the statistic reads the rest (parallel composition). Default: the method's own ('auto' "
     "for the Gram-based methods: 2 %% from 10⁷ rows on, else none).",
+)
+@click.option(
+    "--columns",
+    default=None,
+    metavar="SPEC",
+    help="The feature columns, in this order: comma-separated names, 0-based indices or "
+    "inclusive ranges a:b of either (e.g. age:income,7). Needed when DATA has text columns "
+    "or columns named as identifiers (id, *_id, index, pandas' index). A header name wins "
+    "over an index reading.",
+)
+@click.option(
+    "--missing",
+    type=MissingPolicy(),
+    default="refuse",
+    show_default=True,
+    help="Missing cells (empty, NA, NaN; Parquet nulls): 'refuse', or a public number put "
+    "in every one (free; no row is dropped, n stays public). Infinities are always refused. "
+    "The JSON records the policy, never how many cells were filled.",
 )
 @click.option(
     "--scale",
@@ -207,6 +226,8 @@ def fit(
     centering: str,
     data_norm: str | float,
     holdout_fraction: str | float | None,
+    columns: str | None,
+    missing: float | None,
     scale: bool,
     calibration: str,
     amplification: str,
@@ -255,13 +276,9 @@ def fit(
     elif stream or scheduler is not None or data.suffix == ".parquet" or data.is_dir():
         raise click.UsageError("--scores-epsilon needs the table in memory: not with --stream, "
                                "--scheduler, Parquet or a folder.")
-    client = None
-    if scheduler is not None:
-        X, names, client = _cluster_table(data, scheduler, chunk_rows)
-    elif stream or data.suffix == ".parquet" or data.is_dir():
-        X, names = _streamed_table(data)
-    else:
-        X, names, _ = _load_table(data)
+    X, names, client = _read_table(data, columns=columns, missing=missing, stream=stream,
+                                   scheduler=scheduler, chunk_rows=chunk_rows,
+                                   show_data_warnings=show_data_warnings)
     cls = PRIVATE_ESTIMATORS[method]
     accepted = cls().get_params()
     # estimator parameter -> (click parameter, value); a method gets only what it takes, and
@@ -316,6 +333,7 @@ def fit(
             continue
         click.echo(f"warning: {w.category.__name__}: {w.message}", err=True)
     payload = _fit_payload(method, est, len(names), names)
+    payload["missing"] = "refuse" if missing is None else missing  # the policy, never a count
     score_ax = None
     if scores_epsilon is not None:
         score_ax = _release_scores(est, X, scores_epsilon, scores_delta, scores_bins,

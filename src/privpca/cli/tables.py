@@ -1,22 +1,35 @@
 """Reading a command's input table: CSV (delimiter and header sniffed), ``.npy``, or a streamed
 Parquet/Zarr/``.npy`` source (or a lazy Dask array on a cluster), with every refusal (ragged
-rows, text or missing cells, non-finite values) naming its column and line."""
+rows, text or missing cells, non-finite values) naming its column and line.
+
+``--columns`` selects the features (names, indices, ranges: :mod:`privpca.cli.columns`);
+without it, text columns and columns named as identifiers are refused, with the numeric
+columns listed and the ``--columns`` that fits them. ``--missing VALUE`` puts a public value
+in every missing cell (n stays public); how many were filled is said only by a
+:class:`~privpca.exceptions.DataDependentWarning`."""
 
 from __future__ import annotations
 
 import csv
 import math
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 import numpy as np
+from numpy.typing import NDArray
 
-from privpca.streaming import ParquetSource, as_row_source, is_zarr_path
+from privpca.cli.columns import describe, identifier_columns, resolve_columns, suggest_columns
+from privpca.exceptions import DataDependentWarning
+from privpca.streaming import ArraySource, ParquetSource, as_row_source, is_zarr_path
 
-#: Cells read as "missing" (refused with the column's name, never imputed).
+#: Cells read as "missing" (refused with the column's name unless --missing gives a value).
 _MISSING_TOKENS = frozenset({"", "na", "nan", "n/a", "null", "none", "?", "-"})
+
+#: Data rows read to name the text columns when a table is refused early (before the rest).
+_SAMPLE_ROWS = 1000
 
 
 def _is_number(cell: str) -> bool:
@@ -25,11 +38,6 @@ def _is_number(cell: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _describe_columns(items: list[str], limit: int = 6) -> str:
-    shown = ", ".join(items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 #: Field separators a table may use (the most frequent on the first line wins).
@@ -41,6 +49,14 @@ def _sniff_delimiter(line: str) -> str:
     counts = {d: line.count(d) for d in _DELIMITERS}
     best = max(_DELIMITERS, key=lambda d: (counts[d], d == ","))
     return best if counts[best] else ","
+
+
+class _CsvHeader(NamedTuple):
+    names: list[str]
+    has_header: bool
+    delimiter: str
+    #: The first header cell is empty: pandas' index column.
+    blank_first: bool
 
 
 def _looks_like_header(cells: list[str]) -> bool:
@@ -57,26 +73,51 @@ def _looks_like_header(cells: list[str]) -> bool:
         len(labels) > 1 or stripped[0] == "")
 
 
-def _parse_csv_slowly(path: Path, names: list[str], skip: int,
-                      delimiter: str = ",") -> np.ndarray:
-    """Read ``path`` cell by cell after ``np.loadtxt`` refused it: missing cells become NaN
-    (refused later, by column); ragged rows and text columns are refused here, named."""
-    p = len(names)
+def _csv_header(path: Path) -> _CsvHeader:
+    """The feature names, whether line 1 is a header, and the delimiter of a CSV."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            first_text = fh.readline()
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(f"{path}: not a UTF-8 text table ({exc}).") from exc
+    delimiter = _sniff_delimiter(first_text)
+    first = next(csv.reader([first_text], delimiter=delimiter), None)
+    if not first:
+        raise click.ClickException(f"{path}: the file is empty.")
+    has_header = _looks_like_header(first)
+    names = ([cell.strip() or f"x{j}" for j, cell in enumerate(first)] if has_header
+             else [f"x{j}" for j in range(len(first))])
+    return _CsvHeader(names, has_header, delimiter, has_header and not first[0].strip())
+
+
+def _parse_csv_slowly(path: Path, head: _CsvHeader, usecols: Sequence[int] | None = None,
+                      limit: int | None = None) -> tuple[np.ndarray, dict[int, tuple[str, int]]]:
+    """Read ``path`` cell by cell (``np.loadtxt`` refused it): ``(X, text cells)``.
+
+    Only the columns ``usecols`` (default all) are converted; missing cells become NaN; ragged
+    rows are refused here, named. ``text cells``: column -> (its first non-numeric cell, its
+    line). ``limit``: stop after that many data rows (a sample to name the text columns).
+    """
+    p = len(head.names)
+    skip = int(head.has_header)
+    cols = list(range(p)) if usecols is None else list(usecols)
     rows: list[list[float]] = []
-    text_cells: dict[int, tuple[str, int]] = {}  # column -> (first bad cell, its line number)
+    text_cells: dict[int, tuple[str, int]] = {}
     with open(path, newline="", encoding="utf-8-sig") as fh:
-        for line_no, row in enumerate(csv.reader(fh, delimiter=delimiter), start=1):
+        for line_no, row in enumerate(csv.reader(fh, delimiter=head.delimiter), start=1):
             if line_no <= skip or not row:
                 continue
+            if limit is not None and len(rows) >= limit:
+                break
             if len(row) != p:
                 raise click.ClickException(
                     f"{path}: line {line_no} has {len(row)} fields, expected {p} (as on line "
-                    f"{skip + 1}). privpca reads values separated by {delimiter!r}, one record "
-                    "per line."
+                    f"{skip + 1}). privpca reads values separated by {head.delimiter!r}, one "
+                    "record per line."
                 )
             values = []
-            for j, cell in enumerate(row):
-                value = cell.strip()
+            for j in cols:
+                value = row[j].strip()
                 try:
                     values.append(float(value))
                 except ValueError:
@@ -84,108 +125,269 @@ def _parse_csv_slowly(path: Path, names: list[str], skip: int,
                     if value.lower() not in _MISSING_TOKENS and j not in text_cells:
                         text_cells[j] = (value, line_no)
             rows.append(values)
-    if text_cells:
-        items = [f"{names[j]!r} (e.g. {cell!r} on line {line})"
-                 for j, (cell, line) in sorted(text_cells.items())]
+    return np.array(rows, dtype=np.float64).reshape(len(rows), len(cols)), text_cells
+
+
+def _text_items(text_cells: dict[int, tuple[str, int]], names: Sequence[str]) -> dict[int, str]:
+    return {j: f"{names[j]!r} (e.g. {cell!r} on line {line})"
+            for j, (cell, line) in sorted(text_cells.items())}
+
+
+def _not_features(path: Path, names: Sequence[str], text: dict[int, str],
+                  blank_first: bool = False) -> click.ClickException:
+    """The refusal of a table with text columns or identifier columns and no ``--columns``:
+    names them, lists the numeric columns and gives the ``--columns`` that fits those."""
+    ids = [j for j in identifier_columns(names, blank_first) if j not in text]
+    parts = [f"{path}:"]
+    if text:
+        parts.append(f"non-numeric column{'s' if len(text) > 1 else ''} "
+                     f"{describe(list(text.values()))}. privpca fit needs numbers only.")
+    if ids:
+        named = [repr(names[j]) + (" (the blank first header cell: an index)"
+                                   if j == 0 and blank_first else "") for j in ids]
+        verb = "look" if len(ids) > 1 else "looks"
+        parts.append(f"Column{'s' if len(ids) > 1 else ''} {describe(named)} {verb} like an "
+                     "identifier by name (a key or row number, not a feature).")
+    numeric = [j for j in range(len(names)) if j not in text and j not in ids]
+    if numeric:
+        parts.append(f"The numeric feature columns are {describe([names[j] for j in numeric], 12)}"
+                     f": fit them with --columns {suggest_columns(numeric, names)} (names, "
+                     "0-based indices or inclusive ranges a:b)"
+                     + (", or encode the others as numbers first." if text else "."))
+    else:
+        parts.append("No numeric feature column is left: encode the columns as numbers first.")
+    return click.ClickException(" ".join(parts))
+
+
+def _selected_text(path: Path, text: dict[int, str]) -> click.ClickException:
+    plural = len(text) > 1
+    pronoun = "them" if plural else "it"
+    return click.ClickException(
+        f"{path}: --columns selects non-numeric column{'s' if plural else ''} "
+        f"{describe(list(text.values()))}. privpca fit needs numbers only: leave {pronoun} out "
+        f"or encode {pronoun} as numbers first.")
+
+
+def _choose(path: Path, names: Sequence[str], columns: str | None, *,
+            text: dict[int, str] | None = None, blank_first: bool = False) -> list[int]:
+    """The columns to fit: ``--columns`` resolved, or all of them when none is text or named
+    as an identifier (refused otherwise, with the numeric columns listed)."""
+    text = text or {}
+    if columns is None:
+        if text or identifier_columns(names, blank_first):
+            raise _not_features(path, names, text, blank_first)
+        return list(range(len(names)))
+    chosen = resolve_columns(columns, names, path.name)
+    picked_text = {j: text[j] for j in chosen if j in text}
+    if picked_text:
+        raise _selected_text(path, picked_text)
+    return chosen
+
+
+def _load_csv(path: Path, columns: str | None) -> tuple[np.ndarray, list[str], int]:
+    """``(X, feature names, first data line)`` of the selected columns of a CSV."""
+    head = _csv_header(path)
+    names = head.names
+    chosen = None if columns is None else _choose(path, names, columns)
+    if chosen is None and identifier_columns(names, head.blank_first):
+        # Refused by name: the first rows only, to say which columns are text.
+        _, text_cells = _parse_csv_slowly(path, head, limit=_SAMPLE_ROWS)
+        raise _not_features(path, names, _text_items(text_cells, names), head.blank_first)
+    first_line = 2 if head.has_header else 1
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "input contained no data": handled below
+            X = np.loadtxt(path, delimiter=head.delimiter, skiprows=int(head.has_header),
+                           ndmin=2, quotechar='"', dtype=np.float64, encoding="utf-8-sig")
+    except (ValueError, UnicodeDecodeError):
+        if chosen is None:  # text within the first rows: refused before the rest is read
+            _, text_cells = _parse_csv_slowly(path, head, limit=_SAMPLE_ROWS)
+            if text_cells:
+                raise _not_features(path, names, _text_items(text_cells, names)) from None
+        X, text_cells = _parse_csv_slowly(path, head, chosen)
+        if text_cells:
+            text = _text_items(text_cells, names)
+            raise (_not_features(path, names, text) if chosen is None
+                   else _selected_text(path, text)) from None
+    else:
+        if X.shape[0] and X.shape[1] != len(names):  # loadtxt checks rows against each other
+            raise click.ClickException(
+                f"{path}: line {first_line} has {X.shape[1]} fields, expected {len(names)} "
+                f"(as on line 1). privpca reads values separated by {head.delimiter!r}, one "
+                "record per line.")
+        if chosen is not None:
+            X = X[:, chosen]
+    if X.shape[0] == 0:
+        raise click.ClickException(f"{path}: no data rows" +
+                                   (" below the header." if head.has_header else "."))
+    return X, names if chosen is None else [names[j] for j in chosen], first_line
+
+
+def _load_npy(path: Path, columns: str | None) -> tuple[np.ndarray, list[str]]:
+    try:
+        data = np.load(path, allow_pickle=False)
+    except ValueError as exc:
         raise click.ClickException(
-            f"{path}: non-numeric column{'s' if len(items) > 1 else ''} "
-            f"{_describe_columns(items)}. privpca fit needs numbers only: drop these columns "
-            "or encode them as numbers first."
+            f"{path}: not a plain numeric array ({exc}). privpca never unpickles a file "
+            "(an object array could run code): save a float array, e.g. "
+            "np.save(path, X.astype(float))."
+        ) from exc
+    except (OSError, EOFError) as exc:
+        raise click.ClickException(f"{path}: not a readable .npy file ({exc}).") from exc
+    if data.ndim != 2 or data.dtype.kind not in "biuf":
+        raise click.ClickException(
+            f"{path}: expected a 2-D numeric array (one row per record). Got shape "
+            f"{data.shape} and dtype {data.dtype}."
         )
-    return np.array(rows, dtype=np.float64).reshape(len(rows), p)
+    names = [f"x{j}" for j in range(data.shape[1])]
+    if columns is None:
+        return np.asarray(data, dtype=np.float64), names
+    chosen = _choose(path, names, columns)
+    return np.asarray(data[:, chosen], dtype=np.float64), [names[j] for j in chosen]
 
 
-def _load_table(path: Path) -> tuple[np.ndarray, list[str], bool]:
+def _load_table(path: Path, columns: str | None = None,
+                missing: float | None = None) -> tuple[np.ndarray, list[str], bool]:
     """``(X, feature names, has_header)`` from a CSV (header optional) or a ``.npy`` file.
 
     A CSV's first line is a header when any of its cells is not a number; its cells name the
-    features (``x0, x1, …`` otherwise, scikit-learn's names). Missing cells (empty, ``NA``,
-    ``NaN``, …), infinities and text are refused with the columns named: nothing is imputed.
+    features (``x0, x1, …`` otherwise, scikit-learn's names). ``columns``: the ``--columns``
+    selection. Missing cells (empty, ``NA``, ``NaN``, …) are refused with their columns
+    named, or set to ``missing`` (a public value) when one is given; infinities and text are
+    refused.
     """
     if path.suffix == ".npy":
-        try:
-            data = np.load(path, allow_pickle=False)
-        except ValueError as exc:
-            raise click.ClickException(
-                f"{path}: not a plain numeric array ({exc}). privpca never unpickles a file "
-                "(an object array could run code): save a float array, e.g. "
-                "np.save(path, X.astype(float))."
-            ) from exc
-        except (OSError, EOFError) as exc:
-            raise click.ClickException(f"{path}: not a readable .npy file ({exc}).") from exc
-        if data.ndim != 2 or data.dtype.kind not in "biuf":
-            raise click.ClickException(
-                f"{path}: expected a 2-D numeric array (one row per record). Got shape "
-                f"{data.shape} and dtype {data.dtype}."
-            )
-        X = np.asarray(data, dtype=np.float64)
-        names = [f"x{j}" for j in range(X.shape[1])]
-        has_header = False
-        first_line = 1
+        X, names = _load_npy(path, columns)
+        has_header, first_line, unit = False, 1, "row"
     elif path.suffix in {".csv", ".txt"}:
-        try:
-            with open(path, newline="", encoding="utf-8-sig") as fh:
-                first_text = fh.readline()
-        except UnicodeDecodeError as exc:
-            raise click.ClickException(f"{path}: not a UTF-8 text table ({exc}).") from exc
-        delimiter = _sniff_delimiter(first_text)
-        first = next(csv.reader([first_text], delimiter=delimiter), None)
-        if not first:
-            raise click.ClickException(f"{path}: the file is empty.")
-        has_header = _looks_like_header(first)
-        names = ([cell.strip() or f"x{j}" for j, cell in enumerate(first)] if has_header
-                 else [f"x{j}" for j in range(len(first))])
-        first_line = 2 if has_header else 1
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # "input contained no data": handled below
-                X = np.loadtxt(path, delimiter=delimiter, skiprows=int(has_header), ndmin=2,
-                               quotechar='"', dtype=np.float64, encoding="utf-8-sig")
-        except (ValueError, UnicodeDecodeError):
-            X = _parse_csv_slowly(path, names, int(has_header), delimiter)
-        if X.shape[0] == 0:
-            raise click.ClickException(f"{path}: no data rows" +
-                                       (" below the header." if has_header else "."))
-        if X.shape[1] != len(names):  # loadtxt checks the rows against each other only
-            raise click.ClickException(
-                f"{path}: line {first_line} has {X.shape[1]} fields, expected {len(names)} (as "
-                f"on line 1). privpca reads values separated by {delimiter!r}, one record per "
-                "line.")
+        X, names, first_line = _load_csv(path, columns)
+        has_header, unit = first_line == 2, "line"
     else:
         raise click.BadParameter(f"{path}: expected a .csv or .npy file", param_hint="DATA")
-    bad = ~np.isfinite(X)
-    if bad.any():
-        items = []
-        for j in np.flatnonzero(bad.any(axis=0)):
-            rows = np.flatnonzero(bad[:, j])
-            items.append(f"{names[j]!r} ({rows.size} cell{'s' if rows.size > 1 else ''}, "
-                         f"first on {'line' if path.suffix != '.npy' else 'row'} "
-                         f"{rows[0] + first_line})")
+    return _fill_missing(path, X, names, missing, first_line, unit), names, has_header
+
+
+def _cells(mask: NDArray[np.bool_], names: Sequence[str], first_line: int, unit: str) -> str:
+    """``'b' (2 cells, first on line 3), …``: the columns where ``mask`` holds."""
+    items = []
+    for j in np.flatnonzero(mask.any(axis=0)):
+        rows = np.flatnonzero(mask[:, j])
+        items.append(f"{names[int(j)]!r} ({rows.size} cell{'s' if rows.size > 1 else ''}, "
+                     f"first on {unit} {rows[0] + first_line})")
+    return f"column{'s' if len(items) > 1 else ''} {describe(items)}"
+
+
+def _fill_missing(path: Path, X: np.ndarray, names: Sequence[str], missing: float | None,
+                  first_line: int, unit: str) -> np.ndarray:
+    """``X`` with its missing (NaN) cells refused, or set to ``missing``; infinities are
+    refused either way. The count of filled cells goes to a DataDependentWarning only."""
+    nan = np.isnan(X)
+    if missing is None:
+        bad = ~np.isfinite(X)
+        if bad.any():
+            hint = ("give --missing VALUE to put a public value of your choice in every "
+                    "missing cell (no row dropped, n stays public), or drop or fill those rows "
+                    "first." if nan.any() else "drop or fix those rows first.")
+            raise click.ClickException(
+                f"{path}: missing or non-finite values (empty, NaN or infinity) in "
+                f"{_cells(bad, names, first_line, unit)}. privpca does not impute unless told: "
+                + hint)
+        return X
+    infinite = np.isinf(X)
+    if infinite.any():
         raise click.ClickException(
-            f"{path}: missing or non-finite values (empty, NaN or infinity) in column"
-            f"{'s' if len(items) > 1 else ''} {_describe_columns(items)}. privpca does not "
-            "impute: drop or fill those rows first."
-        )
-    return X, names, has_header
+            f"{path}: infinite values in {_cells(infinite, names, first_line, unit)}. "
+            "--missing fills missing cells only: replace the infinities first.")
+    if nan.any():
+        counts = nan.sum(axis=0)
+        X[nan] = missing
+        items = [f"{names[int(j)]!r} ({int(counts[j])})" for j in np.flatnonzero(counts)]
+        warnings.warn(f"{int(counts.sum())} missing cells were set to {missing:g} "
+                      f"(--missing): {describe(items, 12)}.", DataDependentWarning, stacklevel=2)
+    return X
 
 
-def _streamed_table(path: Path) -> tuple[Any, list[str]]:
+class _Columns:
+    """Some columns of a 2-D array read by row slices (a memory map, a Zarr array), missing
+    cells set to ``fill`` (None: left as they are, refused by the source's checks)."""
+
+    ndim = 2
+
+    def __init__(self, X: Any, columns: Sequence[int], fill: float | None) -> None:
+        self.X, self.columns, self.fill = X, np.asarray(columns, dtype=np.intp), fill
+        self.shape = (int(X.shape[0]), len(columns))
+        self.dtype = np.dtype(X.dtype)
+        self._all = list(columns) == list(range(int(X.shape[1])))
+
+    def __getitem__(self, rows: slice) -> NDArray[Any]:
+        block = np.asarray(self.X[rows])
+        if not self._all:
+            block = block[:, self.columns]
+        if self.fill is not None and block.dtype.kind == "f":
+            block = np.where(np.isnan(block), block.dtype.type(self.fill), block)
+        return block
+
+
+def _parquet_source(path: Path, columns: str | None,
+                    missing: float | None) -> tuple[ParquetSource, list[str]]:
+    """A :class:`ParquetSource` over the selected columns (the schema's types decide which
+    are text: no data is read), missing cells refused by the footers' null counts, or
+    filled."""
+    try:
+        schema = ParquetSource.schema(path)
+    except (ValueError, ImportError, OSError) as exc:
+        raise click.ClickException(f"{path}: cannot be streamed ({exc}). Stream a .npy "
+                                   "file, a Zarr store, a .parquet file or a folder of "
+                                   "them.") from exc
+    names = [name for name, _, _ in schema]
+    text = {j: f"{name!r} ({kind})" for j, (name, kind, numeric) in enumerate(schema)
+            if not numeric}
+    chosen = _choose(path, names, columns, text=text)
+    selected = [names[j] for j in chosen]
+    source = ParquetSource(path, columns=selected, fill_value=missing)
+    if missing is None:
+        nulls = {name: count for name, count in source.null_counts().items() if count}
+        if nulls:
+            items = [f"{name!r} ({count} null{'s' if count != 1 else ''})"
+                     for name, count in nulls.items()]
+            raise click.ClickException(
+                f"{path}: missing cells in column{'s' if len(items) > 1 else ''} "
+                f"{describe(items)}. privpca does not impute unless told: give --missing "
+                "VALUE to put a public value of your choice in every missing cell (no row "
+                "dropped, n stays public), or fill them first.")
+    return source, selected
+
+
+def _streamed_table(path: Path, columns: str | None = None,
+                    missing: float | None = None) -> tuple[Any, list[str]]:
     """A :class:`~privpca.streaming.RowSource` over DATA (with a progress bar) and its names."""
+    if _is_parquet(path):
+        parquet, names = _parquet_source(path, columns, missing)
+        parquet.progress = True
+        return parquet, names
     try:
         source = as_row_source(path)
     except (ValueError, ImportError, OSError) as exc:
         raise click.ClickException(f"{path}: cannot be streamed ({exc}). Stream a .npy "
                                    "file, a Zarr store, a .parquet file or a folder of "
                                    "them.") from exc
+    names = [f"x{j}" for j in range(source.n_features)]
+    if columns is not None or missing is not None:
+        if not isinstance(source, ArraySource):  # pragma: no cover - .npy and Zarr are arrays
+            raise click.ClickException(f"{path}: --columns and --missing need a .npy file, a "
+                                       "Zarr store or Parquet to stream.")
+        chosen = _choose(path, names, columns)
+        source = ArraySource(_Columns(source.X, chosen, missing), block_rows=source.block_rows)
+        names = [names[j] for j in chosen]
     source.progress = True
-    names = (list(source.columns) if isinstance(source, ParquetSource)
-             else [f"x{j}" for j in range(source.n_features)])
     return source, names
 
 
-def _cluster_table(path: Path, address: str, chunk_rows: int) -> tuple[Any, list[str], Any]:
+def _cluster_table(path: Path, address: str, chunk_rows: int, columns: str | None = None,
+                   missing: float | None = None) -> tuple[Any, list[str], Any]:
     """``(RowSource over a lazy dask array, names, client)`` for a fit on a Dask cluster."""
     try:  # the [dask] extra, imported only when --scheduler is given
+        import dask.array as da
         from distributed import Client
 
         from privpca.streaming import DaskSource
@@ -194,9 +396,21 @@ def _cluster_table(path: Path, address: str, chunk_rows: int) -> tuple[Any, list
         raise click.ClickException("--scheduler needs Dask: pip install 'privpca[dask]'.") \
             from exc
     try:
-        X = dask_table(path, chunk_rows=chunk_rows)
+        if _is_parquet(path):
+            parquet, names = _parquet_source(path, columns, missing)  # filled on the workers
+            everything = [name for name, _, _ in ParquetSource.schema(path)]
+            X = (dask_table(path, chunk_rows=chunk_rows) if names == everything
+                 else _dask_parquet(parquet))
+        else:
+            X = dask_table(path, chunk_rows=chunk_rows)
+            names = [f"x{j}" for j in range(X.shape[1])]
+            if columns is not None:
+                chosen = _choose(path, names, columns)
+                X, names = X[:, chosen], [names[j] for j in chosen]
     except (ValueError, OSError) as exc:
         raise click.ClickException(f"{path}: {exc}") from exc
+    if missing is not None:  # on the workers, block by block (no count is made)
+        X = da.where(da.isnan(X), missing, X)
     try:
         client = Client(address, timeout="20s")
     except OSError as exc:
@@ -204,15 +418,53 @@ def _cluster_table(path: Path, address: str, chunk_rows: int) -> tuple[Any, list
                                    "Nothing was fitted.") from exc
     source = DaskSource(X)
     source.progress = True
-    names = _parquet_names(path) if _is_parquet(path) else [
-        f"x{j}" for j in range(source.n_features)]
     return source, names, client
+
+
+def _dask_parquet(parquet: ParquetSource) -> Any:
+    """A lazy Dask array over the selected columns of a Parquet table, a task per file."""
+    import dask
+    import dask.array as da
+    import pyarrow.parquet as pq
+
+    from privpca.streaming.dask_io import _parquet_rows
+
+    parts = [da.from_delayed(dask.delayed(_parquet_rows)(str(f.resolve()), parquet.columns),
+                             shape=(pq.ParquetFile(f).metadata.num_rows, parquet.n_features),
+                             dtype=np.float64)
+             for f in parquet.files]
+    return da.concatenate(parts, axis=0)
 
 
 def _is_parquet(path: Path) -> bool:
     return path.suffix == ".parquet" or (path.is_dir() and not is_zarr_path(path))
 
 
-def _parquet_names(path: Path) -> list[str]:
-    return list(ParquetSource(path).columns)
+def _read_table(data: Path, *, columns: str | None, missing: float | None, stream: bool,
+                scheduler: str | None, chunk_rows: int,
+                show_data_warnings: bool) -> tuple[Any, list[str], Any]:
+    """``(X, feature names, Dask client or None)`` for ``privpca fit``: a cluster's lazy
+    table, a streamed source, or an array in memory. Warnings raised while reading (the
+    count of filled cells) follow the rule of ``fit``'s own: data-dependent ones only with
+    ``--show-data-warnings``."""
+    client = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if scheduler is not None:
+            X, names, client = _cluster_table(data, scheduler, chunk_rows, columns, missing)
+        elif stream or data.suffix == ".parquet" or data.is_dir():
+            X, names = _streamed_table(data, columns, missing)
+        else:
+            X, names, _ = _load_table(data, columns, missing)
+    _echo_warnings(caught, show_data_warnings)
+    return X, names, client
 
+
+def _echo_warnings(caught: Sequence[warnings.WarningMessage], show_data_warnings: bool) -> None:
+    """Print ``caught`` on stderr, but a warning whose presence depends on the data
+    (DataDependentWarning, NumPy's RuntimeWarnings) only with ``--show-data-warnings``."""
+    for w in caught:
+        if issubclass(w.category, DataDependentWarning | RuntimeWarning) \
+                and not show_data_warnings:
+            continue
+        click.echo(f"warning: {w.category.__name__}: {w.message}", err=True)

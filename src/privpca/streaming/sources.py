@@ -13,8 +13,8 @@ same seed agree to rounding, and memory is one block, whatever n.
   :func:`open_zarr`), read in slices (a Zarr array in whole chunks);
 * :class:`ChunkSource`: a re-iterable of 2-D arrays (a list, or a function returning a fresh
   iterator — every fit makes several passes, so a one-shot generator is refused);
-* :class:`ParquetSource`: a Parquet file or a folder of them (all-numeric columns), read by
-  record batches with ``pyarrow``;
+* :class:`ParquetSource`: a Parquet file or a folder of them (its numeric columns, or a
+  selection of them), read by record batches with ``pyarrow``;
 * :class:`DaskSource`: a ``dask.array.Array`` (hence Zarr, HDF5, Parquet via dask.dataframe, …):
   the block reductions run on the workers of the current scheduler (a ``distributed.Client``
   when one is active), only the p- or p×p-sized partial sums travel.
@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -36,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm.auto import tqdm
 
-from privpca.exceptions import NonFiniteInputError
+from privpca.exceptions import DataDependentWarning, NonFiniteInputError
 from privpca.solvers.gram import BLOCK_ROWS
 from privpca.streaming.zarr_rows import ZarrRows
 
@@ -274,13 +275,23 @@ class ChunkSource(RowSource):
 
 
 class ParquetSource(RowSource):
-    """A Parquet file or a folder of ``*.parquet`` files, all columns numeric, by batches.
+    """A Parquet file or a folder of ``*.parquet`` files, numeric columns, by batches.
+
+    ``columns`` selects columns by name, in the order given (default: all): only those are
+    read and type-checked, so a table with text columns can be fitted on its numeric ones.
+    ``fill_value``, a public number, replaces every missing cell (a null, or NaN) as the
+    blocks are read; infinities stay refused. Whether and how many cells were filled depends
+    on the data: it is said once, after the first full pass, by a
+    :class:`~privpca.exceptions.DataDependentWarning` (for the data holder only). Without
+    ``fill_value`` a missing cell raises :class:`~privpca.exceptions.NonFiniteInputError`.
 
     A selection of row ranges (:func:`select_rows`: a party's rows in a distributed fit) reads
     only the row groups it overlaps, located from the files' footers.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, block_rows: int = BLOCK_ROWS) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, block_rows: int = BLOCK_ROWS,
+                 columns: Sequence[str] | None = None,
+                 fill_value: float | None = None) -> None:
         try:
             import pyarrow.parquet as pq
         except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -294,10 +305,20 @@ class ParquetSource(RowSource):
         self.block_rows = int(block_rows)
         metas = [pq.ParquetFile(f) for f in files]
         schema = metas[0].schema_arrow
-        bad = [f.name for f in schema if f.type.id not in _NUMERIC_ARROW_IDS]
+        if columns is None:
+            columns = schema.names
+        unknown = [c for c in columns if c not in schema.names]
+        if unknown:
+            raise ValueError(f"No Parquet column {unknown} in {root}; its columns are "
+                             f"{schema.names}.")
+        bad = [c for c in columns if schema.field(c).type.id not in _NUMERIC_ARROW_IDS]
         if bad:
             raise ValueError(f"Parquet columns {bad} are not numeric; select numeric columns.")
-        self.columns = [f.name for f in schema]
+        self.columns = list(columns)
+        self.fill_value = None if fill_value is None else float(fill_value)
+        if self.fill_value is not None and not np.isfinite(self.fill_value):
+            raise ValueError(f"fill_value must be a finite number; got {fill_value}.")
+        self._fill_reported = False
         self.n_samples = sum(m.metadata.num_rows for m in metas)
         self.n_features = len(self.columns)
         #: ``(file, row group, first row, end row)`` in the table's numbering (footers only).
@@ -309,15 +330,75 @@ class ParquetSource(RowSource):
                 self.row_groups.append((str(f), g, start, start + rows))
                 start += rows
 
+    @staticmethod
+    def schema(path: str | os.PathLike[str]) -> list[tuple[str, str, bool]]:
+        """``(name, Arrow type, numeric)`` of each column of a Parquet file or folder (its
+        first file's footer; no data is read)."""
+        import pyarrow.parquet as pq
+
+        root = Path(path)
+        files = sorted(root.glob("*.parquet")) if root.is_dir() else [root]
+        if not files:
+            raise ValueError(f"No .parquet files in {root}.")
+        return [(f.name, str(f.type), f.type.id in _NUMERIC_ARROW_IDS)
+                for f in pq.ParquetFile(files[0]).schema_arrow]
+
+    def null_counts(self) -> dict[str, int | None]:
+        """Nulls per selected column, from the footers' statistics (None where a row group
+        has none): no data is read."""
+        import pyarrow.parquet as pq
+
+        counts: dict[str, int | None] = dict.fromkeys(self.columns, 0)
+        for f in self.files:
+            meta = pq.ParquetFile(f).metadata
+            for g in range(meta.num_row_groups):
+                group = meta.row_group(g)
+                for i in range(group.num_columns):
+                    chunk = group.column(i)
+                    name = chunk.path_in_schema
+                    if name not in counts or counts[name] is None:
+                        continue
+                    stats = chunk.statistics
+                    if stats is None or not stats.has_null_count:
+                        counts[name] = None
+                    else:
+                        counts[name] = int(counts[name] or 0) + int(stats.null_count)
+        return counts
+
+    def _filled(self, arr: NDArray[Any], counts: NDArray[np.int64] | None) -> NDArray[Any]:
+        """``arr`` (a fresh block) with its NaN cells set to ``fill_value``, counted per
+        column into ``counts``."""
+        if self.fill_value is None or arr.dtype.kind != "f":
+            return arr
+        missing = np.isnan(arr)
+        if missing.any():
+            arr[missing] = self.fill_value
+            if counts is not None:
+                counts += missing.sum(axis=0)
+        return arr
+
+    def _report_fill(self, counts: NDArray[np.int64]) -> None:
+        if self._fill_reported or not counts.any():
+            return
+        self._fill_reported = True
+        items = [f"{name!r} ({int(c)})" for name, c in zip(self.columns, counts, strict=True)
+                 if c]
+        warnings.warn(
+            f"{int(counts.sum())} missing cells (null or NaN) were read as "
+            f"{self.fill_value:g}: {', '.join(items)}.",
+            DataDependentWarning, stacklevel=2)
+
     def blocks(self) -> Iterator[Block]:
         import pyarrow.parquet as pq
 
+        counts = np.zeros(self.n_features, dtype=np.int64)
         for f in self.files:
             for batch in pq.ParquetFile(f).iter_batches(batch_size=self.block_rows,
                                                          columns=self.columns):
                 arr = np.column_stack([c.to_numpy(zero_copy_only=False)
                                        for c in batch.columns])
-                yield _check_block(arr, self.n_features)
+                yield _check_block(self._filled(arr, counts), self.n_features)
+        self._report_fill(counts)
 
     def pieces(self, ranges: Sequence[tuple[int, int]]) -> list[RowGroupPiece]:
         """The row groups that the increasing, disjoint ``ranges`` overlap, each with the
@@ -344,7 +425,7 @@ class ParquetSource(RowSource):
             m = k
             while m < len(pieces) and pieces[m][:2] == (f, g):
                 m += 1
-            group = parquet_row_group(f, g, self.columns)
+            group = self._filled(parquet_row_group(f, g, self.columns), None)
             for _, _, a, b in pieces[k:m]:
                 yield _check_block(group[a:b], self.n_features)
             k = m
