@@ -28,6 +28,7 @@ The rule (docs/FRONT_DOOR.md has the measurements behind it)
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -264,27 +265,31 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """The mechanism's name, the reason, and an unfitted estimator with its parameters."""
         name, reason = select_mechanism(_n_features(X), delta=self.delta, model=self.model,
                                         mechanism=self.mechanism, owner=self)
+        estimator = PRIVATE_ESTIMATORS[name](
+            n_components=self.n_components, epsilon=self.epsilon, delta=self.delta,
+            random_state=self.random_state, ledger=self.ledger, **self._options(name),
+        )
+        return name, reason, estimator
+
+    def _options(self, name: str) -> dict[str, Any]:
+        """``options`` for the estimator ``name``, checked against the request."""
         options = dict(self.options or {})
         repeated = sorted(set(options) & set(OWN_PARAMETERS))
         if repeated:
             raise ValueError(f"options may not set {repeated}: they are parameters of PCA.")
         if name == "noisy-power" and self.mechanism == "auto":
             options.setdefault("solver", "data")  # chosen because p×p is too large
-        if name == "bingham" and self.mechanism == "auto" and not (
-            "centering" in options and options["centering"] is None
-            and isinstance(options.get("data_norm"), int | float)
-        ):
+        public_bound = isinstance(options.get("data_norm"), numbers.Real) and not isinstance(
+            options.get("data_norm"), bool)
+        if name == "bingham" and self.delta == 0 and not (
+                "centering" in options and options["centering"] is None and public_bound):
             raise ValueError(
                 "delta=0 (pure epsilon-DP) needs a public centre and norm bound: pass "
                 "options={'centering': None, 'data_norm': D} with D a public bound on the "
                 "rows' norms. The private mean, norm bound and variances are Gaussian "
                 "releases and need delta > 0."
             )
-        cls = PRIVATE_ESTIMATORS[name]
-        estimator = cls(n_components=self.n_components, epsilon=self.epsilon,
-                        delta=self.delta, random_state=self.random_state,
-                        ledger=self.ledger, **options)
-        return name, reason, estimator
+        return options
 
     def fit(self, X: ArrayLike, y: Any = None, **fit_params: Any) -> PCA:
         """Choose the mechanism (from public quantities), fit it, forward its attributes.
