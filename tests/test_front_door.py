@@ -218,3 +218,12 @@ def test_public_names_load_on_first_use():
     assert privpca.datasets.make_spiked is not None  # a subpackage, reached as an attribute
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         privpca.Nope  # noqa: B018
+
+
+def test_a_streamed_table_is_chosen_for_by_its_shape(table, tmp_path):
+    path = tmp_path / "table.npy"
+    np.save(path, table)
+    est = PCA(random_state=0, ledger=PrivacyLedger()).fit(str(path))
+    ref = PCA(random_state=0, ledger=PrivacyLedger()).fit(table)
+    assert est.mechanism_ == "analyze-gauss" and est.n_features_in_ == 6
+    np.testing.assert_allclose(est.components_, ref.components_, atol=1e-8)
