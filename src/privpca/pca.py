@@ -50,9 +50,9 @@ MODELS: tuple[str, ...] = ("central", "distributed", "local")
 #: Above this many features the central model uses the noisy power method. Analyze Gauss holds
 #: about five p×p float64 matrices (Gram, noise, their sum, the eigensolver's copies: 145 MiB
 #: above the data at p = 2000) and runs two O(p³) symmetric eigensolvers (15 s at p = 2000,
-#: 1.7 s at p = 1000, on the 2-core development machine). At p = 4096 that is about 0.6 GiB
+#: 1.7 s at p = 1000: one fit in a fresh process, 2-core machine). At p = 4096 about 0.6 GiB
 #: and two minutes; beyond, memory and time grow as p² and p³ while the noisy power method's
-#: ``Xᵀ(XQ)`` passes need O(np) time per iteration and no p×p matrix.
+#: ``Xᵀ(XQ)`` passes need O(npk) time per iteration and no p×p matrix.
 MAX_GRAM_FEATURES = 4096
 
 #: Fitted attributes copied from the chosen estimator when it has them (any other is on
