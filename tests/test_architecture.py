@@ -24,7 +24,8 @@ FLOORS: list[tuple[str, ...]] = [
     ("privpca.protocols", "privpca.pipeline"),
     ("privpca.federated",),
     ("privpca.decomposition",),
-    ("privpca.datasets", "privpca.plot", "privpca.report", "privpca._registry", "privpca"),
+    ("privpca.datasets", "privpca.plot", "privpca.report", "privpca._registry", "privpca.pca",
+     "privpca"),
     ("privpca.audit", "privpca.experiments"),
     ("privpca.cli", "privpca.__main__"),
 ]

@@ -12,7 +12,7 @@ from privpca.decomposition.mod_sulq import ModSuLQPCA
 from privpca.decomposition.noisy_power import NoisyPowerPCA
 from privpca.decomposition.private_oja import PrivateOjaPCA
 
-__all__ = ["PRIVATE_ESTIMATORS"]
+__all__ = ["PRIVATE_ESTIMATORS", "TRUST_MODELS"]
 
 #: CLI name → private estimator class. Every class takes n_components, epsilon and
 #: random_state; those built on the release pipeline (:mod:`privpca.pipeline.release`) also
@@ -29,4 +29,19 @@ PRIVATE_ESTIMATORS: dict[str, type[BasePrivatePCA]] = {
     "private-oja": PrivateOjaPCA,
     "dp-pca": DPPCA,
     "dps-pca": DPSPCA,
+}
+
+#: CLI name → the trust model of its guarantee (``privacy_.model``): who sees raw rows. A
+#: trusted curator ("central"), each data provider its own ("distributed"), or nobody
+#: ("local"). :class:`privpca.PCA` refuses a mechanism that needs more trust than its model.
+TRUST_MODELS: dict[str, str] = {
+    "local-gaussian": "local",
+    "local-sparse": "local",
+    "analyze-gauss": "central",
+    "mod-sulq": "central",
+    "noisy-power": "central",
+    "bingham": "central",
+    "private-oja": "central",
+    "dp-pca": "central",
+    "dps-pca": "distributed",
 }

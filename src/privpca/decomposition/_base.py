@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from privpca._validation import check_random_state, check_secure_random_state
@@ -27,13 +27,18 @@ from privpca.pipeline.release import PipelineSettings, ReleasePipeline, validate
 __all__ = ["BasePrivatePCA", "FitPlan", "PipelinePCA", "Plan", "Release"]
 
 
-class BasePrivatePCA(TransformerMixin, BaseEstimator):
+class BasePrivatePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Base class: ``transform``/``inverse_transform`` on ``components_``, and the ledger.
 
     Projections subtract ``mean_`` and divide by ``scale_`` when the fit centred or scaled
     (``centering="private"``, the default of the estimators built on the release pipeline,
     :mod:`privpca.pipeline.release`); with ``centering=None`` they are uncentred, the papers'
     second-moment setting.
+
+    The output columns are named as scikit-learn names a PCA's: the lower-case class name and
+    the component's index (``analyzegausspca0``, ``analyzegausspca1``, ...), from
+    :meth:`get_feature_names_out`; ``set_output(transform="pandas")`` therefore returns a
+    DataFrame with those columns (and the input's index).
     """
 
     components_: NDArray[np.float64]
@@ -129,6 +134,11 @@ class BasePrivatePCA(TransformerMixin, BaseEstimator):
             return rng.spawn(1)[0]
         except (TypeError, ValueError):  # a bit generator without a SeedSequence
             return np.random.default_rng(rng.integers(0, 2**63))
+
+    @property
+    def _n_features_out(self) -> int:
+        """The number of output columns (read by :meth:`get_feature_names_out`)."""
+        return int(self.components_.shape[0])
 
     def transform(self, X: ArrayLike) -> NDArray[np.float64]:
         """Project ``X`` onto the components: ``X @ components_.T`` (post-processing, free).

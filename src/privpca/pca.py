@@ -1,0 +1,352 @@
+"""The front door: :class:`PCA`, one estimator that picks the mechanism for the trust model.
+
+``privpca.PCA(n_components, epsilon=..., delta=..., model=...)`` is scikit-learn's ``PCA``
+signature plus the privacy budget and the trust model. It chooses one of the private
+estimators of :data:`privpca._registry.PRIVATE_ESTIMATORS` by :func:`select_mechanism`, a
+rule on public quantities only, fits it, and forwards its fitted attributes.
+
+The rule (docs/FRONT_DOOR.md has the measurements behind it)
+------------------------------------------------------------
+1. ``mechanism`` names one (its CLI name, e.g. ``"noisy-power"``): that one, provided its
+   trust model is allowed by ``model`` (a local mechanism may run wherever a curator is
+   trusted; a central one only in the central model).
+2. ``model="local"``: :class:`~privpca.LocalGaussianPCA` (Wang & Xu's protocol: every user
+   randomises their own row; nobody is trusted).
+3. ``model="distributed"``: :class:`~privpca.DPSPCA` (each provider adds its own noise; the
+   server is not trusted).
+4. ``model="central"`` and ``delta == 0``: :class:`~privpca.BinghamPCA`, the exponential
+   mechanism, the only pure ε-DP mechanism here. The private mean and norm bound are
+   Gaussian releases (δ > 0), so pure ε-DP needs a public centre and bound:
+   ``options={"centering": None, "data_norm": D}``.
+5. ``model="central"`` and ``n_features > MAX_GRAM_FEATURES`` (4096):
+   :class:`~privpca.NoisyPowerPCA` with ``solver="data"``, which never forms a p×p matrix.
+6. otherwise (central, δ > 0, p ≤ 4096): :class:`~privpca.AnalyzeGaussPCA`, the most
+   accurate of the central mechanisms in our measurements (README's table: 0.043 against
+   noisy power's 0.131 at n = 10⁴), at the cost of a p×p noisy Gram matrix and its
+   eigendecomposition.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from privpca._registry import PRIVATE_ESTIMATORS, TRUST_MODELS
+from privpca._validation import check_options
+from privpca.accounting.ledger import PrivacyLedger
+from privpca.decomposition._base import BasePrivatePCA
+
+__all__ = ["MAX_GRAM_FEATURES", "PCA", "select_mechanism"]
+
+#: Trust models, from the most trusting: a mechanism of a later model also protects the rows
+#: in an earlier one (a row randomised by its user is private against a curator too).
+MODELS: tuple[str, ...] = ("central", "distributed", "local")
+
+#: Above this many features the central model uses the noisy power method. Analyze Gauss holds
+#: about five p×p float64 matrices (Gram, noise, their sum, the eigensolver's copies: 145 MiB
+#: above the data at p = 2000) and runs two O(p³) symmetric eigensolvers (15 s at p = 2000,
+#: 1.7 s at p = 1000: one fit in a fresh process, 2-core machine). At p = 4096 about 0.6 GiB
+#: and two minutes; beyond, memory and time grow as p² and p³ while the noisy power method's
+#: ``Xᵀ(XQ)`` passes need O(npk) time per iteration and no p×p matrix.
+MAX_GRAM_FEATURES = 4096
+
+#: Fitted attributes copied from the chosen estimator when it has them (any other is on
+#: ``estimator_``).
+FORWARDED: tuple[str, ...] = (
+    "components_", "n_components_", "explained_variance_", "explained_variance_ratio_",
+    "mean_", "scale_", "data_norm_", "noise_level_", "expected_error_", "noise_scale_",
+    "privacy_", "n_features_in_", "feature_names_in_",
+)
+
+#: The parameters PCA passes itself; ``options`` may not repeat them.
+OWN_PARAMETERS: tuple[str, ...] = ("n_components", "epsilon", "delta", "random_state", "ledger")
+
+
+def select_mechanism(n_features: int | None, *, delta: float, model: str = "central",
+                     mechanism: str = "auto", owner: object | None = None) -> tuple[str, str]:
+    """The mechanism :class:`PCA` fits, and why, from public quantities only.
+
+    Parameters
+    ----------
+    n_features : int or None
+        The table's number of columns (public: its shape), or None when unknown (an input
+        that is not a table; the estimator then refuses it with its own message).
+    delta : float
+        The requested δ (0: pure ε-DP).
+    model : {"central", "distributed", "local"}, default="central"
+        Who may see raw rows: a trusted curator, each data provider its own, or nobody.
+    mechanism : str, default="auto"
+        ``"auto"``, or a CLI name of :data:`privpca._registry.PRIVATE_ESTIMATORS`.
+    owner : object or None, default=None
+        The estimator named in error messages.
+
+    Returns
+    -------
+    name : str
+        The CLI name of the chosen estimator.
+    reason : str
+        One sentence saying why.
+
+    Raises
+    ------
+    ValueError
+        For an unknown model or mechanism, a mechanism that needs more trust than ``model``
+        grants, or ``delta=0`` outside the central model.
+
+    Examples
+    --------
+    >>> select_mechanism(20, delta=1e-5)[0]
+    'analyze-gauss'
+    >>> select_mechanism(20, delta=0.0)[0]
+    'bingham'
+    >>> select_mechanism(10_000, delta=1e-5)[0]
+    'noisy-power'
+    >>> select_mechanism(20, delta=1e-5, model="local")[0]
+    'local-gaussian'
+    """
+    check_options(model, "model", MODELS, owner=owner)
+    check_options(mechanism, "mechanism", ("auto", *PRIVATE_ESTIMATORS), owner=owner)
+    if mechanism != "auto":
+        needs = TRUST_MODELS[mechanism]
+        if MODELS.index(needs) < MODELS.index(model):
+            raise ValueError(
+                f"mechanism={mechanism!r} runs in the {needs} model: it needs more trust than "
+                f"model={model!r} grants. Choose a mechanism of the {model} model "
+                f"({', '.join(n for n, m in TRUST_MODELS.items() if m == model)}) or "
+                "mechanism='auto'."
+            )
+        return mechanism, f"mechanism={mechanism!r} was asked for."
+    if model != "central" and delta == 0:
+        raise ValueError(
+            f"delta=0 (pure epsilon-DP) has no mechanism in the {model} model: its "
+            "mechanisms add Gaussian noise. Give delta > 0, or model='central' (BinghamPCA)."
+        )
+    if model == "local":
+        return "local-gaussian", (
+            "model='local': every user randomises their own row (Wang & Xu's Gaussian "
+            "protocol); nobody sees raw rows."
+        )
+    if model == "distributed":
+        return "dps-pca", (
+            "model='distributed': each data provider adds its own noise (DPS-PCA); the "
+            "server sees no raw rows."
+        )
+    if delta == 0:
+        return "bingham", (
+            "delta=0: the exponential mechanism (matrix Bingham) is the only pure epsilon-DP "
+            "mechanism."
+        )
+    if n_features is not None and n_features > MAX_GRAM_FEATURES:
+        return "noisy-power", (
+            f"n_features={n_features} > {MAX_GRAM_FEATURES}: a p x p Gram matrix and its "
+            "eigendecomposition are too large; the noisy power method forms none."
+        )
+    return "analyze-gauss", (
+        "central model, delta > 0, n_features <= "
+        f"{MAX_GRAM_FEATURES}: Analyze Gauss is the most accurate central mechanism."
+    )
+
+
+def _n_features(X: Any) -> int | None:
+    """The number of columns of ``X`` from its shape (public), without reading its values."""
+    from privpca.streaming import as_row_source, is_streamed
+
+    if is_streamed(X):
+        return int(as_row_source(X).n_features)
+    shape = getattr(X, "shape", None)
+    if shape is None:
+        try:
+            shape = np.shape(X)
+        except (TypeError, ValueError):  # ragged or not array-like: the estimator refuses it
+            return None
+    return int(shape[1]) if len(shape) == 2 else None
+
+
+class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Private PCA with scikit-learn's signature: it picks the mechanism for the trust model.
+
+    The mechanism is chosen by :func:`select_mechanism` from **public** quantities only: the
+    number of features (the table's shape), ``delta``, ``model`` and ``mechanism``, never
+    from a value of the data, so the choice itself reveals nothing. In short: Analyze Gauss
+    in the central model; Bingham (the exponential mechanism) when ``delta=0``; the noisy
+    power method above :data:`MAX_GRAM_FEATURES` features; the local protocol
+    (:class:`~privpca.LocalGaussianPCA`) for ``model="local"``; DPS-PCA for
+    ``model="distributed"`` (docs/FRONT_DOOR.md).
+
+    Parameters
+    ----------
+    n_components : int or float, default=2
+        Dimension k of the subspace (a float in (0, 1) where the chosen estimator accepts
+        one, as Analyze Gauss does).
+    epsilon : float, default=1.0
+        ε > 0 of the guarantee of the whole fit.
+    delta : float, default=1e-5
+        δ of the guarantee; 0 asks for pure ε-DP (Bingham, with a public centre and bound in
+        ``options``: ``{"centering": None, "data_norm": D}``).
+    model : {"central", "distributed", "local"}, default="central"
+        The trust model: a curator sees the raw rows; each provider sees only its own; nobody
+        does (each user randomises their own row).
+    mechanism : str, default="auto"
+        ``"auto"`` (the rule above) or a CLI name of
+        :data:`privpca._registry.PRIVATE_ESTIMATORS` (``"analyze-gauss"``, ``"bingham"``,
+        ``"noisy-power"``, ``"local-gaussian"``, ``"dps-pca"``, ...), refused when it needs
+        more trust than ``model`` grants.
+    options : dict or None, default=None
+        Further parameters of the chosen estimator (``centering``, ``data_norm``,
+        ``scale``, ``n_iter``, ...), passed as they are.
+    random_state : None, int or numpy.random.Generator, default=None
+        Source of the noise (leave it out for a real release).
+    ledger : PrivacyLedger or None, default=None
+        Where the chosen estimator records its spend (``None``:
+        :func:`privpca.accounting.default_ledger`).
+
+    Attributes
+    ----------
+    estimator_ : BasePrivatePCA
+        The fitted estimator that was chosen; every fitted attribute of it is there.
+    mechanism_ : str
+        Its CLI name (``"analyze-gauss"``, ...).
+    selection_reason_ : str
+        Why it was chosen (one sentence).
+    components_ : ndarray of shape (n_components_, n_features)
+    n_components_ : int
+    explained_variance_, explained_variance_ratio_ : ndarray of shape (n_components_,)
+    mean_ : ndarray of shape (n_features,)
+    scale_ : ndarray of shape (n_features,) or None
+    data_norm_, noise_level_, expected_error_, noise_scale_ : float
+        Where the chosen estimator has them (see its documentation).
+    privacy_ : PrivacyRecord
+        The chosen estimator's record, the very one its ledger holds: the choice is in
+        ``mechanism_`` and ``selection_reason_``, not in the record, so the ledger and
+        ``privacy_`` stay one object.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` has column names (a DataFrame).
+
+    Examples
+    --------
+    >>> import privpca
+    >>> from privpca.datasets import make_spiked
+    >>> X, V = make_spiked(5_000, 10, 2, lam=9.0, random_state=0)
+    >>> est = privpca.PCA(2, epsilon=1.0, random_state=0).fit(X + 5.0)
+    >>> est.mechanism_, type(est.estimator_).__name__
+    ('analyze-gauss', 'AnalyzeGaussPCA')
+    >>> est.transform(X).shape, list(est.get_feature_names_out())
+    ((5000, 2), ['pca0', 'pca1'])
+    """
+
+    def __init__(
+        self,
+        n_components: int | float = 2,
+        *,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        model: str = "central",
+        mechanism: str = "auto",
+        options: dict[str, Any] | None = None,
+        random_state: Any = None,
+        ledger: PrivacyLedger | None = None,
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.model = model
+        self.mechanism = mechanism
+        self.options = options
+        self.random_state = random_state
+        self.ledger = ledger
+
+    def _chosen(self, X: Any) -> tuple[str, str, BasePrivatePCA]:
+        """The mechanism's name, the reason, and an unfitted estimator with its parameters."""
+        name, reason = select_mechanism(_n_features(X), delta=self.delta, model=self.model,
+                                        mechanism=self.mechanism, owner=self)
+        estimator = PRIVATE_ESTIMATORS[name](
+            n_components=self.n_components, epsilon=self.epsilon, delta=self.delta,
+            random_state=self.random_state, ledger=self.ledger, **self._options(name),
+        )
+        return name, reason, estimator
+
+    def _options(self, name: str) -> dict[str, Any]:
+        """``options`` for the estimator ``name``, checked against the request."""
+        options = dict(self.options or {})
+        repeated = sorted(set(options) & set(OWN_PARAMETERS))
+        if repeated:
+            raise ValueError(f"options may not set {repeated}: they are parameters of PCA.")
+        if name == "noisy-power" and self.mechanism == "auto":
+            options.setdefault("solver", "data")  # chosen because p×p is too large
+        public_bound = isinstance(options.get("data_norm"), numbers.Real) and not isinstance(
+            options.get("data_norm"), bool)
+        if name == "bingham" and self.delta == 0 and not (
+                "centering" in options and options["centering"] is None and public_bound):
+            raise ValueError(
+                "delta=0 (pure epsilon-DP) needs a public centre and norm bound: pass "
+                "options={'centering': None, 'data_norm': D} with D a public bound on the "
+                "rows' norms. The private mean, norm bound and variances are Gaussian "
+                "releases and need delta > 0."
+            )
+        return options
+
+    def fit(self, X: ArrayLike, y: Any = None, **fit_params: Any) -> PCA:
+        """Choose the mechanism (from public quantities), fit it, forward its attributes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or a streamed table
+            One record per row (a DataFrame's column names become ``feature_names_in_``).
+            Anything the chosen estimator reads: a ``dask.array.Array``, a memory-mapped
+            array, a Parquet path, a :class:`~privpca.streaming.RowSource`.
+        y : ignored
+        **fit_params
+            Passed to the chosen estimator's ``fit`` (DPS-PCA's ``groups``).
+
+        Returns
+        -------
+        self
+        """
+        name, reason, estimator = self._chosen(X)
+        estimator.fit(X, **fit_params)
+        self.estimator_ = estimator
+        self.mechanism_ = name
+        self.selection_reason_ = reason
+        for attribute in FORWARDED:
+            if hasattr(estimator, attribute):
+                setattr(self, attribute, getattr(estimator, attribute))
+            elif attribute in vars(self):  # from an earlier fit (e.g. on a DataFrame)
+                delattr(self, attribute)
+        return self
+
+    def transform(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Project ``X`` with the chosen estimator (post-processing: free).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components_)
+            A DataFrame with columns ``pca0, pca1, ...`` under ``set_output(transform="pandas")``.
+        """
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.transform(X)
+
+    def inverse_transform(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Map projections back to feature space with the chosen estimator."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.inverse_transform(X)
+
+    @property
+    def _n_features_out(self) -> int:
+        """The number of output columns (read by :meth:`get_feature_names_out`)."""
+        return int(self.estimator_.components_.shape[0])
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        # As every privpca estimator: seeded fits are reproducible, output is float64.
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags

@@ -1,0 +1,139 @@
+"""pandas and scikit-learn habits: output names, set_output, Pipeline, ColumnTransformer.
+
+scikit-learn's checks of feature names and of ``set_output`` are not part of
+``check_estimator``'s list: they are run here on every estimator. Those that need pandas skip
+(SkipTest) where it is not installed.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.compose import ColumnTransformer
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import (
+    check_dataframe_column_names_consistency,
+    check_get_feature_names_out_error,
+    check_global_output_transform_pandas,
+    check_set_output_transform,
+    check_set_output_transform_pandas,
+    check_transformer_get_feature_names_out,
+    check_transformer_get_feature_names_out_pandas,
+)
+
+import privpca
+from conftest import PAPER
+from privpca import PrivacyLedger, RowClippingWarning
+
+#: Every public estimator, on settings that fit the checks' tens of rows (the papers'
+#: setting: public centre and bound; the defaults' private bound needs hundreds of rows).
+ESTIMATORS = [
+    privpca.PCA(options=PAPER),
+    privpca.PCA(model="local", options=PAPER),
+    privpca.AnalyzeGaussPCA(**PAPER),
+    privpca.ModSuLQPCA(**PAPER),
+    privpca.NoisyPowerPCA(n_iter=3, **PAPER),
+    privpca.BinghamPCA(n_iter=10, burn_in=0, **PAPER),
+    privpca.LocalGaussianPCA(**PAPER),
+    privpca.LocalSparsePCA(**PAPER),
+    privpca.DPSPCA(n_iter=2, **PAPER),
+    privpca.PrivateOjaPCA(amplification="none", centering=None, clip_norm=1.0),
+    privpca.DPPCA(n_subsets=2, min_subset_size=1, batch_size=8, centering=None),
+    privpca.OjaPCA(),
+    privpca.SparsePCA(),
+]
+
+CHECKS = [
+    check_get_feature_names_out_error,
+    check_transformer_get_feature_names_out,
+    check_transformer_get_feature_names_out_pandas,
+    check_set_output_transform,
+    check_set_output_transform_pandas,
+    check_global_output_transform_pandas,
+    check_dataframe_column_names_consistency,
+]
+
+
+def test_every_public_estimator_is_covered():
+    covered = {type(est).__name__ for est in ESTIMATORS}
+    public = {name for name in privpca.__all__ if isinstance(getattr(privpca, name), type)
+              and hasattr(getattr(privpca, name), "transform")}
+    assert covered == public
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=repr)
+def test_sklearn_output_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RowClippingWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        # The pandas checks transform arrays after a DataFrame fit (and back) on purpose:
+        # scikit-learn's own PCA warns the same there.
+        warnings.filterwarnings("ignore", "X (does not have valid|has) feature names",
+                                UserWarning)
+        check(type(estimator).__name__, estimator)
+
+
+def test_output_names_follow_scikit_learns_pca():
+    X = np.random.default_rng(0).standard_normal((40, 4)) / 4
+    est = privpca.AnalyzeGaussPCA(**PAPER, ledger=PrivacyLedger()).fit(X)
+    assert list(est.get_feature_names_out()) == ["analyzegausspca0", "analyzegausspca1"]
+    est = privpca.PCA(3, options=PAPER, ledger=PrivacyLedger()).fit(X)
+    assert list(est.get_feature_names_out()) == ["pca0", "pca1", "pca2"]
+
+
+# -------------------------------------------------------------------------- with pandas
+@pytest.fixture(scope="module")
+def frame():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((4_000, 4)) @ np.diag([3.0, 2.0, 1.0, 0.5]) + [170, 70, 40, 3]
+    return pd.DataFrame(X, columns=["height", "weight", "age", "children"],
+                        index=pd.RangeIndex(100, 4_100, name="person"))
+
+
+def test_fit_a_dataframe_with_named_columns(frame):
+    pd = pytest.importorskip("pandas")
+    est = privpca.PCA(2, epsilon=1, ledger=PrivacyLedger()).fit(frame)
+    assert list(est.feature_names_in_) == list(frame.columns)
+    assert list(est.estimator_.feature_names_in_) == list(frame.columns)
+    assert list(est.get_feature_names_out()) == ["pca0", "pca1"]
+    out = est.set_output(transform="pandas").transform(frame)
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == ["pca0", "pca1"]
+    assert out.index.equals(frame.index)
+    np.testing.assert_array_equal(out.to_numpy(), est.estimator_.transform(frame.to_numpy()))
+
+
+def test_a_pipeline_with_pandas_output(frame):
+    pd = pytest.importorskip("pandas")
+    pipe = Pipeline([("scale", StandardScaler()),
+                     ("pca", privpca.PCA(2, epsilon=1, random_state=0,
+                                         ledger=PrivacyLedger()))])
+    out = pipe.set_output(transform="pandas").fit_transform(frame)
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == ["pca0", "pca1"]
+    assert list(pipe.get_feature_names_out()) == ["pca0", "pca1"]
+    assert list(pipe[-1].feature_names_in_) == list(frame.columns)  # the scaler keeps them
+
+
+def test_a_column_transformer_with_pandas_output(frame):
+    pd = pytest.importorskip("pandas")
+    table = frame.assign(city=np.where(np.arange(len(frame)) % 2, "Lyon", "Oslo"))
+    ct = ColumnTransformer([
+        ("body", privpca.AnalyzeGaussPCA(2, epsilon=1, random_state=0, ledger=PrivacyLedger()),
+         ["height", "weight", "age"]),
+        ("all", privpca.PCA(1, epsilon=1, random_state=0, ledger=PrivacyLedger()),
+         ["height", "weight", "age", "children"]),
+        ("city", "passthrough", ["city"]),
+    ]).set_output(transform="pandas")
+    out = ct.fit_transform(table)
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == ["body__analyzegausspca0", "body__analyzegausspca1",
+                                 "all__pca0", "city__city"]
+    assert out.index.equals(frame.index)
+    assert list(ct.named_transformers_["body"].feature_names_in_) == ["height", "weight", "age"]
