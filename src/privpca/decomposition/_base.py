@@ -11,7 +11,7 @@ _stochastic.StochasticPCA`: Oja, Private Oja, DP-PCA).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -43,6 +43,9 @@ class BasePrivatePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
 
     components_: NDArray[np.float64]
     privacy_: PrivacyRecord
+    #: What each constructor parameter may be (scikit-learn's declaration, checked first by
+    #: :meth:`fit`; :mod:`privpca.decomposition._constraints` holds the shared ones).
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
 
     def fit(self, X: ArrayLike, y: Any = None) -> Any:
         """Fit privately: plan, charge, prepare, release, record.
@@ -59,6 +62,7 @@ class BasePrivatePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         -------
         self
         """
+        self._validate_params()  # the declared constraints, before the input is read
         return self._fit(self._validate(X))
 
     def _fit(self, data: Any) -> Any:

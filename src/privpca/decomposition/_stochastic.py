@@ -385,6 +385,7 @@ class StochasticPCA(BasePrivatePCA):
         -------
         self
         """
+        self._validate_params()
         arr = check_matrices(A)
         centering = getattr(self, "centering", None)
         if centering is not None and not (isinstance(centering, str)

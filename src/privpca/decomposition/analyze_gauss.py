@@ -23,14 +23,16 @@ numbers) and ``z ~ N(0, σ² I)``. With ``‖x‖ ≤ D`` for every record:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import dp_accounting
 import numpy as np
+from sklearn.utils._param_validation import StrOptions
 
 from privpca._validation import check_options
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
+from privpca.decomposition._constraints import PIPELINE
 from privpca.mechanisms.gaussian import (
     CALIBRATIONS,
     certified_epsilon,
@@ -192,6 +194,12 @@ class AnalyzeGaussPCA(PipelinePCA):
     >>> round(paper.fit(X).privacy_.sensitivity, 4)
     1.4142
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **PIPELINE,
+        "neighbouring": [StrOptions(set(NEIGHBOURING_RELATIONS))],
+        "calibration": [StrOptions(set(CALIBRATIONS))],
+    }
 
     def __init__(
         self,

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
+from sklearn.utils._param_validation import StrOptions
 from threadpoolctl import threadpool_limits
 
 from privpca._validation import (
@@ -34,6 +35,7 @@ from privpca._validation import (
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
+from privpca.decomposition._constraints import DELTA_OR_ZERO, PIPELINE, positive_int
 from privpca.exceptions import DataDependentWarning, PrivacyLeakWarning
 from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.release import ReleasePipeline, Statistic, Table
@@ -215,6 +217,17 @@ class BinghamPCA(PipelinePCA):
     >>> est.privacy_.delta
     0.0
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **PIPELINE,
+        "delta": DELTA_OR_ZERO,
+        "sampler": [StrOptions(set(SAMPLERS))],
+        "update": [StrOptions(set(UPDATES))],
+        "burn_in": positive_int(0),
+        "n_iter": positive_int(0),
+        "max_proposals": positive_int(),
+        "diagnostic_chains": positive_int(0),
+    }
 
     def __init__(
         self,

@@ -42,10 +42,11 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from privpca._config import secure_mode
@@ -58,6 +59,7 @@ from privpca._validation import (
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord
 from privpca.decomposition._base import BasePrivatePCA, FitPlan, Release
+from privpca.decomposition._constraints import N_COMPONENTS, PIPELINE, positive_int
 from privpca.federated.protocol import (
     INITS,
     STATISTIC_MECHANISM,
@@ -209,6 +211,15 @@ default="random"
     ['bound_raw', 'mean', 'bound_residual', 'mean_refine', 'bound', 'statistic', 'variance']
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **{name: PIPELINE[name] for name in PIPELINE if name != "holdout_fraction"},
+        "n_components": N_COMPONENTS,
+        "n_iter": positive_int(),
+        "n_nonzero": [None, *positive_int()],
+        "n_providers": positive_int(),
+        "init": [StrOptions(set(INITS)), "array-like"],
+    }
+
     def __init__(
         self,
         n_components: int = 2,
@@ -260,6 +271,7 @@ default="random"
         -------
         self
         """
+        self._validate_params()
         return self._fit(self._split(X, groups))
 
     def fit_providers(self, datasets: Sequence[Any]) -> DPSPCA:
@@ -287,6 +299,7 @@ default="random"
         """
         from privpca.streaming import as_row_source, is_streamed
 
+        self._validate_params()
         if isinstance(datasets, np.ndarray) or is_streamed(datasets) or len(datasets) == 0:
             raise ValueError("fit_providers expects a non-empty list of 2-D tables, one per "
                              "provider.")

@@ -74,11 +74,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from numbers import Real
+from typing import Any, ClassVar
 
 import dp_accounting
 import numpy as np
 from numpy.typing import NDArray
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from privpca._validation import (
     check_delta,
@@ -90,6 +92,7 @@ from privpca._validation import (
 )
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.decomposition._constraints import STOCHASTIC, positive_int
 from privpca.decomposition._records import RecordStream
 from privpca.decomposition._stochastic import (
     DEFAULT_HOLDOUT_FRACTION,
@@ -296,6 +299,25 @@ class DPPCA(StochasticPCA):
     >>> bool(abs(est.components_[0, 0]) > 0.9)
     True
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **STOCHASTIC,
+        "learning_rate": [StrOptions({"auto", "search"}), Interval(Real, 0.0, None,
+                                                                   closed="neither"), tuple, list],
+        "batch_size": [StrOptions({"auto"}), *positive_int(2)],
+        "batch_constant": [Interval(Real, 0.0, None, closed="neither")],
+        "budget_split": [StrOptions({"parallel", "paper"})],
+        "n_subsets": [StrOptions({"auto"}), *positive_int()],
+        "subsets_factor": [Interval(Real, 0.0, None, closed="neither")],
+        "min_subset_size": positive_int(),
+        "centre_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "bin_width": [Interval(Real, 0.0, None, closed="neither")],
+        "truncation_radius": [Interval(Real, 0.0, None, closed="neither")],
+        "zeta": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "search_grid": [None, "array-like"],
+        "search_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "keep_history": ["boolean"],
+    }
 
     def __init__(
         self,

@@ -16,12 +16,14 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from numbers import Real
+from typing import Any, ClassVar
 
 import dp_accounting
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from privpca._validation import (
     RowClippingWarning,
@@ -33,6 +35,7 @@ from privpca._validation import (
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA, Plan, Release
+from privpca.decomposition._constraints import LOCAL, positive_int
 from privpca.mechanisms.gaussian import CALIBRATIONS
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.sensitivity import Neighbouring
@@ -157,6 +160,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         -------
         self
         """
+        self._validate_params()
         return self._fit(_Collected(aggregator))
 
     # ------------------------------------------------------------------ the one fit's steps
@@ -558,6 +562,8 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
     'local'
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = dict(LOCAL)
+
     def __init__(
         self,
         n_components: int = 2,
@@ -687,6 +693,17 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
     Wang & Xu (2019), Algorithm 2 and Theorem 4. V. Q. Vu, J. Cho, J. Lei, K. Rohe. Fantope
     Projection and Selection: A near-optimal convex relaxation of sparse PCA. NeurIPS 2013.
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **LOCAL,
+        "lam": [StrOptions({"auto"}), Interval(Real, 0.0, None, closed="left")],
+        "lam_scale": [Interval(Real, 0.0, None, closed="neither")],
+        "max_iter": positive_int(),
+        "tol": [Interval(Real, 0.0, None, closed="neither")],
+        "max_eig": [None, StrOptions({"auto"}), *positive_int()],
+        "projection_dtype": [StrOptions({"auto", "float32", "float64"})],
+        "progress": ["boolean"],
+    }
 
     def __init__(
         self,

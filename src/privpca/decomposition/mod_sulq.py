@@ -28,7 +28,7 @@ Privacy
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import dp_accounting
 import numpy as np
@@ -36,6 +36,7 @@ import numpy as np
 from privpca._validation import check_delta, check_epsilon, check_in_range
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
+from privpca.decomposition._constraints import PIPELINE
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.sensitivity import Neighbouring
@@ -171,6 +172,8 @@ class ModSuLQPCA(PipelinePCA):
     >>> est.certified_epsilon_ < est.privacy_.epsilon
     True
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = dict(PIPELINE)
 
     def __init__(
         self,

@@ -39,9 +39,10 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+from sklearn.utils._param_validation import StrOptions
 
 from privpca._validation import (
     check_in_range,
@@ -51,6 +52,7 @@ from privpca._validation import (
 from privpca.accounting.composition import gaussian_noise_multiplier_for_composition
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
+from privpca.decomposition._constraints import PIPELINE, positive_int
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
 from privpca.pipeline.release import ReleasePipeline, Statistic, Table
@@ -195,6 +197,13 @@ class NoisyPowerPCA(PipelinePCA):
     >>> est.components_.shape, est.n_iter_
     ((2, 10), 5)
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **PIPELINE,
+        "n_iter": positive_int(),
+        "solver": [StrOptions(set(SOLVERS))],
+        "keep_history": ["boolean"],
+    }
 
     def __init__(
         self,

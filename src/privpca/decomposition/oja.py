@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,6 +25,15 @@ from privpca._validation import check_in_range, check_n_components
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord
 from privpca.decomposition._base import Release
+from privpca.decomposition._constraints import (
+    CENTERING,
+    LEARNING_RATE,
+    LEDGER,
+    N_COMPONENTS,
+    RANDOM_STATE,
+    SHUFFLE,
+    positive_int,
+)
 from privpca.decomposition._records import RecordStream
 from privpca.decomposition._stochastic import (
     Mode,
@@ -145,6 +154,16 @@ class OjaPCA(StochasticPCA):
     >>> OjaPCA(random_state=0).fit(X).components_.shape
     (1, 10)
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "n_components": N_COMPONENTS,
+        "centering": CENTERING,
+        "learning_rate": LEARNING_RATE,
+        "batch_size": positive_int(),
+        "shuffle": SHUFFLE,
+        "random_state": RANDOM_STATE,
+        "ledger": LEDGER,
+    }
 
     def __init__(
         self,

@@ -60,11 +60,12 @@ import math
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import dp_accounting
 import numpy as np
 from numpy.typing import NDArray
+from sklearn.utils._param_validation import StrOptions
 
 from privpca._validation import (
     check_delta,
@@ -75,6 +76,7 @@ from privpca._validation import (
 )
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.decomposition._constraints import DATA_NORM, STOCHASTIC
 from privpca.decomposition._records import RecordStream
 from privpca.decomposition._stochastic import (
     DEFAULT_HOLDOUT_FRACTION,
@@ -246,6 +248,12 @@ class PrivateOjaPCA(StochasticPCA):
     >>> round(est.privacy_.epsilon, 3) <= 0.5
     True
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **STOCHASTIC,
+        "clip_norm": DATA_NORM,
+        "amplification": [StrOptions({"shuffle", "none"})],
+    }
 
     def __init__(
         self,

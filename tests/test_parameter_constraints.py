@@ -1,0 +1,33 @@
+"""Every private estimator declares its parameters (scikit-learn's ``_parameter_constraints``)
+and refuses a wrong type or value first, before the input is read or anything is spent."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.estimator_checks import check_param_validation
+
+from privpca import PrivacyLedger
+from privpca._registry import PRIVATE_ESTIMATORS
+from privpca.decomposition import OjaPCA
+
+ESTIMATORS = [*PRIVATE_ESTIMATORS.values(), OjaPCA]
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_scikit_learns_parameter_validation_check(cls):
+    """A declaration for every constructor parameter, and scikit-learn's message and error
+    type for a value of no valid type or out of every declared range."""
+    check_param_validation(cls.__name__, cls())
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_a_refused_parameter_comes_first_and_spends_nothing(cls):
+    ledger = PrivacyLedger()
+    X = np.full((50, 3), np.nan)  # a table the fit would refuse: the parameter comes first
+    est = cls(epsilon=-1.0, ledger=ledger) if "epsilon" in cls().get_params() else cls(
+        n_components=0, ledger=ledger)
+    with pytest.raises(InvalidParameterError, match="must be"):
+        est.fit(X)
+    assert len(ledger.records) == 0
