@@ -669,7 +669,8 @@ def test_sparse_random_start_is_the_papers_literal_initialisation(paper_small):
     [
         ({"epsilon": 0}, r"'epsilon' parameter of DPSPCA must be a float in the range \[1e-09"),
         ({"epsilon": math.inf}, r"'epsilon' parameter of DPSPCA must be a float in the range"),
-        ({"data_norm": 1e300}, r"'data_norm' parameter of DPSPCA must be a str among \{'auto'\} or a float in the range"),
+        ({"data_norm": 1e300},
+         r"'data_norm' parameter of DPSPCA must be a str among \{'auto'\} or a float in the range"),
         ({"epsilon": -1}, "'epsilon' parameter"),
         ({"delta": 1.0}, "'delta' parameter"),
         ({"n_iter": 0}, "'n_iter' parameter of DPSPCA must be an int"),

@@ -327,7 +327,8 @@ def test_sparse_progress_bar_counts_iterations_and_changes_nothing(sparse_proble
 @pytest.mark.parametrize(
     ("params", "match"),
     [
-        ({"progress": "yes"}, "The 'progress' parameter of LocalSparsePCA must be an instance of 'bool'"),
+        ({"progress": "yes"},
+         "The 'progress' parameter of LocalSparsePCA must be an instance of 'bool'"),
         ({"lam": -1.0}, "'lam'"),
         ({"max_iter": 0}, "'max_iter'"),
         ({"tol": 0.0}, "'tol'"),

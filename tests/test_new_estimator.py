@@ -4,13 +4,14 @@ lines, passing scikit-learn's checks and spending exactly its budget."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
+from privpca.decomposition._constraints import PIPELINE
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.sensitivity import gram_sensitivity
 from privpca.pipeline.release import ReleasePipeline, Statistic, Table
@@ -19,6 +20,8 @@ from privpca.pipeline.spectrum import check_n_components_spec, fit_noisy_matrix
 
 class ToyGramPCA(PipelinePCA):
     """Gaussian noise on the Gram matrix, top-k: the smallest estimator the recipe gives."""
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = dict(PIPELINE)  # checked first
 
     def __init__(self, n_components: Any = 2, *, epsilon: float = 1.0, delta: float = 1e-5,
                  centering: Any = "private", data_norm: Any = "auto", scale: Any = False,
