@@ -21,7 +21,7 @@ import dp_accounting
 
 from privpca.accounting.composition import compose_epsilon
 from privpca.accounting.record import PrivacyRecord
-from privpca.exceptions import BudgetExceededError
+from privpca.exceptions import BudgetExceededError, PrivacyWarning
 
 __all__ = ["Booking", "PrivacyLedger", "default_ledger"]
 
@@ -252,7 +252,6 @@ def resolve_ledger(owner: object, ledger: object) -> PrivacyLedger:
     import multiprocessing
     import warnings
 
-    from privpca.exceptions import PrivacyWarning
 
     name = type(owner).__name__
     if ledger is None and multiprocessing.parent_process() is not None:

@@ -8,7 +8,9 @@ from typing import Any
 
 import dp_accounting
 
+from privpca._config import secure_mode
 from privpca.accounting.composition import compose_epsilon
+from privpca.mechanisms.noise import SECURE_NOISE_NOTE
 from privpca.mechanisms.sensitivity import Neighbouring
 
 __all__ = ["PrivacyRecord", "PrivacySpend"]
@@ -110,8 +112,6 @@ class PrivacyRecord:
 
     def __post_init__(self, n_clipped: int | None) -> None:
         del n_clipped  # an exact count of the data: never stored, never released
-        from privpca._config import secure_mode
-        from privpca.mechanisms.noise import SECURE_NOISE_NOTE
 
         # A record made during a secure fit says how its noise was drawn (public rule).
         if secure_mode() and self.model != "non-private" and SECURE_NOISE_NOTE not in self.notes:

@@ -24,6 +24,11 @@ from typing import Any
 import click
 import numpy as np
 
+from privpca.audit import audit, audit_with_probe, float_probe
+from privpca.audit.family import bonferroni_confidence, family_wise
+from privpca.mechanisms import GaussianMechanism, analytic_gaussian_sigma
+from privpca.mechanisms.secure_noise import discrete_gaussian
+
 __all__ = ["AUDITED", "MECHANISMS", "Levels", "audit_command", "audit_table", "format_row",
            "format_table", "iter_audit_rows", "plan_cells", "summary"]
 
@@ -54,7 +59,6 @@ class Levels:
 
     @property
     def cell_confidence(self) -> float:
-        from privpca.audit.family import bonferroni_confidence
 
         return bonferroni_confidence(self.confidence, max(self.cells, 1))
 
@@ -100,7 +104,6 @@ def iter_audit_rows(methods: list[str], epsilons: list[float], *, delta: float, 
     ``error`` when the cell could not run (it still counts in the family).
     """
     import privpca
-    from privpca.audit import audit, audit_with_probe, float_probe
 
     p_runs = runs if probe_runs is None else int(probe_runs)
     for name in methods:
@@ -153,7 +156,6 @@ def _mechanism(name: str, epsilon: float, delta: float
     """(release(X, rng), {label: noise scale}, δ of the claim, its name in the table) for a
     noise mechanism at claimed ε, sensitivity 1."""
     if name == "GaussianMechanism":
-        from privpca.mechanisms import GaussianMechanism
 
         gm = GaussianMechanism(epsilon, delta, 1.0)
 
@@ -169,8 +171,6 @@ def _mechanism(name: str, epsilon: float, delta: float
 
         return laplace, {f"b={scale:.6g}": scale}, 0.0, "rng.laplace(f, 1/ε)"
     if name == CONTROL:
-        from privpca.mechanisms import analytic_gaussian_sigma
-        from privpca.mechanisms.secure_noise import discrete_gaussian
 
         sigma = analytic_gaussian_sigma(epsilon, delta, 1.0)
 
@@ -185,7 +185,6 @@ def _mechanism(name: str, epsilon: float, delta: float
 def _mechanism_rows(epsilons: list[float], *, delta: float, runs: int, seed: int | None,
                     confidence: float) -> Iterator[dict[str, Any]]:
     import privpca
-    from privpca.audit import float_probe
 
     X0, X1 = np.array([0.0]), np.array([1.0])
     jobs = [(m, mode, "probe") for m in MECHANISMS for mode in MODES]
@@ -283,7 +282,6 @@ def preamble(levels: Levels) -> str:
 
 def summary(rows: list[dict[str, Any]], levels: Levels) -> str:
     """The family-wise reading of every non-control row (Bonferroni and Holm)."""
-    from privpca.audit.family import family_wise
 
     cells = [r for r in rows if r["kind"] != "control" and "error" not in r]
     not_run = sum(1 for r in rows if r["kind"] != "control" and "error" in r)

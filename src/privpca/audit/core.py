@@ -34,6 +34,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privpca._config import ReproducibleNoiseWarning, secure_mode
+from privpca._validation import check_random_state
+from privpca.accounting import PrivacyLedger
 from privpca.audit._bounds import CellBounds, best_threshold, epsilon_bound, ideal_power
 from privpca.audit.neighbours import builtin_neighbours, release_features
 
@@ -112,7 +114,6 @@ def _run_states(random_state: Any, runs: int) -> list[Any]:
 
 
 def _callable_rng(random_state: Any) -> np.random.Generator:
-    from privpca._validation import check_random_state
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReproducibleNoiseWarning)
@@ -145,7 +146,6 @@ def _fit_runs(est: Any, X: NDArray[np.float64], states: list[Any], progress: boo
     """One fitted clone of ``est`` per state (a throw-away ledger each)."""
     from sklearn.base import clone
 
-    from privpca.accounting import PrivacyLedger
 
     names = est.get_params(deep=False)
     for state in _progress(states, len(states), progress, desc):

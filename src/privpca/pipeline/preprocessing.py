@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from privpca._validation import check_noise_rng
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.quantile import PrivateQuantile, QuantileRelease
+from privpca.streaming import as_row_source, reductions
 from privpca.streaming._kernels import log_bin_counts
 from privpca.streaming.reductions import BinCounts, BinnedSums
 
@@ -197,7 +198,6 @@ def private_scale(
     ``source`` is the table, an array or a :class:`~privpca.streaming.RowSource`: two passes
     (the histograms' counts, then the sums), each a block reduction.
     """
-    from privpca.streaming import as_row_source, reductions
 
     rows = as_row_source(source)
     n, p = rows.n_samples, rows.n_features

@@ -72,6 +72,17 @@ from privpca.solvers.gram import (
     clipped_blocks,
     gram_matrix,
 )
+from privpca.streaming import as_row_source, is_streamed, reductions
+from privpca.streaming.holdout import held_out_size, random_row_split
+from privpca.streaming.reductions import (
+    clipped_gram,
+    clipped_gram_and_sum,
+    clipped_product,
+    clipped_sum,
+    projected_moments,
+)
+from privpca.streaming.selection import drop_rows, take_rows
+from privpca.streaming.sources import ArraySource
 
 __all__ = [
     "DEFAULT_NORM_QUANTILE",
@@ -260,7 +271,6 @@ class PreparedRows:
         """
         if self.stored_rows is not None or self.source is None:
             return gram_matrix(self.rows)
-        from privpca.streaming.reductions import clipped_gram
 
         if isinstance(self.source, np.ndarray):
             return clipped_gram(self._pass_source(), self.mean, self.scale, self.data_norm)[0]
@@ -279,7 +289,6 @@ class PreparedRows:
         if not self.streamed:
             rows = self.rows
             return np.asarray(rows.T @ (rows @ Q))
-        from privpca.streaming.reductions import clipped_product
 
         out, self.n_clipped = clipped_product(self.source, self.mean, self.scale,
                                               self.data_norm, Q)
@@ -297,7 +306,6 @@ class PreparedRows:
             rows = self.rows
             proj = rows @ components.T
             return proj.T @ proj, float(np.einsum("ij,ij->", rows, rows))
-        from privpca.streaming.reductions import projected_moments
 
         return projected_moments(self._pass_source(), self.mean, self.scale, self.data_norm,
                                  components)
@@ -305,7 +313,6 @@ class PreparedRows:
     def _pass_source(self) -> Any:
         """The lazy rows' source as block passes read it: an in-memory table (validated
         already) as an :class:`~privpca.streaming.ArraySource`, blocks on every core."""
-        from privpca.streaming.sources import ArraySource
 
         if isinstance(self.source, np.ndarray):
             return ArraySource(self.source, validated=True)
@@ -459,7 +466,6 @@ class ReleasePipeline:
         hold-out). Refuses a split with fewer than 2 rows on either side."""
         if self.holdout_fraction is None:
             return None
-        from privpca.streaming.holdout import held_out_size
 
         n_held = held_out_size(self.n_samples, self.holdout_fraction)
         n_rest = self.n_samples - n_held
@@ -477,7 +483,6 @@ class ReleasePipeline:
         :class:`~privpca.streaming.holdout.RowSplit` (None: no hold-out)."""
         if self.held_out_sizes() is None:
             return None
-        from privpca.streaming.holdout import random_row_split
 
         assert self.holdout_fraction is not None
         return random_row_split(self.n_samples, self.holdout_fraction, rng)
@@ -492,7 +497,6 @@ class ReleasePipeline:
         """``Σ yyᵀ − s̃s̃ᵀ/n`` from one pass over the statistic's rows, ``s̃`` the released
         ``Σ y`` (the "centre" part): the Gram of the rows centred on their own private mean.
         """
-        from privpca.streaming.reductions import clipped_gram_and_sum
 
         gram, total, prepared.n_clipped = clipped_gram_and_sum(
             prepared.source, prepared.mean, prepared.scale, prepared.data_norm)
@@ -505,7 +509,6 @@ class ReleasePipeline:
                           ) -> Callable[[NDArray[np.float64]], NDArray[np.float64]]:
         """``Q ↦ Σ y(yᵀQ) − s̃(s̃ᵀQ)/n``: :meth:`recentred_gram` without the p×p matrix (one
         more pass, for ``Σ y``)."""
-        from privpca.streaming.reductions import clipped_sum
 
         total = clipped_sum(prepared.source, prepared.mean, prepared.data_norm,
                             scale=prepared.scale)
@@ -649,7 +652,6 @@ class ReleasePipeline:
         before the charge, as the non-finite check); ``None``: computed here if needed (the
         centred, privately bounded path never needs them).
         """
-        from privpca.streaming.sources import ArraySource
 
         owner = self.owner
         spends: list[PrivacySpend] = []
@@ -672,7 +674,6 @@ class ReleasePipeline:
             # Only the bound now (one compiled pass of the centred norms' histogram); the
             # statistic forms the rows it needs (one blocked pass). No exact count is kept:
             # with a private bound nothing about the clipping is reported but its estimate.
-            from privpca.streaming import reductions
 
             D = self._private_bound(
                 partial(reductions.norm_counts, ArraySource(X, validated=True), mean,
@@ -721,7 +722,6 @@ class ReleasePipeline:
         around the current centre give the histogram of the private bound R and, once R is
         released, the exact clipped sum (:class:`~privpca.pipeline.preprocessing.BinnedSums`).
         """
-        from privpca.streaming import reductions
 
         n = source.n_samples
         mean = np.zeros(source.n_features)
@@ -838,8 +838,6 @@ class ReleasePipeline:
         order: parallel composition (:mod:`privpca.streaming.holdout`), so the statistic's
         own plan gets the whole (ε, δ) too.
         """
-        from privpca.streaming.selection import drop_rows, take_rows
-        from privpca.streaming.sources import ArraySource
 
         source = table.source if table.streamed else ArraySource(table.X, validated=True)
         split = self.held_out_split(rng)
@@ -854,7 +852,6 @@ class ReleasePipeline:
         clipped sums, per-feature counts and moments), with the rows never formed: the statistic
         reduces a Gram over the source (:meth:`PreparedRows.gram`).
         """
-        from privpca.streaming import reductions
 
         spends: list[PrivacySpend] = []
         details: dict[str, Any] = {}
@@ -1094,7 +1091,6 @@ def validated_table(owner: Any, X: Any) -> Table:
     :class:`~privpca.exceptions.NonFiniteInputError` during the first pass, before anything
     is released, and the one fit withdraws its booking.
     """
-    from privpca.streaming import as_row_source, is_streamed
 
     if not is_streamed(X):
         Xv, sq = validated_rows(owner, X)

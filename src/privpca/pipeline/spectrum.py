@@ -33,6 +33,7 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
 
+from privpca._validation import check_n_components
 from privpca.solvers.eigen import top_eigenvectors
 
 __all__ = [
@@ -98,7 +99,6 @@ def check_n_components_spec(n_components: object, n_features: int, owner: object
             f"The 'n_components' parameter of {name} must be an int in [1, {n_features}] or a "
             f"float in the range (0, 1). Got {n_components!r} instead."
         )
-    from privpca._validation import check_n_components
 
     return check_n_components(n_components, n_features, owner=owner)
 
