@@ -290,7 +290,7 @@ def test_fit_refuses_text_columns_and_ragged_rows(runner, tmp_path):
         (["--epsilon", "1", "--holdout-fraction", "1.5"],
          "expected 'auto', 'none' or a float in (0, 1)"),
         (["--epsilon", "1", "--holdout-fraction", "0.7"],
-         "must be 'auto', None or a float in (0, 0.5]"),
+         "None or a float in the range (0.0, 0.5]. Got 0.7 instead."),
     ],
 )
 def test_fit_refuses_bad_options(runner, customers_csv, option, message):
