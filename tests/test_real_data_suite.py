@@ -28,8 +28,8 @@ SHAPES = {
 SHIPPED_SHAPES = {"covtype": (581_012, 10), "isolet5": (1_559, 617), "leukemia": (72, 7_129),
                   "colon": (62, 2_000)}
 SUITE_COLUMNS = {"panel", "method", "estimator", "bound", "clip_quantile", "error",
-                 "explained_ratio", "sklearn_ratio", "data_norm", "seconds", "status", "n", "p",
-                 "seed", "repetition"}
+                 "explained_ratio", "sklearn_ratio", "data_norm", "mean_norm", "seconds",
+                 "status", "n", "p", "seed", "repetition"}
 
 
 def _packaged_case(name: str) -> object:
@@ -110,7 +110,10 @@ def test_quick_run_scores_defaults_and_oracle(tmp_path: Path) -> None:
         assert 0.0 < r["sklearn_ratio"] <= 1.0
     bounds = {r["bound"] for r in rows}
     assert bounds == {"defaults"} | {f"q{q:g}" for q in out.params["quantiles"]}
+    # every fit of a seed has the same private mean (AnalyzeGauss: defaults included), and
     # the oracle's bounds grow with the quantile (one seed, one table)
+    for table in ("covtype", "digits"):
+        assert len({r["mean_norm"] for r in rows if r["panel"] == table}) == 1
     oracle = [r["data_norm"] for r in rows if r["panel"] == "digits" and r["bound"] != "defaults"]
     assert oracle == sorted(oracle)
     table = suite_table(rows)
