@@ -169,8 +169,6 @@ def run_real_data(params: dict[str, Any], ctx: Any) -> ExperimentResult:
     return ExperimentResult(rows, panels, notes)
 
 
-
-
 EXPERIMENTS = (
     Experiment(
         name="real-data",

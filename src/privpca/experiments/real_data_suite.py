@@ -102,7 +102,13 @@ def _oracle_bounds(cls: type, X: np.ndarray, ref: PCA, seed_seq: np.random.SeedS
 
 
 def run_real_data_suite(params: dict[str, Any], ctx: Any) -> ExperimentResult:
-    """Each Gram-based estimator on defaults and at its oracle bounds, on every suite table."""
+    """Each Gram-based estimator on defaults and at its oracle bounds, on every suite table.
+
+    ``params``: ``tables`` (names of :data:`SUITE_TABLES`), ``methods`` (CLI names of
+    estimators that take ``data_norm``), ``reduced_methods`` (None, or ``{table: methods}``
+    to run fewer estimators on a table; the summary says so), ``quantiles`` (the oracle's grid,
+    in %), ``repetitions`` (seeds), ``n_components`` and ``epsilon``.
+    """
     tables = tuple(params["tables"])
     methods = tuple(params["methods"])
     reduced = dict(params.get("reduced_methods") or {})
@@ -114,10 +120,11 @@ def run_real_data_suite(params: dict[str, Any], ctx: Any) -> ExperimentResult:
     rows: list[dict[str, Any]] = []
     panels: list[Panel] = []
     for t_index, table in enumerate(tables):
-        X, title = load_table(table)
-        panels.append(Panel(table, f"{title} (n = {X.shape[0]}, p = {X.shape[1]}): distance "
-                            f"to scikit-learn's PCA({k}) against the bound's quantile of the "
-                            "norms", "clip_quantile", "quantile of ‖x − μ̂‖ (%)"))
+        X, _ = load_table(table)
+        # Short titles: the figure has a subplot per table. The table's source is in the
+        # summary's notes (and docs/REAL_DATA.md).
+        panels.append(Panel(table, f"{table} (n = {X.shape[0]}, p = {X.shape[1]})",
+                            "clip_quantile", "quantile of ‖x − μ̂‖ (%)"))
         ref = PCA(k).fit(X)
         base = dict(panel=table, epsilon=eps, k=k, n=X.shape[0], p=X.shape[1],
                     sklearn_ratio=float(np.sum(ref.explained_variance_ratio_)))
