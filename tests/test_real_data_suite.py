@@ -124,7 +124,7 @@ def test_quick_run_scores_defaults_and_oracle(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_STATSMODELS, reason=NO_STATSMODELS)
 def test_full_suite_runs_on_every_table(tmp_path: Path) -> None:
-    # One seed of the full run (every table and estimator): ~5 min on 2 cores.
+    # One seed of the full run (every table and estimator): ~1–3 min on 2 cores.
     out = run_experiment("real-data-suite", seed=0, output_dir=tmp_path, progress=False,
                          repetitions=1)
     rows = out.result.rows
