@@ -388,7 +388,6 @@ class BinghamPCA(PipelinePCA):
         self.sampler_ = sampler
         self.n_sweeps_ = 0 if sampler in ("exact", "uniform") else n_sweeps
         self.noise_level_ = math.nan
-        self.expected_error_ = math.nan
         if sampler == "uniform":
             V = scipy.linalg.qr(rng.standard_normal((p, p)))[0]
             return self._finish(run, prepared, np.asarray(fix_signs(V).T), eps, sampler, pre_rng)
@@ -452,8 +451,11 @@ class BinghamPCA(PipelinePCA):
     ) -> Release:
         """Variances (outside the papers' setting), the fitted attributes, the record's
         statistic."""
-        components, self.explained_variance_, self.explained_variance_ratio_ = (
-            run.rotate_to_spectrum(prepared, components, rng))
+        spectrum = run.rotate_to_spectrum(prepared, components, rng)
+        components = spectrum.components
+        self.explained_variance_ = spectrum.explained_variance
+        self.explained_variance_ratio_ = spectrum.explained_variance_ratio
+        self.expected_error_ = spectrum.expected_error
         spend, notes = self._statistic_spend(eps, prepared.data_norm, sampler)
         if not run.paper_mode:
             notes += (" The Gaussian preprocessing parts and the exponential mechanism compose "

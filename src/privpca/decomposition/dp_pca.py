@@ -520,7 +520,6 @@ class DPPCA(StochasticPCA):
         W, history, lr = self._stream(records, setup, plan.k, rng, shuffle=False)
         self._finish(history, setup.plan, lr)
         self.noise_level_ = _noise_level(history)
-        self.expected_error_ = math.nan
         return StreamRun(W, stream.spends[0], stream.notes + " ", tail=(
             " Held-out rows above D are clipped to it for the variances (the stream needs "
             "no norm bound); how many is not reported, being a non-private count."))

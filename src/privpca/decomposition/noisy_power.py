@@ -279,8 +279,10 @@ class NoisyPowerPCA(PipelinePCA):
             Q = power_step(operator, Q, noise_scale=sigma, rng=rng, sensitivity=sensitivity)
             if history is not None:
                 history[t] = Q.T
-        components, self.explained_variance_, self.explained_variance_ratio_ = (
-            run.rotate_to_spectrum(prepared, fix_signs(Q).T.copy(), pre_rng))
+        spectrum = run.rotate_to_spectrum(prepared, fix_signs(Q).T.copy(), pre_rng)
+        components = spectrum.components
+        self.explained_variance_ = spectrum.explained_variance
+        self.explained_variance_ratio_ = spectrum.explained_variance_ratio
         spend = run.statistic_spend(
             prepared.data_norm, sigma, multiplier=multiplier,
             epsilon=certified_epsilon(sigma, delta, sensitivity) if run.paper_mode else None,
@@ -298,7 +300,7 @@ class NoisyPowerPCA(PipelinePCA):
         self.noise_multiplier_ = multiplier
         self.paper_noise_scale_ = paper_sigma
         self.noise_level_ = sigma / run.denominator(prepared)
-        self.expected_error_ = math.nan
+        self.expected_error_ = spectrum.expected_error
         self.history_ = history
         self.solver_ = solver
         return Release(spend, "analytic (T-fold Gaussian composition, dp-accounting)", notes)

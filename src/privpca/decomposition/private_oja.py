@@ -481,7 +481,6 @@ class PrivateOjaPCA(StochasticPCA):
         m = records.n_samples
         self._set_stream_attributes(cal, beta, m)
         self.noise_level_ = self._paper_noise_level()
-        self.expected_error_ = math.nan
         notes = (self._stream_notes(cal, beta, m)
                  + ("beta = D² (clip_norm='auto'), D the held-out private norm bound. "
                     if isinstance(clip, str) else "beta is the public clip_norm. "))
