@@ -86,7 +86,7 @@ def main() -> None:
     for name in names:
         make, max_p = ESTIMATORS[name]
         cover, ratios, capped, none, fits = 0, [], 0, 0, 0
-        for tname, X in data.items():
+        for X in data.values():
             if X.shape[1] > max_p:
                 continue
             for seed in range(args.seeds):

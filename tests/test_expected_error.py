@@ -10,7 +10,6 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer
 
 from privpca import (
     DPPCA,
@@ -20,7 +19,7 @@ from privpca import (
     NoisyPowerPCA,
     PrivateOjaPCA,
 )
-from privpca.datasets import make_spiked
+from privpca.datasets import load_covtype, make_spiked
 from privpca.metrics import subspace_distance
 
 K = 2
@@ -40,7 +39,7 @@ def _prepared_distance(est, X):
                                  LocalSparsePCA, DPSPCA], ids=lambda c: c.__name__)
 def test_expected_error_covers_on_a_small_suite(cls):
     tables = [make_spiked(20000, 10, K, lam=2.0, random_state=0)[0],
-              load_breast_cancer().data]
+              np.asarray(load_covtype().data[:30_000], dtype=np.float64)]
     covered, fits = 0, 0
     for X in tables:
         for seed in range(5):

@@ -163,19 +163,28 @@ default="random"
         Each provider's bound ``Dᵢ`` (released values).
     explained_variance_ : ndarray of shape (n_components,)
         Private variance along each component (sum of the providers' noisy releases over
-        ``Σnᵢ − 1``, or ``Σnᵢ`` uncentred); noisy, may be negative. NaN in the paper's setting
+        ``Σnᵢ − 1``, or ``Σnᵢ`` uncentred), made feasible (≥ 0,
+        :func:`~privpca.pipeline.spectrum.feasible_spectrum`). NaN in the paper's setting
         (nothing but the T answers is released there).
     explained_variance_ratio_ : ndarray of shape (n_components,)
-        Those variances over the private total variance (NaN in the paper's setting).
+        Those variances over the private total variance (the server's ``λ̂ᵢ/ratioᵢ``), each
+        in [0, 1] and summing to at most 1 (NaN in the paper's setting).
     noise_level_ : float
         Standard deviation of each entry of the aggregated ``K = Σ nᵢHᵢ/Σ nᵢ`` due to the
         providers' noise, ``√(Σ (m·Δ(Dᵢ))²)/Σnᵢ``, in the units of the covariance: directions
         whose variances differ by less than a few times ``noise_level_·√n_features`` are not
         resolved.
-    expected_error_ : float
-        NaN: no validated estimate of the subspace error of the distributed power method is
-        available from the released quantities (its Davis–Kahan bound would need the
-        (k+1)-th eigenvalue, which is not released).
+    expected_error_ : float or None
+        Ky Fan bound from the released variances
+        (:func:`~privpca.pipeline.spectrum.component_error_bound`): with r the variance outside
+        the components (private total minus private component variances) and λ the smallest
+        component variance, ``‖V̂V̂ᵀ − VVᵀ‖_F ≤ √(2r/λ)`` with the released noise's margins,
+        w.p. ≥ 95 %, capped at √(2k). Assumes only that the rows' Gram is PSD: no eigengap, no
+        convergence of the method; tight when little variance lies outside the top k,
+        at its cap when the tail variance exceeds λ_k (the basis and its variances cannot
+        see λ_{k+1}). The noise is the providers' summed variance releases
+        (std ``√Σσᵢ²``), the centring term the last private-mean round's. None in the paper's
+        setting (only the T answers are released; the (k+1)-th eigenvalue is not).
     history_ : ndarray of shape (n_iter + 1, n_components, n_features)
         ``Q⁽¹⁾`` (the start) and every iterate, as rows (post-processing: free). Use
         :meth:`sin_theta_path` for the error per iteration (the paper's Figure 3).

@@ -659,11 +659,16 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
     mean_, scale_, data_norm_, n_components_
         As in :class:`LocalGaussianPCA`.
     explained_variance_, explained_variance_ratio_ : ndarray of shape (n_components,)
-        Variances along the sparse components in the noisy ``S̃``, and over its trace.
+        Variances along the sparse components in the noisy ``S̃``, and over its trace, made
+        feasible (:func:`~privpca.pipeline.spectrum.feasible_spectrum`).
     noise_level_ : float
         Bound (probability ≥ 95 %) on ``‖S̃ − S‖₂`` in variance units.
     expected_error_ : float
-        NaN: the Davis–Kahan bound does not apply to the ℓ₁-penalised solution.
+        Distance of the sparse basis to the top-k eigenvectors Ṽ of the released ``S̃``
+        (exact, post-processing) plus the Davis–Kahan–Weyl bound of ``Ṽ`` to the PCA of the
+        prepared rows (users' aggregate noise: per-entry std σ₁/√n; the private mean's term):
+        the triangle inequality, w.p. ≥ 95 %, capped at √(2k). It includes the ℓ₁ penalty's
+        bias (the sparse basis is compared with the ordinary PCA).
     support_ : ndarray of int
         Features (rows of the subspace) selected by the ℓ₁ penalty.
     lam_ : float

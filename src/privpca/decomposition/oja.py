@@ -119,11 +119,14 @@ class OjaPCA(StochasticPCA):
         moment (over n) when not, and the mean of ``v_lᵀA_i v_l`` for ``fit_matrices``
         (unordered in the papers' setting, whose basis is left as Oja returns it).
     explained_variance_ratio_ : ndarray of shape (n_components,)
-        Over the exact total variance (trace).
+        Over the exact total variance (trace), clipped to be feasible.
     noise_level_ : float
         0.0: no privacy noise.
-    expected_error_ : float
-        NaN: privpca has no validated estimate of Oja's statistical error from the output.
+    expected_error_ : float or None
+        With a table: the Ky Fan bound ``√(2r/λ)`` on the distance to the exact PCA, from the
+        exact variances (:func:`~privpca.pipeline.spectrum.component_error_bound`, no noise:
+        deterministic). None in the papers' setting (the basis is not rotated to its
+        variances there).
     n_iter_ : int
         Number of steps taken.
     learning_rate_ : LearningRate
