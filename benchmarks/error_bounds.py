@@ -78,6 +78,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--only", default="")
+    ap.add_argument("--per-table", action="store_true",
+                    help="also print each table's median distance and bound")
     args = ap.parse_args()
     data = tables(args.quick)
     names = [n for n in ESTIMATORS if not args.only or n in args.only.split(",")]
@@ -86,9 +88,10 @@ def main() -> None:
     for name in names:
         make, max_p = ESTIMATORS[name]
         cover, ratios, capped, none, fits = 0, [], 0, 0, 0
-        for X in data.values():
+        for tname, X in data.items():
             if X.shape[1] > max_p:
                 continue
+            rows: list[tuple[float, float]] = []
             for seed in range(args.seeds):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -102,9 +105,14 @@ def main() -> None:
                     none += 1
                     continue
                 d = prepared_distance(est, X)
+                rows.append((d, bound))
                 cover += bound >= d - 1e-9
                 ratios.append(bound / (d + 0.02))
                 capped += bound >= math.sqrt(2 * K) - 1e-12
+            if args.per_table and rows:
+                d_med, b_med = np.median(np.array(rows), axis=0)
+                print(f"    {name:18s} {tname:26s} {X.shape!s:14s} distance {d_med:.3f} "
+                      f"bound {b_med:.3f}", flush=True)
         n_b = fits - none
         cov = cover / n_b if n_b else math.nan
         med = float(np.median(ratios)) if ratios else math.nan
