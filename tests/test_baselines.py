@@ -73,10 +73,11 @@ def _noise_std_from_spectrum(eigenvalues, p):
     """‖N‖_F/p for a symmetric N with i.i.d. upper triangle: estimates its entries' std.
 
     With X = 0 the noisy matrix is the noise alone, and with n_components = p the estimator
-    returns all its eigenvalues: Σλ² = ‖N‖²_F, whose mean is p²·std² (relative error about
-    1/p for p(p+1)/2 independent entries).
+    returns all its eigenvalues made feasible, max(λ, 0): the law of N is symmetric (N and −N
+    alike), so the positive ones carry half of Σλ² = ‖N‖²_F in mean, whose mean is p²·std²
+    (relative error about 1/p for p(p+1)/2 independent entries).
     """
-    return math.sqrt(float(np.sum(np.asarray(eigenvalues) ** 2))) / p
+    return math.sqrt(2.0 * float(np.sum(np.asarray(eigenvalues) ** 2))) / p
 
 
 # --- AnalyzeGaussPCA ----------------------------------------------------------------------------

@@ -344,7 +344,7 @@ def test_fit_passes_only_accepted_parameters_and_writes_null(runner, tmp_path, m
     assert payload["explained_variance"] == [None, None]  # NaN → null: strict JSON
     assert payload["privacy"]["spends"][0]["sensitivity"] is None
     assert "NaN" not in result.stdout
-    assert "not estimated by this method" in result.stderr
+    assert "not available: nothing this fit released bounds it" in result.stderr
     assert (figures / "scree.png").stat().st_size > 0
     assert (figures / "loadings.png").stat().st_size > 0
     for option in (["--scale"], ["--centering", "none"], ["--data-norm", "3"],

@@ -173,13 +173,14 @@ def _error_section(est: Any) -> str:
         text = (f"<span class=\"missing\">Not available, because {_e(name)} does not "
                 "compute a bound on its subspace error.</span>")
     else:
-        error = float(getattr(est, "expected_error_", math.nan))
+        value = getattr(est, "expected_error_", math.nan)
+        error = math.nan if value is None else float(value)
         if not math.isfinite(error):
             text = (f"<span class=\"missing\">Not available, because {_e(name)} states no "
-                    "bound on its subspace error for this fit (expected_error_ is NaN): no "
-                    "bound computed from released quantities has been validated for its "
-                    "mechanism. The noise level below, where released, is what this fit says "
-                    "about its accuracy.</span>")
+                    "bound on its subspace error for this fit (expected_error_ is None): "
+                    "nothing it released bounds the distance (in the papers' setting only the "
+                    "basis is released). The noise level below, where released, is what this "
+                    "fit says about its accuracy.</span>")
         elif error >= cap * (1 - 1e-9):
             text = (f"No guarantee at this n and ε: the bound reaches its maximum "
                     f"{_num(cap, '.3g')} (any two {k}-dimensional subspaces are that far "

@@ -81,7 +81,7 @@ def _summary(payload: dict[str, Any], est: Any) -> str:
     k, p = payload["n_components"], payload["n_features"]
     cap = math.sqrt(2 * min(k, p - k))
     if error is None:
-        text = "not estimated by this method"
+        text = "not available: nothing this fit released bounds it"
     elif error >= cap * (1 - 1e-9):
         text = f"no guarantee at this n and ε (the bound is its maximum, {cap:.3g})"
     else:

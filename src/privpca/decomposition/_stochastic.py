@@ -172,6 +172,7 @@ from privpca.pipeline.release import (
     check_centering,
     validated_table,
 )
+from privpca.pipeline.spectrum import feasible_spectrum
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.oja import MatrixGradients, VectorGradients, check_matrices
 from privpca.streaming import ArraySource, is_streamed
@@ -485,6 +486,11 @@ class StochasticPCA(BasePrivatePCA):
         """``noise_level_`` after a fit in the papers' setting."""
         return math.nan
 
+    def _paper_expected_error(self) -> float | None:
+        """``expected_error_`` in the papers' setting: None, no variance is released to
+        bound the distance with (overridden by the non-private Oja)."""
+        return None
+
     def _paper_data_norm(self) -> float:
         """``data_norm_`` after a fit in the papers' setting (no bound: inf)."""
         return math.inf
@@ -508,11 +514,10 @@ class StochasticPCA(BasePrivatePCA):
             self.explained_variance_ratio_ = np.full(k, np.nan)
         else:
             values, total = released
-            self.explained_variance_ = values
-            self.explained_variance_ratio_ = (values / total if total > 0
-                                              else np.full(k, np.nan))
+            self.explained_variance_, self.explained_variance_ratio_, _ = (
+                feasible_spectrum(values, total))
         self.noise_level_ = self._paper_noise_level()
-        self.expected_error_ = math.nan
+        self.expected_error_ = self._paper_expected_error()
 
     # ------------------------------------------------------------------ table mode
     def _table_plan(self, data: StreamInput) -> StreamPlan:
@@ -766,10 +771,11 @@ class StochasticPCA(BasePrivatePCA):
         rotate the stream's basis into ordered components (post-processing: the span is the
         stream's) and its eigenvalues are their variances.
         """
-        rotated, values, ratio = held.run.rotate_to_spectrum(held.prepared, components, rng)
-        self.components_ = rotated
-        self.explained_variance_ = values
-        self.explained_variance_ratio_ = ratio
+        spectrum = held.run.rotate_to_spectrum(held.prepared, components, rng)
+        self.components_ = spectrum.components
+        self.explained_variance_ = spectrum.explained_variance
+        self.explained_variance_ratio_ = spectrum.explained_variance_ratio
+        self.expected_error_ = spectrum.expected_error
         self._set_preprocessing(held.prepared)
 
 

@@ -165,9 +165,21 @@ class BinghamPCA(PipelinePCA):
         As in :class:`~privpca.AnalyzeGaussPCA`.
     explained_variance_, explained_variance_ratio_ : ndarray of shape (n_components,)
         Private variances along the components and their ratio to the private total (the
-        pipeline's ``"variance"`` part); NaN in the papers' setting.
-    noise_level_, expected_error_ : float
+        pipeline's ``"variance"`` part), made feasible
+        (:func:`~privpca.pipeline.spectrum.feasible_spectrum`); NaN in the papers' setting.
+    noise_level_ : float
         NaN: the exponential mechanism has no additive noise to report.
+    expected_error_ : float or None
+        Ky Fan bound from the released variances
+        (:func:`~privpca.pipeline.spectrum.component_error_bound`): with r the variance outside
+        the components (private total minus private component variances) and λ the smallest
+        component variance, ``‖V̂V̂ᵀ − VVᵀ‖_F ≤ √(2r/λ)`` with the released noise's margins,
+        w.p. ≥ 95 %, capped at √(2k). Assumes only that the rows' Gram is PSD: no eigengap, no
+        convergence of the method; tight when little variance lies outside the top k,
+        at its cap when the tail variance exceeds λ_k (the basis and its variances cannot
+        see λ_{k+1}). None in the papers' setting: the exponential mechanism's utility
+        bound (the sampled basis's Rayleigh trace is within ``O(kp·T)`` of the top-k sum at
+        temperature T) turns into a distance only through ``XᵀX``'s eigengap, not released.
     privacy_ : PrivacyRecord
         ε, δ (0 in the papers' setting), central model, replace-one neighbours,
         ``sensitivity`` = D² (of the score), ``noise_scale`` = the temperature ``2D²/ε`` of
@@ -401,7 +413,6 @@ class BinghamPCA(PipelinePCA):
         self.sampler_ = sampler
         self.n_sweeps_ = 0 if sampler in ("exact", "uniform") else n_sweeps
         self.noise_level_ = math.nan
-        self.expected_error_ = math.nan
         if sampler == "uniform":
             V = scipy.linalg.qr(rng.standard_normal((p, p)))[0]
             return self._finish(run, prepared, np.asarray(fix_signs(V).T), eps, sampler, pre_rng)
@@ -465,8 +476,11 @@ class BinghamPCA(PipelinePCA):
     ) -> Release:
         """Variances (outside the papers' setting), the fitted attributes, the record's
         statistic."""
-        components, self.explained_variance_, self.explained_variance_ratio_ = (
-            run.rotate_to_spectrum(prepared, components, rng))
+        spectrum = run.rotate_to_spectrum(prepared, components, rng)
+        components = spectrum.components
+        self.explained_variance_ = spectrum.explained_variance
+        self.explained_variance_ratio_ = spectrum.explained_variance_ratio
+        self.expected_error_ = spectrum.expected_error
         spend, notes = self._statistic_spend(eps, prepared.data_norm, sampler)
         if not run.paper_mode:
             notes += (" The Gaussian preprocessing parts and the exponential mechanism compose "

@@ -73,6 +73,11 @@ from privpca.federated.protocol import (
 from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
 from privpca.metrics import sin_theta
 from privpca.pipeline.release import PipelineSettings, PreparedRows, ReleasePipeline, Statistic
+from privpca.pipeline.spectrum import (
+    component_error_bound,
+    feasible_spectrum,
+    mean_perturbation_bound,
+)
 
 __all__ = ["DPSPCA", "dpspca_provider_seeds"]
 
@@ -160,19 +165,28 @@ default="random"
         Each provider's bound ``Dᵢ`` (released values).
     explained_variance_ : ndarray of shape (n_components,)
         Private variance along each component (sum of the providers' noisy releases over
-        ``Σnᵢ − 1``, or ``Σnᵢ`` uncentred); noisy, may be negative. NaN in the paper's setting
+        ``Σnᵢ − 1``, or ``Σnᵢ`` uncentred), made feasible (≥ 0,
+        :func:`~privpca.pipeline.spectrum.feasible_spectrum`). NaN in the paper's setting
         (nothing but the T answers is released there).
     explained_variance_ratio_ : ndarray of shape (n_components,)
-        Those variances over the private total variance (NaN in the paper's setting).
+        Those variances over the private total variance (the server's ``λ̂ᵢ/ratioᵢ``), each
+        in [0, 1] and summing to at most 1 (NaN in the paper's setting).
     noise_level_ : float
         Standard deviation of each entry of the aggregated ``K = Σ nᵢHᵢ/Σ nᵢ`` due to the
         providers' noise, ``√(Σ (m·Δ(Dᵢ))²)/Σnᵢ``, in the units of the covariance: directions
         whose variances differ by less than a few times ``noise_level_·√n_features`` are not
         resolved.
-    expected_error_ : float
-        NaN: no validated estimate of the subspace error of the distributed power method is
-        available from the released quantities (its Davis–Kahan bound would need the
-        (k+1)-th eigenvalue, which is not released).
+    expected_error_ : float or None
+        Ky Fan bound from the released variances
+        (:func:`~privpca.pipeline.spectrum.component_error_bound`): with r the variance outside
+        the components (private total minus private component variances) and λ the smallest
+        component variance, ``‖V̂V̂ᵀ − VVᵀ‖_F ≤ √(2r/λ)`` with the released noise's margins,
+        w.p. ≥ 95 %, capped at √(2k). Assumes only that the rows' Gram is PSD: no eigengap, no
+        convergence of the method; tight when little variance lies outside the top k,
+        at its cap when the tail variance exceeds λ_k (the basis and its variances cannot
+        see λ_{k+1}). The noise is the providers' summed variance releases
+        (std ``√Σσᵢ²``), the centring term the last private-mean round's. None in the paper's
+        setting (only the T answers are released; the (k+1)-th eigenvalue is not).
     history_ : ndarray of shape (n_iter + 1, n_components, n_features)
         ``Q⁽¹⁾`` (the start) and every iterate, as rows (post-processing: free). Use
         :meth:`sin_theta_path` for the error per iteration (the paper's Figure 3).
@@ -422,7 +436,6 @@ default="random"
         self.n_providers_ = len(parts)
         self.provider_ids_ = prepared.ids
         self.paper_noise_scale_ = paper_noise_scale(run.epsilon, run.delta, T)
-        self.expected_error_ = math.nan
         return Release(final=record)
 
     def _check_init(self, p: int, k: int) -> None:
@@ -468,6 +481,7 @@ default="random"
         self.data_norm_ = float(run.data_norm)
         self.explained_variance_ = np.full(k, np.nan)
         self.explained_variance_ratio_ = np.full(k, np.nan)
+        self.expected_error_ = None  # only the basis is released: nothing bounds its distance
         return plan.planned
 
     def _run_pipeline(self, plan: FitPlan, data: _Providers, seeds: list[int | None],
@@ -504,8 +518,13 @@ default="random"
         self.data_norm_ = float(bounds.max())
         assert server.explained_variance is not None
         assert server.explained_variance_ratio is not None
-        self.explained_variance_ = server.explained_variance
-        self.explained_variance_ratio_ = server.explained_variance_ratio
+        values = server.explained_variance
+        total = _released_total(values, server.explained_variance_ratio)
+        self.explained_variance_, self.explained_variance_ratio_, _ = feasible_spectrum(
+            values, total)
+        self.expected_error_ = _dpspca_error_bound(
+            values, total, [spends for spends, _ in per_provider],
+            int(self.provider_n_samples_.sum()), run.centering is not None, p)
         return run.record(
             summary, statistic,
             calibration="analytic (exact Gaussian composition of every part, dp-accounting)",
@@ -663,3 +682,31 @@ def _reemit(caught: list[warnings.WarningMessage], clipped: bool, data_norm: flo
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if clipped and clipping:
         warn_clipped(owner, data_norm, stacklevel=7)  # the caller of fit
+
+
+def _released_total(values: NDArray[np.float64], ratio: NDArray[np.float64]) -> float:
+    """The server's private total variance, ``λ̂ᵢ/ratioᵢ`` (NaN when it was not positive)."""
+    i = int(np.argmax(np.abs(ratio))) if np.all(np.isfinite(ratio)) else -1
+    return float(values[i] / ratio[i]) if i >= 0 and ratio[i] != 0 else math.nan
+
+
+def _dpspca_error_bound(values: NDArray[np.float64], total: float,
+                        spends: list[list[Any]], n: int, centred: bool, p: int) -> float:
+    """Ky Fan bound (:func:`~privpca.pipeline.spectrum.component_error_bound`) from the
+    server's released variances: eigenvalues of the summed ``QᵀXᵢᵀXᵢQ + Eᵢ`` and the summed
+    totals, each provider's noise independent (std ``√Σσᵢ²`` over the denominator); the
+    private mean's term from the last mean round's summed noise (a rank-one PSD term, the
+    assumption of :func:`~privpca.pipeline.spectrum.mean_perturbation_bound`)."""
+    denom = float(n - 1 if centred and n > 1 else n)
+    sd = _summed_scale(spends, "variance")
+    mean_sd = _summed_scale(spends, "mean_refine") or _summed_scale(spends, "mean")
+    extra = mean_perturbation_bound(n, mean_sd / n, p) / denom if mean_sd else 0.0
+    return component_error_bound(np.diag(values), total, sd / denom, p, extra)
+
+
+
+def _summed_scale(spends: list[list[Any]], part: str) -> float:
+    """``√Σσᵢ²`` of one part's noise over the providers (its spends' ``"part: …"`` names)."""
+    scales = [s.noise_scale for provider in spends for s in provider
+              if s.mechanism.startswith(f"{part}:")]
+    return math.sqrt(sum(x * x for x in scales))

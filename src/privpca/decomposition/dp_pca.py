@@ -252,14 +252,24 @@ class DPPCA(StochasticPCA):
         Private variances of the held-out rows (centred, clipped to D) along the components,
         over ``n_held − 1`` (``n_held`` uncentred); NaN in the papers' setting.
     explained_variance_ratio_ : ndarray of shape (n_components,)
-        Over the held-out rows' private total variance; NaN in the papers' setting.
+        Over the held-out rows' private total variance, made feasible
+        (:func:`~privpca.pipeline.spectrum.feasible_spectrum`); NaN in the papers' setting.
     noise_level_ : float
         ``√(Σ_t σ_t²)/T``: the standard deviation, per entry, of the average over the T steps
         of the Gaussian noise added to the mean gradients (``history_["noise_scale"]``), in
         the units of ``explained_variance_``. An indicator, not a bound.
-    expected_error_ : float
-        NaN: no estimate of DP-PCA's subspace error from released quantities has been
-        validated.
+    expected_error_ : float or None
+        Ky Fan bound from the released variances
+        (:func:`~privpca.pipeline.spectrum.component_error_bound`): with r the variance outside
+        the components (private total minus private component variances) and λ the smallest
+        component variance, ``‖V̂V̂ᵀ − VVᵀ‖_F ≤ √(2r/λ)`` with the released noise's margins,
+        w.p. ≥ 95 %, capped at √(2k). Assumes only that the rows' Gram is PSD: no eigengap, no
+        convergence of the method; tight when little variance lies outside the top k,
+        at its cap when the tail variance exceeds λ_k (the basis and its variances cannot
+        see λ_{k+1}). It bounds the distance to the PCA of the *held-out* rows (a uniformly
+        random share of the table). None in the papers' setting: the released noise scales
+        (``history_``) bound the gradient noise, but DP-PCA's guarantee needs the eigengap of
+        the data, which is not released.
     batch_size_ : int
     n_iter_ : int
         T, the number of steps.
@@ -542,7 +552,6 @@ class DPPCA(StochasticPCA):
         W, history, lr = self._stream(records, setup, plan.k, rng, shuffle=False)
         self._finish(history, setup.plan, lr)
         self.noise_level_ = _noise_level(history)
-        self.expected_error_ = math.nan
         return StreamRun(W, stream.spends[0], stream.notes + " ", tail=(
             " Held-out rows above D are clipped to it for the variances (the stream needs "
             "no norm bound); how many is not reported, being a non-private count."))

@@ -42,6 +42,7 @@ from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.release import check_centering, check_data_norm, check_scale
 from privpca.pipeline.spectrum import (
     check_n_components_spec,
+    feasible_spectrum,
     fit_noisy_matrix,
     mean_perturbation_bound,
     noise_norm_bound,
@@ -664,11 +665,16 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
     mean_, scale_, data_norm_, n_components_
         As in :class:`LocalGaussianPCA`.
     explained_variance_, explained_variance_ratio_ : ndarray of shape (n_components,)
-        Variances along the sparse components in the noisy ``S̃``, and over its trace.
+        Variances along the sparse components in the noisy ``S̃``, and over its trace, made
+        feasible (:func:`~privpca.pipeline.spectrum.feasible_spectrum`).
     noise_level_ : float
         Bound (probability ≥ 95 %) on ``‖S̃ − S‖₂`` in variance units.
     expected_error_ : float
-        NaN: the Davis–Kahan bound does not apply to the ℓ₁-penalised solution.
+        Distance of the sparse basis to the top-k eigenvectors Ṽ of the released ``S̃``
+        (exact, post-processing) plus the Davis–Kahan–Weyl bound of ``Ṽ`` to the PCA of the
+        prepared rows (users' aggregate noise: per-entry std σ₁/√n; the private mean's term):
+        the triangle inequality, w.p. ≥ 95 %, capped at √(2k). It includes the ℓ₁ penalty's
+        bias (the sparse basis is compared with the ordinary PCA).
     support_ : ndarray of int
         Features (rows of the subspace) selected by the ℓ₁ penalty.
     lam_ : float
@@ -814,14 +820,30 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
         # Variances along the sparse components and their share of the noisy trace
         # (post-processing of S̃); noise_level_ bounds ‖S̃ − S‖₂ (per-entry std σ₁/√n).
         scale = n / self._denominator(n)
-        self.explained_variance_ = (
-            np.einsum("ij,jk,ik->i", self.components_, S, self.components_) * scale)
-        trace = float(np.trace(S)) * scale
-        self.explained_variance_ratio_ = (self.explained_variance_ / trace if trace > 0
-                                          else np.full(k, np.nan))
+        self.explained_variance_, self.explained_variance_ratio_, _ = feasible_spectrum(
+            np.einsum("ij,jk,ik->i", self.components_, S, self.components_) * scale,
+            float(np.trace(S)) * scale)
         self.noise_level_ = noise_norm_bound(self.noise_scale_ / math.sqrt(n), p) * scale
-        self.expected_error_ = math.nan
+        self.expected_error_ = self._sparse_error_bound(S, n)
         self.n_components_ = k
+
+    def _sparse_error_bound(self, S: NDArray[np.float64], n: int) -> float:
+        """Triangle inequality through the top-k eigenvectors Ṽ of the released S̃.
+
+        ``‖V̂V̂ᵀ − VVᵀ‖_F ≤ ‖V̂V̂ᵀ − ṼṼᵀ‖_F + ‖ṼṼᵀ − VVᵀ‖_F``: the first term is computed
+        from released quantities exactly (the sparse basis against S̃'s eigenvectors), the
+        second is Davis–Kahan–Weyl on S̃ (:func:`~privpca.pipeline.spectrum.fit_noisy_matrix`'s
+        bound: per-entry noise std σ₁/√n, plus the private mean's term). Valid w.p. ≥ 95 %.
+        """
+        p = S.shape[0]
+        k = self.components_.shape[0]
+        extra = (mean_perturbation_bound(n, self._mean_sd, p) / n if self._mean_sd else 0.0)
+        exact = fit_noisy_matrix(S, k, noise_sd=self.noise_scale_ / math.sqrt(n),
+                                 denominator=1.0, extra_perturbation=extra)
+        V, W = exact.components, self.components_
+        to_noisy = math.sqrt(max(2.0 * k - 2.0 * float(np.sum((V @ W.T) ** 2)), 0.0))
+        return min(math.sqrt(2.0 * min(k, p - k)) if k < p else 0.0,
+                   to_noisy + exact.expected_error)
 
 
 @contextmanager

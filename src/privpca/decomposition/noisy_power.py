@@ -155,11 +155,21 @@ class NoisyPowerPCA(PipelinePCA):
         Private variance along each component (the pipeline's ``"variance"`` part; NaN in the
         papers' setting, where nothing beyond ``Q_T`` is released).
     explained_variance_ratio_ : ndarray of shape (n_components,)
-        Over the private total variance (NaN in the papers' setting).
+        Over the private total variance, made feasible
+        (:func:`~privpca.pipeline.spectrum.feasible_spectrum`: variances ≥ 0, ratios in
+        [0, 1] summing to at most 1). NaN in the papers' setting (nothing released).
     noise_level_ : float
         σ over the variance denominator: the noise std of each entry of ``XᵀX Q`` per record.
-    expected_error_ : float
-        NaN: no estimate from released quantities is validated for the power method yet.
+    expected_error_ : float or None
+        Ky Fan bound from the released variances
+        (:func:`~privpca.pipeline.spectrum.component_error_bound`): with r the variance outside
+        the components (private total minus private component variances) and λ the smallest
+        component variance, ``‖V̂V̂ᵀ − VVᵀ‖_F ≤ √(2r/λ)`` with the released noise's margins,
+        w.p. ≥ 95 %, capped at √(2k). Assumes only that the rows' Gram is PSD: no eigengap, no
+        convergence of the method; tight when little variance lies outside the top k,
+        at its cap when the tail variance exceeds λ_k (the basis and its variances cannot
+        see λ_{k+1}). None in the papers' setting: only ``Q_T`` is released, and the
+        Hardt–Price bound needs ``XᵀX``'s eigengap, which is not.
     n_iter_ : int
         T.
     noise_scale_ : float
@@ -288,8 +298,10 @@ class NoisyPowerPCA(PipelinePCA):
             Q = power_step(operator, Q, noise_scale=sigma, rng=rng, sensitivity=sensitivity)
             if history is not None:
                 history[t] = Q.T
-        components, self.explained_variance_, self.explained_variance_ratio_ = (
-            run.rotate_to_spectrum(prepared, fix_signs(Q).T.copy(), pre_rng))
+        spectrum = run.rotate_to_spectrum(prepared, fix_signs(Q).T.copy(), pre_rng)
+        components = spectrum.components
+        self.explained_variance_ = spectrum.explained_variance
+        self.explained_variance_ratio_ = spectrum.explained_variance_ratio
         spend = run.statistic_spend(
             prepared.data_norm, sigma, multiplier=multiplier,
             epsilon=certified_epsilon(sigma, delta, sensitivity) if run.paper_mode else None,
@@ -307,7 +319,7 @@ class NoisyPowerPCA(PipelinePCA):
         self.noise_multiplier_ = multiplier
         self.paper_noise_scale_ = paper_sigma
         self.noise_level_ = sigma / run.denominator(prepared)
-        self.expected_error_ = math.nan
+        self.expected_error_ = spectrum.expected_error
         self.history_ = history
         self.solver_ = solver
         return Release(spend, "analytic (T-fold Gaussian composition, dp-accounting)", notes)

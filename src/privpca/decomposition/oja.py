@@ -43,6 +43,7 @@ from privpca.decomposition._stochastic import (
     StreamPrepared,
 )
 from privpca.pipeline.release import check_centering
+from privpca.pipeline.spectrum import rotate_component_spectrum
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.oja import (
     OJA_LEARNING_RATE,
@@ -127,11 +128,14 @@ class OjaPCA(StochasticPCA):
         moment (over n) when not, and the mean of ``v_lᵀA_i v_l`` for ``fit_matrices``
         (unordered in the papers' setting, whose basis is left as Oja returns it).
     explained_variance_ratio_ : ndarray of shape (n_components,)
-        Over the exact total variance (trace).
+        Over the exact total variance (trace), clipped to be feasible.
     noise_level_ : float
         0.0: no privacy noise.
-    expected_error_ : float
-        NaN: privpca has no validated estimate of Oja's statistical error from the output.
+    expected_error_ : float or None
+        With a table: the Ky Fan bound ``√(2r/λ)`` on the distance to the exact PCA, from the
+        exact variances (:func:`~privpca.pipeline.spectrum.component_error_bound`, no noise:
+        deterministic). None in the papers' setting (the basis is not rotated to its
+        variances there).
     n_iter_ : int
         Number of steps taken.
     learning_rate_ : LearningRate
@@ -272,18 +276,21 @@ class OjaPCA(StochasticPCA):
 
     def _set_exact_spectrum(self, matrix: NDArray[np.float64], total: float,
                             mean: Any) -> None:
-        """Rotate the basis to the eigenvectors of the exact ``VᵀCV`` (free: not private)."""
-        values, vectors = np.linalg.eigh(matrix)
-        values, vectors = values[::-1], vectors[:, ::-1]
-        self.components_ = fix_signs((vectors.T @ self.components_).T).T.copy()
-        self.explained_variance_ = values
-        self.explained_variance_ratio_ = (values / total if total > 0
-                                          else np.full(len(values), np.nan))
+        """Rotate the basis to the eigenvectors of the exact ``VᵀCV`` (free: not private).
+
+        ``expected_error_`` is the Ky Fan bound with no noise
+        (:func:`~privpca.pipeline.spectrum.component_error_bound`): the residual variance over
+        the smallest component variance, deterministic.
+        """
+        spectrum = rotate_component_spectrum(self.components_, (matrix, total, 0.0))
+        self.components_ = spectrum.components
+        self.explained_variance_ = spectrum.explained_variance
+        self.explained_variance_ratio_ = spectrum.explained_variance_ratio
+        self.expected_error_ = spectrum.expected_error
         self.mean_ = np.asarray(mean, dtype=np.float64).copy()
         self.scale_ = None
         self.data_norm_ = math.inf
         self.noise_level_ = 0.0
-        self.expected_error_ = math.nan
 
     def _paper_noise_level(self) -> float:
         return 0.0

@@ -208,15 +208,23 @@ class PrivateOjaPCA(StochasticPCA):
         Private variance of the held-out rows (centred, clipped to D) along each component,
         over ``n_held − 1`` (``n_held`` uncentred); NaN in the papers' setting.
     explained_variance_ratio_ : ndarray of shape (n_components,)
-        Over the held-out rows' private total variance; NaN in the papers' setting.
+        Over the held-out rows' private total variance, made feasible
+        (:func:`~privpca.pipeline.spectrum.feasible_spectrum`); NaN in the papers' setting.
     noise_level_ : float
         ``2βα/√m``: the standard deviation, per entry, of the average over the m steps of the
         noise added to the gradient blocks, in the units of ``explained_variance_``. An
         indicator of the noise the stream averages (Oja's error grows with it over the
         eigengap), not a bound.
-    expected_error_ : float
-        NaN: no estimate of Private Oja's subspace error from released quantities has been
-        validated (the Davis–Kahan argument of the matrix estimators needs the noisy matrix).
+    expected_error_ : float or None
+        Ky Fan bound from the released variances
+        (:func:`~privpca.pipeline.spectrum.component_error_bound`): with r the variance outside
+        the components (private total minus private component variances) and λ the smallest
+        component variance, ``‖V̂V̂ᵀ − VVᵀ‖_F ≤ √(2r/λ)`` with the released noise's margins,
+        w.p. ≥ 95 %, capped at √(2k). Assumes only that the rows' Gram is PSD: no eigengap, no
+        convergence of the method; tight when little variance lies outside the top k,
+        at its cap when the tail variance exceeds λ_k (the basis and its variances cannot
+        see λ_{k+1}). It bounds the distance to the PCA of the *held-out* rows (a uniformly
+        random share of the table). None in the papers' setting (only W is released).
     noise_multiplier_ : float
         α (noise std over the per-step sensitivity 2ηβ).
     local_epsilon_ : float
@@ -489,7 +497,6 @@ class PrivateOjaPCA(StochasticPCA):
         m = records.n_samples
         self._set_stream_attributes(cal, beta, m)
         self.noise_level_ = self._paper_noise_level()
-        self.expected_error_ = math.nan
         notes = (self._stream_notes(cal, beta, m)
                  + ("beta = D² (clip_norm='auto'), D the held-out private norm bound. "
                     if isinstance(clip, str) else "beta is the public clip_norm. "))

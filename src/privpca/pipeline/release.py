@@ -66,8 +66,12 @@ from privpca.pipeline.preprocessing import (
     private_scale,
     sq_norms,
 )
-from privpca.pipeline.spectrum import ERROR_ALPHA, mean_perturbation_bound
-from privpca.solvers.eigen import fix_signs
+from privpca.pipeline.spectrum import (
+    ERROR_ALPHA,
+    ComponentSpectrum,
+    mean_perturbation_bound,
+    rotate_component_spectrum,
+)
 from privpca.solvers.gram import (
     clipped_blocks,
     gram_matrix,
@@ -941,22 +945,16 @@ class ReleasePipeline:
         prepared: PreparedRows,
         components: NDArray[np.float64],
         rng: np.random.Generator,
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    ) -> ComponentSpectrum:
         """Components rotated to the eigenvectors of the private ``VᵀGV``, with variances.
 
-        Returns ``(components, explained_variance, explained_variance_ratio)``; in the papers'
-        setting (part not active) the components unchanged and NaN variances.
+        A :class:`~privpca.pipeline.spectrum.ComponentSpectrum`: feasible variances and ratios
+        and the error bound from the released ``VᵀGV`` and ``tr G``; in the papers' setting
+        (part not active) the components unchanged, NaN variances and no bound (None).
         """
-        k = components.shape[0]
         out = self.release_component_spectrum(prepared, components, rng)
-        if out is None:
-            return components, np.full(k, np.nan), np.full(k, np.nan)
-        matrix, total, _ = out
-        values, vectors = np.linalg.eigh(matrix)
-        values, vectors = values[::-1], vectors[:, ::-1]
-        rotated = fix_signs((vectors.T @ components).T).T.copy()
-        ratio = values / total if total > 0 else np.full(k, np.nan)
-        return rotated, values, ratio
+        extra = self.mean_perturbation(prepared) / self.denominator(prepared)
+        return rotate_component_spectrum(components, out, extra_perturbation=extra)
 
     def mean_perturbation(self, prepared: PreparedRows) -> float:
         """Spectral-norm bound (w.p. ≈ 95 %) of ``n(x̄ − μ̂)(x̄ − μ̂)ᵀ`` in the prepared rows' units.

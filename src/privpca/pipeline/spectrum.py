@@ -22,6 +22,36 @@ Error estimate
   reported is ``√2·‖sin Θ‖_F`` (the distance ‖V̂V̂ᵀ − VVᵀ‖_F used throughout privpca), capped
   at its maximum ``√(2·min(k, p − k))``. It bounds the distance to the *non-private PCA of the
   same prepared rows* (centred, scaled, clipped): clipping bias is not noise and not included.
+
+Feasible spectra
+----------------
+Noise can make a released eigenvalue negative and a released total smaller than the sum of the
+released variances. :func:`feasible_spectrum` projects them onto what a spectrum can be, for
+every estimator: variances ``max(λ̂ᵢ, 0)``, a total ``max(t̂, Σ max(λ̂ᵢ, 0))`` (the released
+total, raised to the released variances when noise pushed it below them: the total is itself
+private), ratios the variances over that total (each in [0, 1], summing to at most 1). It reads
+released values only: post-processing, no budget. NaN stays NaN: it marks "nothing released".
+
+Components with released variances
+----------------------------------
+The iterative and sampling estimators (noisy power, Bingham, Oja's, DP-PCA, DPS-PCA) release a
+basis ``Q`` (k×p) and then, in a separate Gaussian release, ``M̃ = QᵀGQ + E_k`` (k×k, entries
+of std τ) and ``t̃ = tr G + e``. :func:`component_error_bound` bounds the distance of ``Q`` to the
+top-k eigenvectors ``V`` of ``G`` from these alone, whatever produced ``Q``:
+
+* **Ky Fan residual.** With ``G``'s eigenpairs ``(λᵢ, uᵢ)``, ``cᵢ = ‖Quᵢ‖²`` and
+  ``s = ‖sin Θ‖²_F = Σ_{i≤k}(1 − cᵢ)``, the energy ``G`` keeps outside ``Q``,
+  ``r = tr G − tr QᵀGQ = Σᵢ λᵢ(1 − cᵢ) ≥ λ_k·s`` (G is PSD). So ``s ≤ r/λ_k``, and
+  ``λ_k ≥ λ_min(QᵀGQ)`` (Courant–Fischer).
+* **Noise.** ``Q`` is fixed before ``E_k`` and ``e`` are drawn, so with probability ≥ 1 − α
+  (α/3 each): ``‖E_k‖₂ ≤`` :func:`noise_norm_bound` ``(τ, k)``, ``|tr E_k| ≤ τ√k·z`` and
+  ``|e| ≤ τz`` with ``z = √(2 ln(6/α))``. A further perturbation ``c`` of ``G`` in spectral
+  norm and of rank ≤ 2 (the private centring) moves a trace by at most ``2c``.
+* Hence ``‖V̂V̂ᵀ − VVᵀ‖_F = √(2s) ≤ √(2 r⁺/λ⁻)`` with ``r⁺ = t̃ − tr M̃ + τz(1 + √k) + 4c``
+  and ``λ⁻ = λ_min(M̃) − ‖E_k‖ − c``, capped at ``√(2·min(k, p − k))`` ("no information"),
+  which is also reported when ``λ⁻ ≤ 0``. No eigengap of ``G`` is assumed; the bound is
+  tight when little of the total variance lies outside the top k, and vacuous when the tail
+  energy exceeds ``λ_k``: a basis and its own variances cannot tell the true ``λ_{k+1}``.
 """
 
 from __future__ import annotations
@@ -34,15 +64,19 @@ import scipy.linalg
 from numpy.typing import NDArray
 
 from privpca._validation import check_n_components
-from privpca.solvers.eigen import top_eigenvectors
+from privpca.solvers.eigen import fix_signs, top_eigenvectors
 
 __all__ = [
     "ERROR_ALPHA",
+    "ComponentSpectrum",
     "SpectrumFit",
     "check_n_components_spec",
+    "component_error_bound",
+    "feasible_spectrum",
     "fit_noisy_matrix",
     "noise_norm_bound",
     "projected_noise_bound",
+    "rotate_component_spectrum",
     "subspace_error_bound",
 ]
 
@@ -87,6 +121,93 @@ def subspace_error_bound(
     if not gap > 0:
         return cap
     return min(cap, math.sqrt(2.0) * projected_noise / gap)
+
+
+def feasible_spectrum(
+    values: NDArray[np.float64], total: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """Released variances and total projected onto a spectrum: ``(variances, ratios, total)``.
+
+    Variances ``max(λ̂ᵢ, 0)``; total ``max(t̂, Σ max(λ̂ᵢ, 0))`` (a non-finite ``t̂`` counts as
+    not released: the variances' sum); ratios the variances over it, each in [0, 1] and
+    summing to at most 1 (0 when everything released is 0). Post-processing of released
+    values only. Returns NaN throughout when ``values`` holds a NaN (nothing released).
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.size and not np.all(np.isfinite(v)):
+        return np.full(v.shape, np.nan), np.full(v.shape, np.nan), math.nan
+    v = np.maximum(v, 0.0)
+    released = float(total)
+    top = float(v.sum())
+    t = max(released, top) if math.isfinite(released) else top
+    if not t > 0:
+        return v, np.zeros_like(v), max(t, 0.0)
+    ratio = v / t
+    while ratio.sum() > 1.0:  # rounding only: at most a few ulps
+        ratio = np.nextafter(ratio, 0.0)
+    return v, ratio, t
+
+
+def component_error_bound(
+    matrix: NDArray[np.float64], total: float, noise_sd: float, n_features: int,
+    extra_perturbation: float = 0.0, alpha: float = ERROR_ALPHA,
+) -> float:
+    """Ky Fan bound on ‖V̂V̂ᵀ − VVᵀ‖_F from a basis's released ``QᵀGQ + E_k`` and ``tr G + e``.
+
+    ``matrix`` (k×k), ``total`` and ``noise_sd`` (τ, the std of each released entry) in the
+    same units; ``extra_perturbation`` bounds, in those units, a rank-≤ 2 perturbation of
+    ``G`` in spectral norm. Valid w.p. ≥ 1 − α; derivation in the module docstring.
+    """
+    k = matrix.shape[0]
+    if k >= n_features:
+        return 0.0
+    cap = math.sqrt(2.0 * min(k, n_features - k))
+    if not (np.all(np.isfinite(matrix)) and math.isfinite(total)):
+        return cap
+    z = math.sqrt(2.0 * math.log(6.0 / alpha))
+    tau, c = float(noise_sd), float(extra_perturbation)
+    lowest = float(np.linalg.eigvalsh(matrix)[0]) - noise_norm_bound(tau, k, alpha / 3.0) - c
+    residual = float(total) - float(np.trace(matrix)) + tau * z * (1.0 + math.sqrt(k)) + 4.0 * c
+    if not lowest > 0:
+        return cap
+    return min(cap, math.sqrt(2.0 * max(residual, 0.0) / lowest))
+
+
+@dataclass(frozen=True)
+class ComponentSpectrum:
+    """A basis rotated to its released variances (:func:`rotate_component_spectrum`)."""
+
+    components: NDArray[np.float64]
+    explained_variance: NDArray[np.float64]
+    explained_variance_ratio: NDArray[np.float64]
+    total_variance: float
+    expected_error: float | None
+
+
+def rotate_component_spectrum(
+    components: NDArray[np.float64],
+    released: tuple[NDArray[np.float64], float, float] | None,
+    *,
+    extra_perturbation: float = 0.0,
+) -> ComponentSpectrum:
+    """Rotate ``components`` (k×p) to the eigenvectors of the released ``QᵀGQ``.
+
+    ``released`` is ``(k×k matrix, total, noise std)`` in variance units, or None when nothing
+    beyond the basis is released (then NaN variances and ``expected_error`` None: no released
+    quantity bounds the distance). The span is unchanged; the variances are made feasible
+    (:func:`feasible_spectrum`) and the error bounded by :func:`component_error_bound`.
+    """
+    k, p = components.shape
+    if released is None:
+        nan = np.full(k, np.nan)
+        return ComponentSpectrum(components, nan, nan.copy(), math.nan, None)
+    matrix, total, sd = released
+    error = component_error_bound(matrix, total, sd, p, extra_perturbation)
+    values, vectors = np.linalg.eigh(matrix)
+    values, vectors = values[::-1], vectors[:, ::-1]
+    rotated = fix_signs((vectors.T @ components).T).T.copy()
+    values, ratio, feasible_total = feasible_spectrum(values, total)
+    return ComponentSpectrum(rotated, values, ratio, feasible_total, error)
 
 
 def check_n_components_spec(n_components: object, n_features: int, owner: object) -> int | float:
@@ -144,6 +265,7 @@ def fit_noisy_matrix(
     total = float(np.trace(M))
     if isinstance(n_components, float):
         spectrum = scipy.linalg.eigh(M, eigvals_only=True, lower=False, check_finite=False)[::-1]
+        # The first k reached is the same with feasible_spectrum's ratios (clipped at 0).
         ratios = np.cumsum(spectrum) / total if total > 0 else np.full(p, np.nan)
         reached = np.flatnonzero(ratios >= n_components)
         k = int(reached[0]) + 1 if reached.size else p
@@ -159,12 +281,13 @@ def fit_noisy_matrix(
     noise_norm = noise_norm_bound(noise_sd, p) + extra_perturbation
     projected = projected_noise_bound(noise_sd, p, k) + extra_perturbation
     error = subspace_error_bound(with_next, k, noise_norm, p, projected)
-    ratio = values / total if total > 0 else np.full(k, np.nan)
+    variance, ratio, feasible_total = feasible_spectrum(values / denominator,
+                                                        total / denominator)
     return SpectrumFit(
         components=vectors.T.copy(),
-        explained_variance=values / denominator,
+        explained_variance=variance,
         explained_variance_ratio=ratio,
-        total_variance=total / denominator,
+        total_variance=feasible_total,
         noise_level=noise_norm / denominator,
         expected_error=error,
         n_components=k,

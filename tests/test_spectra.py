@@ -1,0 +1,100 @@
+"""Feasible spectra (issue 28): every estimator's explained_variance_ ≥ 0 and ratios in
+[0, 1] summing to at most 1; the post-processing in pipeline/spectrum.py."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from privpca import (
+    DPPCA,
+    DPSPCA,
+    AnalyzeGaussPCA,
+    BinghamPCA,
+    LocalGaussianPCA,
+    LocalSparsePCA,
+    ModSuLQPCA,
+    NoisyPowerPCA,
+    PrivateOjaPCA,
+)
+from privpca.pipeline.spectrum import (
+    component_error_bound,
+    feasible_spectrum,
+    rotate_component_spectrum,
+)
+
+finite = st.floats(-1e6, 1e6, allow_nan=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.float64, st.integers(1, 8), elements=finite), finite)
+def test_feasible_spectrum_is_a_spectrum(values, total):
+    v, ratio, t = feasible_spectrum(values, total)
+    assert np.all(v >= 0) and np.all((ratio >= 0) & (ratio <= 1))
+    assert ratio.sum() <= 1.0 and t >= v.sum() * (1 - 1e-12)
+    assert t >= max(total, 0.0)  # never below the released total: nothing shrunk
+
+
+def test_feasible_spectrum_keeps_a_feasible_one_and_nan():
+    v, ratio, t = feasible_spectrum(np.array([3.0, 1.0]), 8.0)
+    np.testing.assert_array_equal(v, [3.0, 1.0])
+    np.testing.assert_array_equal(ratio, [3 / 8, 1 / 8])
+    assert t == 8.0
+    v, ratio, t = feasible_spectrum(np.array([np.nan, np.nan]), 1.0)
+    assert np.isnan(v).all() and np.isnan(ratio).all() and math.isnan(t)
+    v, ratio, _ = feasible_spectrum(np.array([2.0, -1.0]), 1.0)  # total below the values
+    np.testing.assert_array_equal(v, [2.0, 0.0])
+    np.testing.assert_array_equal(ratio, [1.0, 0.0])
+
+
+def test_component_error_bound_is_exact_without_noise():
+    rng = np.random.default_rng(0)
+    p, k = 6, 2
+    U = np.linalg.qr(rng.standard_normal((p, p)))[0]
+    lam = np.array([10.0, 8.0, 1.0, 0.5, 0.2, 0.1])
+    G = U @ np.diag(lam) @ U.T
+    # the true top-k: √(2·tail/λ_k) (the bound cannot see λ_{k+1}); a tilted basis: at least
+    # its true distance
+    assert component_error_bound(U[:, :k].T @ G @ U[:, :k], lam.sum(), 0.0, p) == \
+        pytest.approx(math.sqrt(2 * lam[k:].sum() / lam[k - 1]))
+    Q = np.linalg.qr(U[:, :k] + 0.3 * U[:, k:k + 2])[0]
+    true = math.sqrt(2 * k - 2 * np.sum((Q.T @ U[:, :k]) ** 2))
+    bound = component_error_bound(Q.T @ G @ Q, lam.sum(), 0.0, p)
+    assert true <= bound <= math.sqrt(2 * k)
+    spectrum = rotate_component_spectrum(Q.T.copy(), (Q.T @ G @ Q, lam.sum(), 0.0))
+    assert spectrum.expected_error == bound
+    assert rotate_component_spectrum(Q.T.copy(), None).expected_error is None
+
+
+def _fits():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20000, 6)) * np.array([3.0, 2.0, 1.0, 1.0, 1.0, 1.0]) + 5.0
+    small = X[:5000]  # a noisy fit: negative eigenvalues and a small noisy total
+    yield AnalyzeGaussPCA(6, epsilon=0.5, random_state=1), small
+    yield ModSuLQPCA(6, epsilon=0.5, random_state=1), small
+    yield NoisyPowerPCA(3, epsilon=0.5, random_state=1), small
+    yield BinghamPCA(2, epsilon=0.5, random_state=1), X
+    yield PrivateOjaPCA(2, epsilon=1.0, random_state=1), X
+    yield DPPCA(2, epsilon=1.0, random_state=1), X
+    yield LocalGaussianPCA(3, epsilon=1.0, random_state=1), X
+    yield LocalSparsePCA(2, epsilon=1.0, random_state=1), X
+    yield DPSPCA(2, epsilon=1.0, random_state=1), X
+
+
+@pytest.mark.parametrize("est,X", list(_fits()), ids=lambda e: type(e).__name__)
+def test_every_estimator_releases_a_feasible_spectrum(est, X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X)
+    v, r = est.explained_variance_, est.explained_variance_ratio_
+    assert np.all(np.isfinite(v)) and np.all(v >= 0)
+    assert np.all((r >= 0) & (r <= 1)) and r.sum() <= 1.0
+    assert est.noise_level_ is None or not est.noise_level_ < 0
+    err = est.expected_error_
+    assert err is not None and 0.0 <= err <= math.sqrt(2 * est.components_.shape[0]) + 1e-12
