@@ -50,8 +50,10 @@ from privpca.protocols.local_covariance import (
     LocalCovarianceRandomiser,
 )
 from privpca.protocols.local_preprocessing import (
+    BOUND_QUANTILE,
     GROUP_FRACTIONS,
     LOCAL_GROUPS,
+    LOCAL_QUANTILE,
     THRESHOLDS,
     LocalBinAggregator,
     LocalBinRandomiser,
@@ -348,7 +350,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
             [sizes[g] for g in LOCAL_GROUPS if g in sizes]))
 
         def norm_quantile(group: str, centre: NDArray[np.float64] | None,
-                          grid: NDArray[np.float64]) -> float:
+                          grid: NDArray[np.float64], q: float = LOCAL_QUANTILE) -> float:
             """The group's one-hot bin reports on ``grid``, de-biased, read at the quantile."""
             bin_rand = LocalBinRandomiser(eps, centre=centre)
             counts = source.reduce(
@@ -356,7 +358,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
                 _add_counts, aux=lambda start, stop: (labels[start:stop],), desc="norm bins")
             agg = LocalBinAggregator(bin_rand, grid).add_counts(
                 bin_rand.simulate_counts(counts, pre_rng), sizes[group])
-            return agg.quantile()
+            return agg.quantile(q)
 
         released: dict[str, Any] = {}
         mean = None if centering is None else (
@@ -387,7 +389,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         if isinstance(data_norm, str):
             # ‖x − μ̂‖ ≤ ‖x − μ̂₁‖ + ‖μ̂ − μ̂₁‖ ≲ 2R₂: the window below it, once R₂ is public.
             grid = window_thresholds(window_top) if isinstance(centering, str) else THRESHOLDS
-            D = norm_quantile("bound", mean, grid)
+            D = norm_quantile("bound", mean, grid, BOUND_QUANTILE)
         else:
             D = float(data_norm)
         randomiser = self._randomiser(p, data_norm=D, centre=mean)
