@@ -462,13 +462,14 @@ class LocalBinAggregator:
         return np.asarray(ones > cut)
 
     def quantile(self, q: float = LOCAL_QUANTILE) -> float:
-        """The smallest threshold above which at most ``1 − q`` of the kept mass lies.
+        """The smallest norm above which at most ``1 − q`` of the kept mass lies.
 
         Read at the finest resolution (groups of 1, 2, 4, … adjacent bins) at which some
         group is kept: few users see only coarse groups, whose upper edges are then the
-        candidates. With none kept at any resolution, the largest threshold below the
-        largest share's bin. The last bin (above every threshold) reads as the largest
-        threshold.
+        candidates. Within the group where the tail crosses ``1 − q``, the norm is
+        interpolated as if its mass were spread evenly in log-norm (never above the group's
+        upper threshold). With none kept at any resolution, the upper threshold of the largest
+        share's bin. The last bin (above every threshold) reads as the largest threshold.
         """
         check_in_range(q, "quantile", low=0.0, high=1.0, high_closed=True)
         share = self.shares()
@@ -482,8 +483,16 @@ class LocalBinAggregator:
             mass = np.where(keep, np.add.reduceat(share, starts), 0.0)
             edges = np.minimum(starts + width - 1, len(t) - 1)  # each group's upper threshold
             above = mass.sum() - np.cumsum(mass)
-            ok = np.flatnonzero(above <= (1.0 - q) * mass.sum() * (1.0 + 1e-12))
-            return float(t[edges[ok[0]]])
+            target = (1.0 - q) * mass.sum()
+            g = int(np.flatnonzero(above <= target * (1.0 + 1e-12))[0])
+            upper = float(t[edges[g]])
+            if starts[g] == 0 or mass[g] <= 0.0 or starts[g] > len(t) - 1:
+                return upper
+            # Inside the crossing group, its mass spread evenly in log-norm: the point where
+            # the tail reaches the target (post-processing of the released shares).
+            lower = float(t[starts[g] - 1])
+            below = float(np.clip((above[g] + mass[g] - target) / mass[g], 0.0, 1.0))
+            return lower * (upper / lower) ** below
         return float(t[min(int(np.argmax(share)), len(t) - 1)])
 
 
