@@ -456,7 +456,8 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
                 "epsilon-LDP), so by parallel composition every user's guarantee is "
                 "(epsilon, delta). The server's bound R, mean and bound D are released "
                 "before the later groups report; the means are projected onto their bound's "
-                "ball and the two rounds combined by inverse variance (post-processing). A ledger composing this fit with others "
+                "ball and the two rounds combined by inverse variance (post-processing). A "
+                "ledger composing this fit with others "
                 "treats the groups' spends as sequential (conservative)."),
         )
 

@@ -46,7 +46,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-
 from scipy.stats import binom
 
 from privpca._validation import (
@@ -92,7 +91,7 @@ LOCAL_QUANTILE = 0.95
 #: error against 1.53× with 0.95, n = 2·10⁵, ε = 0.5).
 BOUND_QUANTILE = 0.75
 #: Probability that any empty bin is kept (Bonferroni over the bins, exact binomial tails).
-EMPTY_BIN_LEVEL = 0.05
+EMPTY_BIN_LEVEL = 1e-3
 #: The user groups in the order they answer (the covariance group gets the remaining users).
 LOCAL_GROUPS = ("norm", "mean", "residual", "mean_refine", "bound", "covariance")
 
