@@ -335,8 +335,8 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
 
     def _group_reports(self, plan: _LocalPlan, source: RowSource,
                        pre_rng: np.random.Generator) -> _Reports:
-        """The groups report in turn: norm answers, noisy clipped records (the mean), the
-        bound's norm answers; then the covariance group's clipped ``x xᵀ``, summed exactly."""
+        """The groups report in turn: norm bins, noisy clipped records (the mean), twice; the
+        bound's norm bins; then the covariance group's clipped ``x xᵀ``, summed exactly."""
         sizes = plan.sizes
         assert sizes is not None
         centering, data_norm = plan.settings["centering"], plan.settings["data_norm"]
@@ -506,14 +506,16 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
     delta : float, default=1e-5
         0 < δ < 1.
     centering : "private", None or array of shape (n_features,), default="private"
-        ``"private"``: a group of users answers a randomised norm question and another sends
-        noisy clipped records, from which the server releases a mean; the covariance users
-        report ``x − μ̂`` (:mod:`privpca.protocols.local_preprocessing`). ``None``: Wang &
-        Xu's uncentred second moment. An array: a public mean, free.
+        ``"private"``: a group of users reports the bin of their norm (a frequency oracle) and
+        another sends noisy clipped records, twice (around 0, then around the first mean),
+        from which the server releases a mean; the covariance users report ``x − μ̂``
+        (:mod:`privpca.protocols.local_preprocessing`). ``None``: Wang & Xu's uncentred second
+        moment. An array: a public mean, free.
     data_norm : "auto" or float, default="auto"
-        Bound D on ``‖x − μ̂‖``. ``"auto"``: a group of users answers randomised norm
-        questions and the server releases a quantile of their CDF. A float is public and free;
-        longer rows are clipped to it (on the clients).
+        Bound D on ``‖x − μ̂‖``. ``"auto"``: a group of users reports the bin of ``‖x − μ̂‖``
+        and the server releases the 75 % quantile of the bins it can tell from noise
+        (``BOUND_QUANTILE``). A float is public and free; longer rows are clipped to it (on
+        the clients).
     scale : False, default=False
         Private scaling is not available in the local model (a clear error); public scales
         can be applied before fitting.

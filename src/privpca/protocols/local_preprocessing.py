@@ -97,7 +97,7 @@ LOCAL_GROUPS = ("norm", "mean", "residual", "mean_refine", "bound", "covariance"
 
 #: Share of the users in each group, when active (the covariance group gets the rest).
 GROUP_FRACTIONS: dict[str, float] = {
-    "norm": 0.05, "mean": 0.10, "residual": 0.05, "mean_refine": 0.10, "bound": 0.05,
+    "norm": 0.10, "mean": 0.10, "residual": 0.05, "mean_refine": 0.10, "bound": 0.05,
 }
 
 
@@ -118,7 +118,9 @@ def isotonic_increasing(values: ArrayLike, weights: ArrayLike) -> NDArray[np.flo
 
 @dataclass(frozen=True)
 class LocalNormRandomiser:
-    """Client side of step 1/3: one randomised answer to "is my norm ≤ t_j?" (pure ε-LDP).
+    """One randomised answer to "is my norm ≤ t_j?" (pure ε-LDP), for clients that can send
+    one bit only. Each threshold then hears a share of the users only: the estimator uses
+    :class:`LocalBinRandomiser` instead.
 
     Parameters
     ----------
@@ -164,7 +166,7 @@ def window_thresholds(bound: float) -> NDArray[np.float64]:
 
 
 class LocalNormAggregator:
-    """Server side of step 1/3: de-biased, monotone CDF of the norms; its quantile.
+    """Server side of :class:`LocalNormRandomiser`: de-biased, monotone CDF; its quantile.
 
     ``thresholds`` are the public questions (default :data:`THRESHOLDS`).
     """
@@ -439,9 +441,11 @@ class LocalBinAggregator:
         return (self._ones / m - q) / (r.keep_probability - q)
 
     def _levels(self) -> list[int]:
-        """Group sizes of the readout's resolutions: 1, 2, 4, … adjacent bins."""
+        """Group sizes of the readout's resolutions: 1, 2, 4, 8 adjacent bins (a factor 16 in
+        norm at most on the default grid: a wider group places the users no better than a
+        guess)."""
         bins = self._ones.shape[0]
-        return [1 << level for level in range(max(1, math.ceil(math.log2(bins)) + 1))]
+        return [w for w in (1, 2, 4, 8) if w == 1 or w < bins]
 
     def kept(self, width: int = 1) -> NDArray[np.bool_]:
         """Groups of ``width`` adjacent bins whose count an empty group exceeds with
@@ -463,12 +467,13 @@ class LocalBinAggregator:
     def quantile(self, q: float = LOCAL_QUANTILE) -> float:
         """The smallest norm above which at most ``1 − q`` of the kept mass lies.
 
-        Read at the finest resolution (groups of 1, 2, 4, … adjacent bins) at which some
+        Read at the finest resolution (groups of 1, 2, 4, 8 adjacent bins) at which some
         group is kept: few users see only coarse groups, whose upper edges are then the
         candidates. Within the group where the tail crosses ``1 − q``, the norm is
         interpolated as if its mass were spread evenly in log-norm (never above the group's
-        upper threshold). With none kept at any resolution, the upper threshold of the largest
-        share's bin. The last bin (above every threshold) reads as the largest threshold.
+        upper threshold). With none kept at any resolution, the upper threshold of the
+        group that stands furthest above an empty one (:meth:`_most_significant`). The last
+        bin (above every threshold) reads as the largest threshold.
         """
         check_in_range(q, "quantile", low=0.0, high=1.0, high_closed=True)
         share = self.shares()
@@ -492,7 +497,22 @@ class LocalBinAggregator:
             lower = float(t[starts[g] - 1])
             below = float(np.clip((above[g] + mass[g] - target) / mass[g], 0.0, 1.0))
             return lower * (upper / lower) ** below
-        return float(t[min(int(np.argmax(share)), len(t) - 1)])
+        return self._most_significant()
+
+    def _most_significant(self) -> float:
+        """The upper threshold of the run of 1, 2, 4 or 8 adjacent bins (any start) whose
+        count stands furthest above an empty run's, in standard deviations: the best guess of
+        where the users are when no group passes the test."""
+        m, q = self.n_reports_, self.randomiser.set_probability
+        t = self.thresholds
+        best, edge = -math.inf, len(t) - 1
+        for width in self._levels():
+            runs = np.convolve(self._ones, np.ones(width), mode="valid")
+            z = (runs - width * m * q) / math.sqrt(width * m * q * (1 - q))
+            g = int(np.argmax(z))
+            if z[g] > best:
+                best, edge = float(z[g]), int(min(g + width - 1, len(t) - 1))
+        return float(t[edge])
 
 
 def project_to_ball(
