@@ -328,7 +328,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
             raise ValueError(
                 f"{type(self).__name__}: n_samples={n} users are too few for the local "
                 f"protocol's groups {sizes} (each norm group needs at least "
-                f"{len(THRESHOLDS)} users, one per threshold). Use more users, or the papers' "
+                f"{len(THRESHOLDS)} users to locate the norms). Use more users, or the papers' "
                 "setting (centering=None and a public data_norm)."
             )
         return sizes
