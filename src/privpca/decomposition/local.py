@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from numbers import Real
 from typing import Any, ClassVar
 
@@ -53,24 +54,24 @@ from privpca.protocols.local_covariance import (
     LocalCovarianceRandomiser,
 )
 from privpca.protocols.local_preprocessing import (
+    BOUND_QUANTILE,
     GROUP_FRACTIONS,
     LOCAL_GROUPS,
+    LOCAL_QUANTILE,
     THRESHOLDS,
+    LocalBinAggregator,
+    LocalBinRandomiser,
     LocalMeanAggregator,
     LocalMeanRandomiser,
-    LocalNormAggregator,
-    LocalNormRandomiser,
-    assign_thresholds,
+    combine_rounds,
+    norm_bins,
+    project_to_ball,
     window_thresholds,
 )
 from privpca.solvers.eigen import fix_signs, top_eigenvectors
 from privpca.solvers.fantope import ADMMIterationInfo, fantope_admm
 from privpca.solvers.gram import gram_matrix
-from privpca.streaming.reductions import (
-    clipped_gram,
-    clipped_sum,
-    randomised_norm_answers,
-)
+from privpca.streaming.reductions import clipped_gram, clipped_sum
 from privpca.streaming.sources import ArraySource, RowSource
 
 __all__ = ["LocalGaussianPCA", "LocalSparsePCA"]
@@ -332,15 +333,15 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
             raise ValueError(
                 f"{type(self).__name__}: n_samples={n} users are too few for the local "
                 f"protocol's groups {sizes} (each norm group needs at least "
-                f"{len(THRESHOLDS)} users, one per threshold). Use more users, or the papers' "
+                f"{len(THRESHOLDS)} users to locate the norms). Use more users, or the papers' "
                 "setting (centering=None and a public data_norm)."
             )
         return sizes
 
     def _group_reports(self, plan: _LocalPlan, source: RowSource,
                        pre_rng: np.random.Generator) -> _Reports:
-        """The groups report in turn: norm answers, noisy clipped records (the mean), the
-        bound's norm answers; then the covariance group's clipped ``x xᵀ``, summed exactly."""
+        """The groups report in turn: norm bins, noisy clipped records (the mean), twice; the
+        bound's norm bins; then the covariance group's clipped ``x xᵀ``, summed exactly."""
         sizes = plan.sizes
         assert sizes is not None
         centering, data_norm = plan.settings["centering"], plan.settings["data_norm"]
@@ -354,29 +355,28 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
             [sizes[g] for g in LOCAL_GROUPS if g in sizes]))
 
         def norm_quantile(group: str, centre: NDArray[np.float64] | None,
-                          grid: NDArray[np.float64]) -> float:
-            """The group's randomised answers on ``grid``, de-biased, read at the quantile."""
-            norm_rand = LocalNormRandomiser(eps, centre=centre)
-            members = labels == group_id[group]
-            idx = assign_thresholds(sizes[group], pre_rng, len(grid))
-            question = np.full(n, -1, dtype=np.int16)
-            question[members] = idx
-            flip = np.zeros(n, dtype=bool)
-            flip[members] = pre_rng.random(sizes[group]) < norm_rand.flip_probability
-            ones = randomised_norm_answers(source, question, flip, centre, grid)
-            agg = LocalNormAggregator(norm_rand, grid).add_counts(
-                ones, np.bincount(idx, minlength=len(grid)))
-            return agg.quantile()
+                          grid: NDArray[np.float64], q: float = LOCAL_QUANTILE) -> float:
+            """The group's one-hot bin reports on ``grid``, de-biased, read at the quantile."""
+            bin_rand = LocalBinRandomiser(eps, centre=centre)
+            counts = source.reduce(
+                partial(_block_bin_counts, group=group_id[group], centre=centre, grid=grid),
+                _add_counts, aux=lambda start, stop: (labels[start:stop],), desc="norm bins")
+            agg = LocalBinAggregator(bin_rand, grid).add_counts(
+                bin_rand.simulate_counts(counts, pre_rng), sizes[group])
+            return agg.quantile(q)
 
         released: dict[str, Any] = {}
         mean = None if centering is None else (
             None if isinstance(centering, str) else np.asarray(centering, dtype=np.float64))
         mean_sd = 0.0
-        centre = previous = np.zeros(p)
+        window_top = 0.0
         if isinstance(centering, str):
             # Round 1 around 0 on the full grid; round 2 around μ̂₁ on a window below 2R.
+            first = np.zeros(p)
+            first_sd = 0.0
             grid = THRESHOLDS
             for norm_g, mean_g in (("norm", "mean"), ("residual", "mean_refine")):
+                centre = first
                 R = norm_quantile(norm_g, centre, grid)
                 mean_rand = LocalMeanRandomiser(eps, delta, R)
                 total = clipped_sum(source, centre, R, labels=labels, group=group_id[mean_g])
@@ -384,16 +384,17 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
                     mean_rand.add_report_noise(total, sizes[mean_g], pre_rng), sizes[mean_g])
                 released[f"{mean_g}_bound"] = R
                 released[f"{mean_g}_noise_scale"] = mean_rand.noise_scale
-                previous, centre = centre, centre + agg.mean()
-                mean_sd = agg.noise_scale
-                grid = window_thresholds(R)
-            mean = centre
+                step = project_to_ball(agg.mean(), R)  # the clipped mean lies in that ball
+                if mean_g == "mean":
+                    first, first_sd = step, agg.noise_scale
+                    grid = window_thresholds(R)
+                else:
+                    mean, mean_sd = combine_rounds(first, step, first_sd, agg.noise_scale)
+                    window_top = R + float(np.linalg.norm(mean - first))
         if isinstance(data_norm, str):
             # ‖x − μ̂‖ ≤ ‖x − μ̂₁‖ + ‖μ̂ − μ̂₁‖ ≲ 2R₂: the window below it, once R₂ is public.
-            grid = (window_thresholds(released["mean_refine_bound"] + float(
-                np.linalg.norm(centre - previous))) if isinstance(centering, str)
-                else THRESHOLDS)
-            D = norm_quantile("bound", mean, grid)
+            grid = window_thresholds(window_top) if isinstance(centering, str) else THRESHOLDS
+            D = norm_quantile("bound", mean, grid, BOUND_QUANTILE)
         else:
             D = float(data_norm)
         randomiser = self._randomiser(p, data_norm=D, centre=mean)
@@ -415,11 +416,13 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         q = 1.0 / (1.0 + math.exp(min(eps, 700.0)))
         mult = float(dp_accounting.get_sigma_gaussian(eps, delta))
 
-        def answers(part: str, what: str, users: int, detail: str = "") -> PrivacySpend:
+        def answers(part: str, what: str, users: int) -> PrivacySpend:
+            # Replacing a record moves two bits of the one-hot: L1 sensitivity 2.
             return PrivacySpend(
-                mechanism=(f"{part}: binary randomised response to '{what} <= t_j?' "
-                           f"({users} users, one answer each{detail})"),
-                epsilon=eps, delta=0.0, sensitivity=1.0, noise_scale=q, dp_event=None)
+                mechanism=(f"{part}: optimal unary encoding of the bin of {what} on a "
+                           f"geometric grid ({users} users, one report each; a 1-bit kept "
+                           f"with probability 1/2, a 0-bit set with probability {q:.4g})"),
+                epsilon=eps, delta=0.0, sensitivity=2.0, noise_scale=q, dp_event=None)
 
         def reports(mechanism: str, sensitivity: float, noise_scale: float) -> PrivacySpend:
             return PrivacySpend(mechanism=mechanism, epsilon=eps, delta=delta,
@@ -433,7 +436,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         ):
             if norm_g not in sizes:
                 continue
-            spends.append(answers(part, what, sizes[norm_g], f", flip probability {q:.4g}"))
+            spends.append(answers(part, what, sizes[norm_g]))
             spends.append(reports(
                 f"{mean_g}: gaussian: clip_R(x{'' if mean_g == 'mean' else ' − μ̂₁'})"
                 f" ({sizes[mean_g]} users, one report each)",
@@ -450,14 +453,16 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         groups = ", ".join(f"{g} {m}" for g, m in sizes.items())
         return _local_record(
             epsilon=eps, delta=delta, sensitivity=math.sqrt(2.0) * D**2, noise_scale=sigma,
-            calibration="analytic (Gaussian reports), randomised response (norm answers)",
+            calibration="analytic (Gaussian reports), optimal unary encoding (norm bins)",
             data_norm=D, n_samples=int(n), spends=tuple(spends), target_epsilon=eps,
             notes=((notes + " ") if notes else "") + (
                 f"Users split by a public random permutation into disjoint groups ({groups}); "
-                "each user sends one report, (epsilon, delta)-LDP (the norm answers are pure "
+                "each user sends one report, (epsilon, delta)-LDP (the norm bins are pure "
                 "epsilon-LDP), so by parallel composition every user's guarantee is "
                 "(epsilon, delta). The server's bound R, mean and bound D are released "
-                "before the later groups report. A ledger composing this fit with others "
+                "before the later groups report; the means are projected onto their bound's "
+                "ball and the two rounds combined by inverse variance (post-processing). A "
+                "ledger composing this fit with others "
                 "treats the groups' spends as sequential (conservative)."),
         )
 
@@ -469,6 +474,19 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
     def _denominator(self, n: int) -> float:
         """n − 1 for centred reports (scikit-learn's covariance), n for the second moment."""
         return float(n - 1 if np.any(self.mean_ != 0.0) and n > 1 else n)
+
+
+def _block_bin_counts(
+    block: NDArray[np.float64], labels: NDArray[np.int8], *, group: int,
+    centre: NDArray[np.float64] | None, grid: NDArray[np.float64],
+) -> NDArray[np.int64]:
+    """How many of the group's users in the block have their norm in each bin of ``grid``."""
+    bins = norm_bins(block[labels == group], grid, centre)
+    return np.bincount(bins, minlength=len(grid) + 1).astype(np.int64)
+
+
+def _add_counts(a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
+    return a + b
 
 
 def _local_record(**fields: Any) -> PrivacyRecord:
@@ -493,14 +511,16 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
     delta : float, default=1e-5
         0 < δ < 1.
     centering : "private", None or array of shape (n_features,), default="private"
-        ``"private"``: a group of users answers a randomised norm question and another sends
-        noisy clipped records, from which the server releases a mean; the covariance users
-        report ``x − μ̂`` (:mod:`privpca.protocols.local_preprocessing`). ``None``: Wang &
-        Xu's uncentred second moment. An array: a public mean, free.
+        ``"private"``: a group of users reports the bin of their norm (a frequency oracle) and
+        another sends noisy clipped records, twice (around 0, then around the first mean),
+        from which the server releases a mean; the covariance users report ``x − μ̂``
+        (:mod:`privpca.protocols.local_preprocessing`). ``None``: Wang & Xu's uncentred second
+        moment. An array: a public mean, free.
     data_norm : "auto" or float, default="auto"
-        Bound D on ``‖x − μ̂‖``. ``"auto"``: a group of users answers randomised norm
-        questions and the server releases a quantile of their CDF. A float is public and free;
-        longer rows are clipped to it (on the clients).
+        Bound D on ``‖x − μ̂‖``. ``"auto"``: a group of users reports the bin of ``‖x − μ̂‖``
+        and the server releases the 75 % quantile of the bins it can tell from noise
+        (``BOUND_QUANTILE``). A float is public and free; longer rows are clipped to it (on
+        the clients).
     scale : False, default=False
         Private scaling is not available in the local model (a clear error); public scales
         can be applied before fitting.

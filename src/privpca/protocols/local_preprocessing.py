@@ -6,19 +6,30 @@ randomisers too. The users are split, by a public random permutation, into disjo
 **each user sends exactly one report, at the full (ε, δ)**, so the groups compose in parallel
 and every user's guarantee is (ε, δ)-LDP:
 
-1. ``norm`` users answer one question "is ‖x‖ ≤ t_j?" for a publicly assigned threshold of the
-   log grid ``t_j = 2^(j/2)`` (:data:`THRESHOLDS`), by **binary randomised response**: the true
-   bit is flipped with probability ``q = 1/(1 + e^ε)`` — pure ε-LDP (Warner 1965). The server
-   de-biases each threshold's share ``(ȳ_j − q)/(1 − 2q)`` (unbiased), makes the estimates a
-   CDF by isotonic regression (pool-adjacent-violators, weighted by the answers per
-   threshold), and takes the smallest ``t_j`` whose CDF reaches :data:`LOCAL_QUANTILE`: R.
+1. ``norm`` users each report the **bin of their norm** on the log grid ``t_j = 2^(j/2)``
+   (:data:`THRESHOLDS`; bin b holds ``t_(b−1) < ‖x‖ ≤ t_b``) through **optimal unary
+   encoding** (Wang, Blocki, Li & Jha, USENIX Security 2017): the one-hot vector of the bin,
+   each 1-bit kept with probability 1/2, each 0-bit set with probability ``q = 1/(1 + e^ε)``
+   — pure ε-LDP, and every user informs every bin (a frequency oracle, where one threshold
+   question per user would leave each of the 121 thresholds a 121st of the users). The
+   server de-biases each bin's share, keeps the bins whose count an empty bin reaches with
+   probability below :data:`EMPTY_BIN_LEVEL`/(bins) (an exact binomial test), and reads R off
+   the kept bins: the first threshold above which at most 1 − :data:`LOCAL_QUANTILE` of the
+   kept mass lies (:meth:`LocalBinAggregator.quantile`). With probability ≥ 1 −
+   :data:`EMPTY_BIN_LEVEL` no empty bin is kept, so R is at most one grid step above the
+   largest norm: noise cannot push it up by orders of magnitude.
 2. ``mean`` users send ``clip_R(x) + N(0, σ²I)``; replacing a record moves the report by at most
-   2R: **Δ = 2R**, σ the analytic Gaussian calibration. The server averages: μ̂.
+   2R: **Δ = 2R**, σ the analytic Gaussian calibration. The server averages and projects the
+   average onto the ball of radius R (where every clipped record, hence their mean, lies:
+   post-processing that can only move it closer): μ̂₁.
    A second round refines it: ``residual`` users answer the threshold question about
    ``‖x − μ̂₁‖`` (on the window R/1024 … 2R of :func:`window_thresholds`): R₂; ``mean_refine``
-   users send ``clip_R₂(x − μ̂₁)`` + noise (Δ = 2R₂): μ̂ = μ̂₁ + their average. The first
-   round's noise scales with ‖μ‖ (R ≈ the raw norms), the second's with the spread.
-3. ``bound`` users answer the threshold question about ``‖x − μ̂‖``: D (on the window below
+   users send ``clip_R₂(x − μ̂₁)`` + noise (Δ = 2R₂), averaged and projected onto the ball of
+   radius R₂: d̂. The first round's noise scales with ‖μ‖ (R ≈ the raw norms), the second's
+   with the spread; ``μ̂₁`` and ``μ̂₁ + d̂`` are two independent estimates of the mean, combined
+   by their inverse noise variances (:func:`combine_rounds`): μ̂ = μ̂₁ + w·d̂.
+3. ``bound`` users report the bin of ``‖x − μ̂‖`` the same way: D, read at
+   :data:`BOUND_QUANTILE` (on the window below
    ``2(R₂ + ‖μ̂ − μ̂₁‖)`` with private centring, else the full grid).
 4. ``covariance`` users (the rest) send the packed ``clip_D(x − μ̂) clip_D(x − μ̂)ᵀ`` plus
    Gaussian noise, Δ = √2·D² (:class:`~privpca.protocols.LocalCovarianceRandomiser` with
@@ -35,6 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.stats import binom
 
 from privpca._validation import (
     check_data,
@@ -47,29 +59,45 @@ from privpca.mechanisms.gaussian import analytic_gaussian_sigma
 from privpca.mechanisms.noise import gaussian_release
 
 __all__ = [
+    "BOUND_QUANTILE",
+    "EMPTY_BIN_LEVEL",
     "GROUP_FRACTIONS",
     "LOCAL_GROUPS",
     "LOCAL_QUANTILE",
     "THRESHOLDS",
+    "LocalBinAggregator",
+    "LocalBinRandomiser",
     "LocalMeanAggregator",
     "LocalMeanRandomiser",
     "LocalNormAggregator",
     "LocalNormRandomiser",
+    "combine_rounds",
     "isotonic_increasing",
+    "norm_bins",
+    "project_to_ball",
     "window_thresholds",
 ]
 
 #: Public thresholds of the norm questions: 2^(j/2), j = −40..80 (10⁻⁶ to 10¹²).
 THRESHOLDS: NDArray[np.float64] = 2.0 ** (np.arange(-40, 81) / 2.0)
-#: The quantile read off the de-biased CDF (lower than the central 0.99: the randomised
-#: response's CDF is too noisy near 1 for the groups' sizes).
+#: The quantile read off the kept bins (lower than the central 0.99: the oracle cannot resolve
+#: a 1 % tail at the groups' sizes).
 LOCAL_QUANTILE = 0.95
-#: Share of the users in each group, when active (the covariance group gets the rest).
+#: The quantile of ``‖x − μ̂‖`` that bounds the covariance reports. Lower than the means' because
+#: every report's noise is calibrated to D² while a row's own signal is at most its norm²:
+#: clipping the top quarter of rows to D keeps their directions (for elliptical data the
+#: clipped covariance has the same eigenvectors) and shrinks the noise by the squared ratio of
+#: the 95 % to the 75 % quantile (measured in benchmarks/local_defaults.py: 1.24× the papers'
+#: error against 1.53× with 0.95, n = 2·10⁵, ε = 0.5).
+BOUND_QUANTILE = 0.75
+#: Probability that any empty bin is kept (Bonferroni over the bins, exact binomial tails).
+EMPTY_BIN_LEVEL = 1e-3
 #: The user groups in the order they answer (the covariance group gets the remaining users).
 LOCAL_GROUPS = ("norm", "mean", "residual", "mean_refine", "bound", "covariance")
 
+#: Share of the users in each group, when active (the covariance group gets the rest).
 GROUP_FRACTIONS: dict[str, float] = {
-    "norm": 0.05, "mean": 0.10, "residual": 0.05, "mean_refine": 0.10, "bound": 0.05,
+    "norm": 0.10, "mean": 0.10, "residual": 0.05, "mean_refine": 0.10, "bound": 0.05,
 }
 
 
@@ -90,7 +118,9 @@ def isotonic_increasing(values: ArrayLike, weights: ArrayLike) -> NDArray[np.flo
 
 @dataclass(frozen=True)
 class LocalNormRandomiser:
-    """Client side of step 1/3: one randomised answer to "is my norm ≤ t_j?" (pure ε-LDP).
+    """One randomised answer to "is my norm ≤ t_j?" (pure ε-LDP), for clients that can send
+    one bit only. Each threshold then hears a share of the users only: the estimator uses
+    :class:`LocalBinRandomiser` instead.
 
     Parameters
     ----------
@@ -136,7 +166,7 @@ def window_thresholds(bound: float) -> NDArray[np.float64]:
 
 
 class LocalNormAggregator:
-    """Server side of step 1/3: de-biased, monotone CDF of the norms; its quantile.
+    """Server side of :class:`LocalNormRandomiser`: de-biased, monotone CDF; its quantile.
 
     ``thresholds`` are the public questions (default :data:`THRESHOLDS`).
     """
@@ -286,3 +316,230 @@ class LocalMeanAggregator:
     def noise_scale(self) -> float:
         """Std of the noise on each coordinate of :meth:`mean`."""
         return self.randomiser.noise_scale / math.sqrt(max(self.n_reports_, 1))
+
+
+def norm_bins(
+    X: ArrayLike, thresholds: ArrayLike, centre: NDArray[np.float64] | None = None
+) -> NDArray[np.intp]:
+    """Each row's bin on the grid: ``b = #{j : t_j < ‖x − centre‖}`` (0 … len(thresholds))."""
+    Xv = np.asarray(X, dtype=np.float64)
+    rows = Xv if centre is None else Xv - centre
+    sq = np.einsum("ij,ij->i", rows, rows)
+    t = np.asarray(thresholds, dtype=np.float64)
+    return np.asarray(np.searchsorted(t * t, sq, side="left"), dtype=np.intp)
+
+
+@dataclass(frozen=True)
+class LocalBinRandomiser:
+    """Client side of step 1/3: the bin of ``‖x − centre‖`` by optimal unary encoding (pure ε).
+
+    Each user sends ``len(thresholds) + 1`` bits: the one-hot of their bin, each 1 kept with
+    probability 1/2 and each 0 set to 1 with probability ``q = 1/(1 + e^ε)``. Replacing the
+    record changes two bits of the one-hot; a report's probability changes by at most
+    ``(1/2)(1 − q) / ((1/2) q) = e^ε`` (Wang, Blocki, Li & Jha 2017, OUE).
+
+    Parameters
+    ----------
+    epsilon : float
+        ε of the report.
+    centre : array of shape (n_features,) or None
+        A public centre: the bin is that of ``‖x − centre‖``.
+    """
+
+    epsilon: float
+    centre: NDArray[np.float64] | None = None
+
+    def __post_init__(self) -> None:
+        check_epsilon(self.epsilon, owner="LocalBinRandomiser")
+
+    @property
+    def keep_probability(self) -> float:
+        return 0.5
+
+    @property
+    def set_probability(self) -> float:
+        """``q``: the probability that a 0-bit is reported as 1."""
+        return 1.0 / (1.0 + math.exp(min(self.epsilon, 700.0)))
+
+    def report_batch(
+        self, X: ArrayLike, thresholds: ArrayLike, rng: np.random.Generator
+    ) -> NDArray[np.int8]:
+        """Each user's randomised one-hot, shape (m, len(thresholds) + 1) (``rng``: secure
+        mode accepts only None or an OS-keyed SecureGenerator)."""
+        rng = check_noise_rng(rng, owner="LocalBinRandomiser")
+        Xv = check_data(X)
+        t = np.asarray(thresholds, dtype=np.float64)
+        bins = norm_bins(Xv, t, self.centre)
+        onehot = np.zeros((Xv.shape[0], len(t) + 1), dtype=bool)
+        onehot[np.arange(Xv.shape[0]), bins] = True
+        u = rng.random(onehot.shape)
+        return np.where(onehot, u < self.keep_probability,
+                        u < self.set_probability).astype(np.int8)
+
+    def simulate_counts(
+        self, bin_counts: ArrayLike, rng: np.random.Generator
+    ) -> NDArray[np.float64]:
+        """The 1-bits per bin of ``m = Σ bin_counts`` users' reports, drawn exactly.
+
+        Bin b's count is ``Binomial(n_b, 1/2) + Binomial(m − n_b, q)``: the distribution of
+        summing :meth:`report_batch` over the users, at the cost of two draws per bin (the
+        simulation of many users inside one fit).
+        """
+        rng = check_noise_rng(rng, owner="LocalBinRandomiser")
+        counts = np.asarray(bin_counts, dtype=np.int64)
+        m = int(counts.sum())
+        ones = (rng.binomial(counts, self.keep_probability)
+                + rng.binomial(m - counts, self.set_probability))
+        return np.asarray(ones, dtype=np.float64)
+
+
+class LocalBinAggregator:
+    """Server side of step 1/3: de-biased bin shares, the bins an empty one cannot explain, and
+    a quantile of what they hold.
+
+    Parameters
+    ----------
+    randomiser : LocalBinRandomiser
+    thresholds : array, default :data:`THRESHOLDS`
+        The public grid; there is one more bin than thresholds.
+    level : float, default :data:`EMPTY_BIN_LEVEL`
+        Probability that some empty bin is kept.
+    """
+
+    def __init__(self, randomiser: LocalBinRandomiser, thresholds: ArrayLike | None = None,
+                 level: float = EMPTY_BIN_LEVEL) -> None:
+        self.randomiser = randomiser
+        self.thresholds = np.asarray(THRESHOLDS if thresholds is None else thresholds,
+                                     dtype=np.float64)
+        self.level = check_in_range(level, "level", low=0.0, high=1.0)
+        self._ones = np.zeros(len(self.thresholds) + 1)
+        self.n_reports_ = 0
+
+    def add(self, reports: ArrayLike) -> LocalBinAggregator:
+        """Add reports of :meth:`LocalBinRandomiser.report_batch` (0/1 rows)."""
+        bits = np.asarray(reports)
+        if bits.ndim != 2 or bits.shape[1] != self._ones.shape[0] or np.any(
+                (bits != 0) & (bits != 1)):
+            raise ValueError(f"Bin reports must be 0/1 rows of length {self._ones.shape[0]}.")
+        return self.add_counts(bits.sum(axis=0), bits.shape[0])
+
+    def add_counts(self, ones: ArrayLike, n_reports: int) -> LocalBinAggregator:
+        """Add the 1-bits per bin of ``n_reports`` reports."""
+        o = np.asarray(ones, dtype=np.float64)
+        if o.shape != self._ones.shape or np.any((o < 0) | (o > n_reports)):
+            raise ValueError(f"Per-bin sums must have shape {self._ones.shape} with "
+                             "0 ≤ ones ≤ n_reports.")
+        self._ones += o
+        self.n_reports_ += int(n_reports)
+        return self
+
+    def shares(self) -> NDArray[np.float64]:
+        """Unbiased estimates of each bin's share of the users: ``(ȳ_b − q)/(1/2 − q)``."""
+        r = self.randomiser
+        q = r.set_probability
+        m = max(self.n_reports_, 1)
+        return (self._ones / m - q) / (r.keep_probability - q)
+
+    def _levels(self) -> list[int]:
+        """Group sizes of the readout's resolutions: 1, 2, 4, 8 adjacent bins (a factor 16 in
+        norm at most on the default grid: a wider group places the users no better than a
+        guess)."""
+        bins = self._ones.shape[0]
+        return [w for w in (1, 2, 4, 8) if w == 1 or w < bins]
+
+    def kept(self, width: int = 1) -> NDArray[np.bool_]:
+        """Groups of ``width`` adjacent bins whose count an empty group exceeds with
+        probability at most ``level`` over the number of groups tested at every resolution.
+
+        An empty group's 1-bits are exactly ``Binomial(width·m, q)`` (independent bits), so
+        with probability ≥ 1 − level no empty group is kept at any resolution.
+        """
+        m = self.n_reports_
+        if m == 0:
+            raise ValueError("No bin reports have been aggregated yet.")
+        bins = self._ones.shape[0]
+        tests = sum(-(-bins // w) for w in self._levels())
+        ones = np.add.reduceat(self._ones, np.arange(0, bins, width))
+        sizes = np.diff(np.append(np.arange(0, bins, width), bins))
+        cut = binom.isf(self.level / tests, sizes * m, self.randomiser.set_probability)
+        return np.asarray(ones > cut)
+
+    def quantile(self, q: float = LOCAL_QUANTILE) -> float:
+        """The smallest norm above which at most ``1 − q`` of the kept mass lies.
+
+        Read at the finest resolution (groups of 1, 2, 4, 8 adjacent bins) at which some
+        group is kept: few users see only coarse groups, whose upper edges are then the
+        candidates. Within the group where the tail crosses ``1 − q``, the norm is
+        interpolated as if its mass were spread evenly in log-norm (never above the group's
+        upper threshold). With none kept at any resolution, the upper threshold of the
+        group that stands furthest above an empty one (:meth:`_most_significant`). The last
+        bin (above every threshold) reads as the largest threshold.
+        """
+        check_in_range(q, "quantile", low=0.0, high=1.0, high_closed=True)
+        share = self.shares()
+        t = self.thresholds
+        bins = share.shape[0]
+        for width in self._levels():
+            keep = self.kept(width)
+            if not keep.any():
+                continue
+            starts = np.arange(0, bins, width)
+            mass = np.where(keep, np.add.reduceat(share, starts), 0.0)
+            edges = np.minimum(starts + width - 1, len(t) - 1)  # each group's upper threshold
+            above = mass.sum() - np.cumsum(mass)
+            target = (1.0 - q) * mass.sum()
+            g = int(np.flatnonzero(above <= target * (1.0 + 1e-12))[0])
+            upper = float(t[edges[g]])
+            if starts[g] == 0 or mass[g] <= 0.0 or starts[g] > len(t) - 1:
+                return upper
+            # Inside the crossing group, its mass spread evenly in log-norm: the point where
+            # the tail reaches the target (post-processing of the released shares).
+            lower = float(t[starts[g] - 1])
+            below = float(np.clip((above[g] + mass[g] - target) / mass[g], 0.0, 1.0))
+            return lower * (upper / lower) ** below
+        return self._most_significant()
+
+    def _most_significant(self) -> float:
+        """The upper threshold of the run of 1, 2, 4 or 8 adjacent bins (any start) whose
+        count stands furthest above an empty run's, in standard deviations: the best guess of
+        where the users are when no group passes the test."""
+        m, q = self.n_reports_, self.randomiser.set_probability
+        t = self.thresholds
+        best, edge = -math.inf, len(t) - 1
+        for width in self._levels():
+            runs = np.convolve(self._ones, np.ones(width), mode="valid")
+            z = (runs - width * m * q) / math.sqrt(width * m * q * (1 - q))
+            g = int(np.argmax(z))
+            if z[g] > best:
+                best, edge = float(z[g]), int(min(g + width - 1, len(t) - 1))
+        return float(t[edge])
+
+
+def project_to_ball(
+    vector: ArrayLike, radius: float
+) -> NDArray[np.float64]:
+    """``vector`` scaled onto the ball of ``radius`` around 0 if it lies outside.
+
+    The mean of records clipped to norm R lies in that ball, so projecting a noisy estimate of
+    it onto the (convex) ball can only bring it closer: post-processing.
+    """
+    v = np.asarray(vector, dtype=np.float64)
+    norm = float(np.linalg.norm(v))
+    return v * (radius / norm) if norm > radius else v
+
+
+def combine_rounds(
+    first: NDArray[np.float64], refinement: NDArray[np.float64], first_sd: float,
+    refinement_sd: float,
+) -> tuple[NDArray[np.float64], float]:
+    """The inverse-variance combination of two independent estimates of the mean.
+
+    ``first`` (μ̂₁, noise std ``first_sd`` per coordinate) and ``first + refinement``
+    (noise std ``refinement_sd``: the second round's own noise, independent of the first's)
+    both estimate the mean; ``μ̂₁ + w·d̂`` with ``w = s₁²/(s₁² + s₂²)`` has the smallest
+    variance among their weighted averages, ``s₁²s₂²/(s₁² + s₂²)``. Where the first round's
+    noise is large (data far from the origin) ``w → 1``; on centred data the two halve it.
+    """
+    v1, v2 = first_sd ** 2, refinement_sd ** 2
+    w = v1 / (v1 + v2) if v1 + v2 > 0 else 1.0
+    return first + w * refinement, math.sqrt(v1 * v2 / (v1 + v2)) if v1 + v2 > 0 else 0.0
