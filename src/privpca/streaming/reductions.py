@@ -16,11 +16,12 @@ from numpy.typing import NDArray
 
 from privpca._validation import row_norms
 from privpca.mechanisms.histogram import _column_counts, geometric_bin
-from privpca.streaming._kernels import ZERO_BIN, row_norm_bin_counts, shifted_clipped_rows
-from privpca.streaming._kernels import binned_norm_sums as _binned_norm_sums
+from privpca.streaming import _numpy_kernels
+from privpca.streaming._numpy_kernels import ZERO_BIN
 from privpca.streaming.sources import RowSource, check_finite, check_shape
 
 __all__ = [
+    "JIT_MIN_CELLS",
     "BinCounts",
     "BinnedSums",
     "binned_norm_sums",
@@ -34,6 +35,56 @@ __all__ = [
     "projected_moments",
     "randomised_norm_answers",
 ]
+
+#: Cells (rows × columns) each pass of :mod:`privpca.streaming._kernels` reads in NumPy, in a
+#: process, before its compiled twin takes over. Compiling costs 2–8 s per kernel the first
+#: time an install runs it (and loading it from the cache with numba's import ~0.5 s); the
+#: NumPy twins cost 20–50 ns a cell, so 4·10⁶ cells (≤ 0.2 s a kernel) is about where even a
+#: cached compile pays. Both give the same bits (:mod:`privpca.streaming._numpy_kernels`):
+#: the choice, made on public shapes only, changes the time and nothing else.
+JIT_MIN_CELLS = 4_000_000
+_cells_seen: dict[str, int] = {}
+
+
+def _kernel(name: str, cells: int) -> Callable[..., Any]:
+    """The NumPy pass ``name`` while this process has read ≤ :data:`JIT_MIN_CELLS` cells
+    with it, then the compiled one (numba imported, and compiled or loaded, on first use)."""
+    seen = _cells_seen[name] = _cells_seen.get(name, 0) + cells
+    if seen <= JIT_MIN_CELLS:
+        return getattr(_numpy_kernels, name)  # type: ignore[no-any-return]
+    from privpca.streaming import _kernels
+    return getattr(_kernels, name)  # type: ignore[no-any-return]
+
+
+def log_bin_counts(values: NDArray[np.float64], base: float) -> tuple[NDArray[np.int64],
+                                                                     NDArray[np.float64]]:
+    """:func:`privpca.streaming._kernels.log_bin_counts`, in NumPy for small inputs."""
+    return _kernel("log_bin_counts", np.size(values))(values, base)  # type: ignore[no-any-return]
+
+
+def row_norm_bin_counts(
+    X: NDArray[np.float64], centre: NDArray[np.float64] | None,
+    scale: NDArray[np.float64] | None, base: float,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """:func:`privpca.streaming._kernels.row_norm_bin_counts`, in NumPy for small inputs."""
+    return _kernel("row_norm_bin_counts", np.size(X))(  # type: ignore[no-any-return]
+        X, centre, scale, base)
+
+
+def shifted_clipped_rows(
+    x: NDArray[Any], centre: NDArray[np.float64] | None, scale: NDArray[np.float64] | None,
+    bound: float, out: NDArray[np.float64],
+) -> tuple[int, bool]:
+    """:func:`privpca.streaming._kernels.shifted_clipped_rows`, in NumPy for small inputs."""
+    return _kernel("shifted_clipped_rows", np.size(x))(  # type: ignore[no-any-return]
+        x, centre, scale, bound, out)
+
+
+def _binned_norm_sums(
+    X: NDArray[np.float64], centre: NDArray[np.float64] | None, base: float
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    return _kernel("binned_norm_sums", np.size(X))(X, centre, base)  # type: ignore[no-any-return]
+
 
 #: ``(bin index, count)`` of every non-empty bin of one histogram on a log grid.
 BinCounts = tuple[NDArray[np.int64], NDArray[np.float64]]
