@@ -24,8 +24,8 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import stat
+import statistics
 import subprocess
 import sys
 import tempfile

@@ -39,10 +39,10 @@ def kernel(name: str, cells: int) -> Callable[..., Any]:
     with it, else the compiled one (numba imported, and compiled or loaded, on first use)."""
     seen = _cells_seen[name] = _cells_seen.get(name, 0) + cells
     if seen <= JIT_MIN_CELLS:
-        return globals()[name]  # type: ignore[no-any-return]
+        return globals()[name]
     from privpca.mechanisms import _kernels
 
-    return getattr(_kernels, name)  # type: ignore[no-any-return]
+    return getattr(_kernels, name)
 
 
 def _projections(Y: NDArray[np.float64], W: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -56,7 +56,7 @@ def _projections(Y: NDArray[np.float64], W: NDArray[np.float64]) -> NDArray[np.f
             part[a % 4] += Y[:, a] * W[a, 0]
         for a in range(q, p):
             part[0] += Y[:, a] * W[a, 0]
-        return ((part[0] + part[1]) + (part[2] + part[3]))[:, None]  # type: ignore[no-any-return]
+        return ((part[0] + part[1]) + (part[2] + part[3]))[:, None]
     proj = np.zeros((b, k))
     for a in range(p):
         proj += Y[:, a:a + 1] * W[a]
@@ -68,7 +68,7 @@ def _bins(G: NDArray[np.float64], inv_width: float) -> NDArray[np.int64]:
     v = G * inv_width
     v = np.where((v >= _MAX_BIN) | np.isnan(v), _MAX_BIN, v)
     v = np.where(v <= -_MAX_BIN, -_MAX_BIN, v)
-    return np.floor(v).astype(np.int64)  # type: ignore[no-any-return]
+    return np.floor(v).astype(np.int64)
 
 
 def gradient_counts(

@@ -51,15 +51,15 @@ def _kernel(name: str, cells: int) -> Callable[..., Any]:
     with it, then the compiled one (numba imported, and compiled or loaded, on first use)."""
     seen = _cells_seen[name] = _cells_seen.get(name, 0) + cells
     if seen <= JIT_MIN_CELLS:
-        return getattr(_numpy_kernels, name)  # type: ignore[no-any-return]
+        return getattr(_numpy_kernels, name)
     from privpca.streaming import _kernels
-    return getattr(_kernels, name)  # type: ignore[no-any-return]
+    return getattr(_kernels, name)
 
 
 def log_bin_counts(values: NDArray[np.float64], base: float) -> tuple[NDArray[np.int64],
                                                                      NDArray[np.float64]]:
     """:func:`privpca.streaming._kernels.log_bin_counts`, in NumPy for small inputs."""
-    return _kernel("log_bin_counts", np.size(values))(values, base)  # type: ignore[no-any-return]
+    return _kernel("log_bin_counts", np.size(values))(values, base)
 
 
 def row_norm_bin_counts(
@@ -67,7 +67,7 @@ def row_norm_bin_counts(
     scale: NDArray[np.float64] | None, base: float,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """:func:`privpca.streaming._kernels.row_norm_bin_counts`, in NumPy for small inputs."""
-    return _kernel("row_norm_bin_counts", np.size(X))(  # type: ignore[no-any-return]
+    return _kernel("row_norm_bin_counts", np.size(X))(
         X, centre, scale, base)
 
 
@@ -76,14 +76,14 @@ def shifted_clipped_rows(
     bound: float, out: NDArray[np.float64],
 ) -> tuple[int, bool]:
     """:func:`privpca.streaming._kernels.shifted_clipped_rows`, in NumPy for small inputs."""
-    return _kernel("shifted_clipped_rows", np.size(x))(  # type: ignore[no-any-return]
+    return _kernel("shifted_clipped_rows", np.size(x))(
         x, centre, scale, bound, out)
 
 
 def _binned_norm_sums(
     X: NDArray[np.float64], centre: NDArray[np.float64] | None, base: float
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    return _kernel("binned_norm_sums", np.size(X))(X, centre, base)  # type: ignore[no-any-return]
+    return _kernel("binned_norm_sums", np.size(X))(X, centre, base)
 
 
 #: ``(bin index, count)`` of every non-empty bin of one histogram on a log grid.
