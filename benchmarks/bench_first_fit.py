@@ -9,7 +9,8 @@ separately. Three cache states of numba's compiled kernels:
 * ``warm``: a ``NUMBA_CACHE_DIR`` filled by one earlier process (every later fit on that
   install);
 * ``readonly``: the package copied into a read-only directory, ``NUMBA_CACHE_DIR`` unset and
-  ``HOME`` a fresh directory: the first process and a second one, showing where numba puts
+  ``HOME`` a fresh directory (run as user ``nobody`` when the benchmark runs as root, whom
+  mode bits do not stop): the first process and a second one, showing where numba puts
   its cache when the source tree cannot be written (it falls back to a user-wide directory,
   ``$HOME/.cache/numba`` on Linux), so only the first process per user compiles.
 
@@ -61,11 +62,17 @@ print(json.dumps({"import": t1 - t0, "fit": t3 - t2,
 ESTIMATORS = ["sklearn.PCA", "AnalyzeGaussPCA", "DPPCA", "BinghamPCA", "NoisyPowerPCA"]
 
 
-def _run(name: str, n: int, p: int, env: dict[str, str], src: Path) -> dict[str, float]:
+_NOBODY = 65534
+
+
+def _run(name: str, n: int, p: int, env: dict[str, str], src: Path,
+         as_nobody: bool = False) -> dict[str, float]:
     env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(src),
                                                              env.get("PYTHONPATH")]))}
-    out = subprocess.run([sys.executable, "-c", _CHILD, name, str(n), str(p)], env=env,
-                         capture_output=True, text=True, check=True)
+    cmd = [sys.executable, "-c", _CHILD, name, str(n), str(p)]
+    if as_nobody:  # root writes through any mode bits: drop to an unprivileged user
+        cmd = ["setpriv", f"--reuid={_NOBODY}", f"--regid={_NOBODY}", "--clear-groups", *cmd]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
@@ -86,13 +93,17 @@ def _readonly(name: str, n: int, p: int, base_env: dict[str, str]) -> str:
             path.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
         home = Path(tmp) / "home"
         home.mkdir()
+        as_nobody = os.geteuid() == 0
+        if as_nobody:
+            Path(tmp).chmod(0o755)
+            os.chown(home, _NOBODY, _NOBODY)
         env = {k: v for k, v in base_env.items() if k != "NUMBA_CACHE_DIR"}
         env["HOME"] = str(home)
         env.pop("XDG_CACHE_HOME", None)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        first = _run(name, n, p, env, src)
-        second = _run(name, n, p, env, src)
-        cached = sorted({f.parent.name for f in home.rglob("*.nbi")})
+        first = _run(name, n, p, env, src, as_nobody)
+        second = _run(name, n, p, env, src, as_nobody)
+        cached = sorted({str(f.parent.relative_to(home)) for f in home.rglob("*.nbi")})
         in_tree = list(src.rglob("*.nbi"))
         for path in [src, *src.rglob("*")]:
             path.chmod(path.stat().st_mode | stat.S_IWUSR)

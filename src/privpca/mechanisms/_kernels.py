@@ -12,6 +12,11 @@ the same order as the NumPy passes they replaced; the subset eigenvalues differ 
 by rounding only (~1e-15 relative), which changes DP-PCA's output only if one lies within
 that of a √2 bin edge (not seen: the same outputs bit for bit).
 
+:func:`gradient_counts` and :func:`truncated_sums` have NumPy twins (the same bits) in
+:mod:`privpca.mechanisms._numpy_kernels`, which DP-PCA runs on small tables so as not to
+wait for their compile; the subset eigenvalues have none (they are summed with
+reassociation).
+
 Gradients are ``g_i = A_i W`` flattened row-major (``q = p·k`` entries, entry ``a·k + c`` is
 ``(A_i W)[a, c]``), for vector records ``A_i = y_i y_iᵀ`` with ``y_i = x_{row_i} − centre``:
 ``g_i[a·k + c] = y_ia · (y_iᵀ W)_c``, the layout of
