@@ -56,6 +56,12 @@ def _kernel(name: str, cells: int) -> Callable[..., Any]:
     return getattr(_kernels, name)
 
 
+def _expect(name: str, source: RowSource) -> None:
+    """Count a whole table's cells for pass ``name`` before its first block: a table over
+    :data:`JIT_MIN_CELLS` runs compiled from its first block (no NumPy head start)."""
+    _cells_seen[name] = _cells_seen.get(name, 0) + source.n_samples * source.n_features
+
+
 def log_bin_counts(values: NDArray[np.float64], base: float) -> tuple[NDArray[np.int64],
                                                                      NDArray[np.float64]]:
     """:func:`privpca.streaming._kernels.log_bin_counts`, in NumPy for small inputs."""
@@ -177,6 +183,7 @@ def _merge_counts(a: BinCounts, b: BinCounts) -> BinCounts:
 def norm_counts(source: RowSource, centre: NDArray[np.float64] | None, base: float, *,
                 scale: NDArray[np.float64] | None = None) -> BinCounts:
     """Counts of ``‖(x − centre)/scale‖`` on the log grid of ratio ``base``, over every row."""
+    _expect("row_norm_bin_counts", source)
     return source.reduce(partial(_block_norm_counts, centre=centre, base=base, scale=scale),
                          _merge_counts, desc="norms")
 
@@ -195,6 +202,7 @@ def binned_norm_sums(source: RowSource, centre: NDArray[np.float64] | None,
     """The rows binned by ``‖x − centre‖`` on the log grid of ratio ``base``, with each bin's
     count and sums (:class:`~privpca.pipeline.preprocessing.BinnedSums`): a norm histogram
     and the clipped sums at every edge of the grid, in one pass."""
+    _expect("binned_norm_sums", source)
     return source.reduce(partial(_block_binned_sums, centre=centre, base=base),
                          _merge_binned, desc="norms and sums")
 
@@ -395,6 +403,7 @@ def clipped_gram(
     """``Σᵢ yᵢyᵢᵀ`` with ``yᵢ = clip_bound((xᵢ − centre)/scale)`` (symmetric) over every row
     (or the rows labelled ``group``), and how many rows were clipped."""
     if labels is None:  # the blocks as stored: converted, shifted and checked in one pass
+        _expect("shifted_clipped_rows", source)
         gram, n_clipped = source.reduce(
             partial(_block_raw_clipped_gram, centre=centre, scale=scale, bound=bound),
             _add_gram, desc="Gram", raw=True)
@@ -427,6 +436,7 @@ def clipped_gram_and_sum(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
     """``(Σᵢ yᵢyᵢᵀ, Σᵢ yᵢ)`` with ``yᵢ = clip_bound((xᵢ − centre)/scale)`` in one pass, and
     how many rows were clipped (the held-out layout re-centres the Gram on its own rows)."""
+    _expect("shifted_clipped_rows", source)
     gram, total, n_clipped = source.reduce(
         partial(_block_clipped_gram_sum, centre=centre, scale=scale, bound=bound),
         _add_gram_sum, desc="Gram", raw=True)
