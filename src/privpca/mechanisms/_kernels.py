@@ -12,6 +12,11 @@ the same order as the NumPy passes they replaced; the subset eigenvalues differ 
 by rounding only (~1e-15 relative), which changes DP-PCA's output only if one lies within
 that of a √2 bin edge (not seen: the same outputs bit for bit).
 
+:func:`gradient_counts` and :func:`truncated_sums` have NumPy twins (the same bits) in
+:mod:`privpca.mechanisms._numpy_kernels`, which DP-PCA runs on small tables so as not to
+wait for their compile; the subset eigenvalues have none (they are summed with
+reassociation).
+
 Gradients are ``g_i = A_i W`` flattened row-major (``q = p·k`` entries, entry ``a·k + c`` is
 ``(A_i W)[a, c]``), for vector records ``A_i = y_i y_iᵀ`` with ``y_i = x_{row_i} − centre``:
 ``g_i[a·k + c] = y_ia · (y_iᵀ W)_c``, the layout of
@@ -648,4 +653,7 @@ def pair_top_eigenvalues(
         return bool(
             _pair_top_eigenvalues_parallel(X, rows, centre, W, n_subsets, n_iter, out, n_chunks)
         )
-    return bool(_pair_top_eigenvalues(X, rows, centre, W, n_subsets, n_iter, out))
+    # _pair_top_eigenvalues's two calls from here: one compiled layer less (numba optimises
+    # each layer's callees again, so the first call compiles ~20% faster), the same code.
+    bad = _pair_subsets(X, rows, centre, W, s, 0, n_subsets, n_iter, out)
+    return bool(bad or _rows_check(X, rows, 2 * n_subsets * s, rows.shape[0]) != 0.0)

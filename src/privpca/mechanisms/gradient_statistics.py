@@ -339,9 +339,10 @@ class PrivateMean:
         -------
         MeanRelease
         """
-        from privpca.mechanisms._kernels import WINDOW, gradient_counts
+        from privpca.mechanisms._numpy_kernels import WINDOW, kernel
 
         b, q = rows.shape[0], W.size
+        gradient_counts = kernel("gradient_counts", b * q)  # NumPy on small tables
         if q != self.n_coordinates:
             raise ValueError(f"expected {self.n_coordinates} coordinates, got {q}")
         scale, h = self._bin_width(eigenvalue)
@@ -361,9 +362,10 @@ class PrivateMean:
         rng: np.random.Generator,
     ) -> MeanRelease:
         """Steps 1–3 of the module docstring on the gradients ``G[:b]`` (bins counted)."""
-        from privpca.mechanisms._kernels import truncated_sums
+        from privpca.mechanisms._numpy_kernels import kernel
 
         q = G.shape[1]
+        truncated_sums = kernel("truncated_sums", b * q)  # NumPy on small tables
         release = self.centre_histogram.release_counts(*bins, rng)
         centre = np.where(release.released, (release.mode + 0.5) * h, 0.0)
         r = self.radius * scale * math.log(b * q / self.zeta) + h

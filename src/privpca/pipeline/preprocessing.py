@@ -34,8 +34,7 @@ from privpca._validation import check_noise_rng
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.quantile import PrivateQuantile, QuantileRelease
 from privpca.streaming import as_row_source, reductions
-from privpca.streaming._kernels import log_bin_counts
-from privpca.streaming.reductions import BinCounts, BinnedSums
+from privpca.streaming.reductions import BinCounts, BinnedSums, log_bin_counts
 
 __all__ = [
     "BinnedSums",  # re-exported from privpca.streaming.reductions, where it is made

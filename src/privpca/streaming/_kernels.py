@@ -17,6 +17,11 @@ norm is R: the sensitivity 2R of the mean is unchanged.
 
 Bins are ``floor(log(r)/log(b) + 10⁻⁹)``; zero rows go to a bin of their own (index −2⁵²)
 and contribute nothing to S and T. Nothing here is random.
+
+Small tables never reach this module: :mod:`privpca.streaming._numpy_kernels` holds NumPy
+twins of these passes (the same bits), and :mod:`privpca.streaming.reductions` runs them
+until a process has read :data:`~privpca.streaming.reductions.JIT_MIN_CELLS` cells with a
+pass, so a first fit on a small table neither imports numba nor waits for a compile.
 """
 
 from __future__ import annotations

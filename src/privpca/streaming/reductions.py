@@ -16,11 +16,12 @@ from numpy.typing import NDArray
 
 from privpca._validation import row_norms
 from privpca.mechanisms.histogram import _column_counts, geometric_bin
-from privpca.streaming._kernels import ZERO_BIN, row_norm_bin_counts, shifted_clipped_rows
-from privpca.streaming._kernels import binned_norm_sums as _binned_norm_sums
+from privpca.streaming import _numpy_kernels
+from privpca.streaming._numpy_kernels import ZERO_BIN
 from privpca.streaming.sources import RowSource, check_finite, check_shape
 
 __all__ = [
+    "JIT_MIN_CELLS",
     "BinCounts",
     "BinnedSums",
     "binned_norm_sums",
@@ -34,6 +35,62 @@ __all__ = [
     "projected_moments",
     "randomised_norm_answers",
 ]
+
+#: Cells (rows × columns) each pass of :mod:`privpca.streaming._kernels` reads in NumPy, in a
+#: process, before its compiled twin takes over. Compiling costs 2–8 s per kernel the first
+#: time an install runs it (and loading it from the cache with numba's import ~0.5 s); the
+#: NumPy twins cost 20–50 ns a cell, so 4·10⁶ cells (≤ 0.2 s a kernel) is about where even a
+#: cached compile pays. Both give the same bits (:mod:`privpca.streaming._numpy_kernels`):
+#: the choice, made on public shapes only, changes the time and nothing else.
+JIT_MIN_CELLS = 4_000_000
+_cells_seen: dict[str, int] = {}
+
+
+def _kernel(name: str, cells: int) -> Callable[..., Any]:
+    """The NumPy pass ``name`` while this process has read ≤ :data:`JIT_MIN_CELLS` cells
+    with it, then the compiled one (numba imported, and compiled or loaded, on first use)."""
+    seen = _cells_seen[name] = _cells_seen.get(name, 0) + cells
+    if seen <= JIT_MIN_CELLS:
+        return getattr(_numpy_kernels, name)
+    from privpca.streaming import _kernels
+    return getattr(_kernels, name)
+
+
+def _expect(name: str, source: RowSource) -> None:
+    """Count a whole table's cells for pass ``name`` before its first block: a table over
+    :data:`JIT_MIN_CELLS` runs compiled from its first block (no NumPy head start)."""
+    _cells_seen[name] = _cells_seen.get(name, 0) + source.n_samples * source.n_features
+
+
+def log_bin_counts(values: NDArray[np.float64], base: float) -> tuple[NDArray[np.int64],
+                                                                     NDArray[np.float64]]:
+    """:func:`privpca.streaming._kernels.log_bin_counts`, in NumPy for small inputs."""
+    return _kernel("log_bin_counts", np.size(values))(values, base)
+
+
+def row_norm_bin_counts(
+    X: NDArray[np.float64], centre: NDArray[np.float64] | None,
+    scale: NDArray[np.float64] | None, base: float,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """:func:`privpca.streaming._kernels.row_norm_bin_counts`, in NumPy for small inputs."""
+    return _kernel("row_norm_bin_counts", np.size(X))(
+        X, centre, scale, base)
+
+
+def shifted_clipped_rows(
+    x: NDArray[Any], centre: NDArray[np.float64] | None, scale: NDArray[np.float64] | None,
+    bound: float, out: NDArray[np.float64],
+) -> tuple[int, bool]:
+    """:func:`privpca.streaming._kernels.shifted_clipped_rows`, in NumPy for small inputs."""
+    return _kernel("shifted_clipped_rows", np.size(x))(
+        x, centre, scale, bound, out)
+
+
+def _binned_norm_sums(
+    X: NDArray[np.float64], centre: NDArray[np.float64] | None, base: float
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    return _kernel("binned_norm_sums", np.size(X))(X, centre, base)
+
 
 #: ``(bin index, count)`` of every non-empty bin of one histogram on a log grid.
 BinCounts = tuple[NDArray[np.int64], NDArray[np.float64]]
@@ -126,6 +183,7 @@ def _merge_counts(a: BinCounts, b: BinCounts) -> BinCounts:
 def norm_counts(source: RowSource, centre: NDArray[np.float64] | None, base: float, *,
                 scale: NDArray[np.float64] | None = None) -> BinCounts:
     """Counts of ``‖(x − centre)/scale‖`` on the log grid of ratio ``base``, over every row."""
+    _expect("row_norm_bin_counts", source)
     return source.reduce(partial(_block_norm_counts, centre=centre, base=base, scale=scale),
                          _merge_counts, desc="norms")
 
@@ -144,6 +202,7 @@ def binned_norm_sums(source: RowSource, centre: NDArray[np.float64] | None,
     """The rows binned by ``‖x − centre‖`` on the log grid of ratio ``base``, with each bin's
     count and sums (:class:`~privpca.pipeline.preprocessing.BinnedSums`): a norm histogram
     and the clipped sums at every edge of the grid, in one pass."""
+    _expect("binned_norm_sums", source)
     return source.reduce(partial(_block_binned_sums, centre=centre, base=base),
                          _merge_binned, desc="norms and sums")
 
@@ -344,6 +403,7 @@ def clipped_gram(
     """``Σᵢ yᵢyᵢᵀ`` with ``yᵢ = clip_bound((xᵢ − centre)/scale)`` (symmetric) over every row
     (or the rows labelled ``group``), and how many rows were clipped."""
     if labels is None:  # the blocks as stored: converted, shifted and checked in one pass
+        _expect("shifted_clipped_rows", source)
         gram, n_clipped = source.reduce(
             partial(_block_raw_clipped_gram, centre=centre, scale=scale, bound=bound),
             _add_gram, desc="Gram", raw=True)
@@ -376,6 +436,7 @@ def clipped_gram_and_sum(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
     """``(Σᵢ yᵢyᵢᵀ, Σᵢ yᵢ)`` with ``yᵢ = clip_bound((xᵢ − centre)/scale)`` in one pass, and
     how many rows were clipped (the held-out layout re-centres the Gram on its own rows)."""
+    _expect("shifted_clipped_rows", source)
     gram, total, n_clipped = source.reduce(
         partial(_block_clipped_gram_sum, centre=centre, scale=scale, bound=bound),
         _add_gram_sum, desc="Gram", raw=True)
