@@ -177,14 +177,9 @@ default="random"
         whose variances differ by less than a few times ``noise_level_·√n_features`` are not
         resolved.
     expected_error_ : float or None
-        Ky Fan bound from the released variances
-        (:func:`~privpca.pipeline.spectrum.component_error_bound`): with r the variance outside
-        the components (private total minus private component variances) and λ the smallest
-        component variance, ``‖V̂V̂ᵀ − VVᵀ‖_F ≤ √(2r/λ)`` with the released noise's margins,
-        w.p. ≥ 95 %, capped at √(2k). Assumes only that the rows' Gram is PSD: no eigengap, no
-        convergence of the method; tight when little variance lies outside the top k,
-        at its cap when the tail variance exceeds λ_k (the basis and its variances cannot
-        see λ_{k+1}). The noise is the providers' summed variance releases
+        The Ky Fan bound ``√(2r/λ)`` from the released variances (r outside the components,
+        λ the smallest component's), w.p. ≥ 95 %, capped at √(2k): derivation and
+        assumptions in :func:`~privpca.pipeline.spectrum.component_error_bound`. The noise is the providers' summed variance releases
         (std ``√Σσᵢ²``), the centring term the last private-mean round's. None in the paper's
         setting (only the T answers are released; the (k+1)-th eigenvalue is not).
     history_ : ndarray of shape (n_iter + 1, n_components, n_features)

@@ -259,14 +259,9 @@ class DPPCA(StochasticPCA):
         of the Gaussian noise added to the mean gradients (``history_["noise_scale"]``), in
         the units of ``explained_variance_``. An indicator, not a bound.
     expected_error_ : float or None
-        Ky Fan bound from the released variances
-        (:func:`~privpca.pipeline.spectrum.component_error_bound`): with r the variance outside
-        the components (private total minus private component variances) and λ the smallest
-        component variance, ``‖V̂V̂ᵀ − VVᵀ‖_F ≤ √(2r/λ)`` with the released noise's margins,
-        w.p. ≥ 95 %, capped at √(2k). Assumes only that the rows' Gram is PSD: no eigengap, no
-        convergence of the method; tight when little variance lies outside the top k,
-        at its cap when the tail variance exceeds λ_k (the basis and its variances cannot
-        see λ_{k+1}). It bounds the distance to the PCA of the *held-out* rows (a uniformly
+        The Ky Fan bound ``√(2r/λ)`` from the released variances (r outside the components,
+        λ the smallest component's), w.p. ≥ 95 %, capped at √(2k): derivation and
+        assumptions in :func:`~privpca.pipeline.spectrum.component_error_bound`. It bounds the distance to the PCA of the *held-out* rows (a uniformly
         random share of the table). None in the papers' setting: the released noise scales
         (``history_``) bound the gradient noise, but DP-PCA's guarantee needs the eigengap of
         the data, which is not released.

@@ -161,14 +161,9 @@ class NoisyPowerPCA(PipelinePCA):
     noise_level_ : float
         σ over the variance denominator: the noise std of each entry of ``XᵀX Q`` per record.
     expected_error_ : float or None
-        Ky Fan bound from the released variances
-        (:func:`~privpca.pipeline.spectrum.component_error_bound`): with r the variance outside
-        the components (private total minus private component variances) and λ the smallest
-        component variance, ``‖V̂V̂ᵀ − VVᵀ‖_F ≤ √(2r/λ)`` with the released noise's margins,
-        w.p. ≥ 95 %, capped at √(2k). Assumes only that the rows' Gram is PSD: no eigengap, no
-        convergence of the method; tight when little variance lies outside the top k,
-        at its cap when the tail variance exceeds λ_k (the basis and its variances cannot
-        see λ_{k+1}). None in the papers' setting: only ``Q_T`` is released, and the
+        The Ky Fan bound ``√(2r/λ)`` from the released variances (r outside the components,
+        λ the smallest component's), w.p. ≥ 95 %, capped at √(2k): derivation and
+        assumptions in :func:`~privpca.pipeline.spectrum.component_error_bound`. None in the papers' setting: only ``Q_T`` is released, and the
         Hardt–Price bound needs ``XᵀX``'s eigengap, which is not.
     n_iter_ : int
         T.

@@ -156,7 +156,13 @@ def component_error_bound(
 
     ``matrix`` (k×k), ``total`` and ``noise_sd`` (τ, the std of each released entry) in the
     same units; ``extra_perturbation`` bounds, in those units, a rank-≤ 2 perturbation of
-    ``G`` in spectral norm. Valid w.p. ≥ 1 − α; derivation in the module docstring.
+    ``G`` in spectral norm. Valid w.p. ≥ 1 − α; derivation in the module docstring. With r
+    the variance outside the components (private total minus private component variances)
+    and λ the smallest component variance, ‖V̂V̂ᵀ − VVᵀ‖_F ≤ √(2r/λ) after the noise margins.
+    It assumes only that ``G`` is positive semidefinite: no eigengap, no convergence of the
+    method that produced the basis. Tight when little variance lies outside the top k; at its
+    cap √(2k) when the tail variance exceeds λ_k (a basis and its own variances cannot see
+    λ_{k+1}).
     """
     k = matrix.shape[0]
     if k >= n_features:
