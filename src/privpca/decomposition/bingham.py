@@ -170,11 +170,12 @@ class BinghamPCA(PipelinePCA):
     noise_level_ : float
         NaN: the exponential mechanism has no additive noise to report.
     expected_error_ : float or None
-        The Ky Fan bound ``√(2r/λ)`` from the released variances (r outside the components,
-        λ the smallest component's), w.p. ≥ 95 %, capped at √(2k): derivation and
-        assumptions in :func:`~privpca.pipeline.spectrum.component_error_bound`. None in the papers' setting: the exponential mechanism's utility
-        bound (the sampled basis's Rayleigh trace is within ``O(kp·T)`` of the top-k sum at
-        temperature T) turns into a distance only through ``XᵀX``'s eigengap, not released.
+        The Ky Fan bound ``√(2r/λ)`` from the released variances (r outside the components, λ the
+        smallest component's), w.p. ≥ 95 %, capped at √(2k): derivation and assumptions in
+        :func:`~privpca.pipeline.spectrum.component_error_bound`. None in the papers' setting: the
+        exponential mechanism's utility bound (the sampled basis's Rayleigh trace is within
+        ``O(kp·T)`` of the top-k sum at temperature T) turns into a distance only through ``XᵀX``'s
+        eigengap, not released.
     privacy_ : PrivacyRecord
         ε, δ (0 in the papers' setting), central model, replace-one neighbours,
         ``sensitivity`` = D² (of the score), ``noise_scale`` = the temperature ``2D²/ε`` of

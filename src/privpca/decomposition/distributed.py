@@ -177,11 +177,11 @@ default="random"
         whose variances differ by less than a few times ``noise_level_·√n_features`` are not
         resolved.
     expected_error_ : float or None
-        The Ky Fan bound ``√(2r/λ)`` from the released variances (r outside the components,
-        λ the smallest component's), w.p. ≥ 95 %, capped at √(2k): derivation and
-        assumptions in :func:`~privpca.pipeline.spectrum.component_error_bound`. The noise is the providers' summed variance releases
-        (std ``√Σσᵢ²``), the centring term the last private-mean round's. None in the paper's
-        setting (only the T answers are released; the (k+1)-th eigenvalue is not).
+        The Ky Fan bound ``√(2r/λ)`` from the released variances (r outside the components, λ the
+        smallest component's), w.p. ≥ 95 %, capped at √(2k): derivation and assumptions in
+        :func:`~privpca.pipeline.spectrum.component_error_bound`. The noise is the providers' summed
+        variance releases (std ``√Σσᵢ²``), the centring term the last private-mean round's. None in
+        the paper's setting (only the T answers are released; the (k+1)-th eigenvalue is not).
     history_ : ndarray of shape (n_iter + 1, n_components, n_features)
         ``Q⁽¹⁾`` (the start) and every iterate, as rows (post-processing: free). Use
         :meth:`sin_theta_path` for the error per iteration (the paper's Figure 3).
