@@ -38,6 +38,7 @@ __all__ = [
     "N_COMPONENTS",
     "N_COMPONENTS_OR_SHARE",
     "PIPELINE",
+    "PRIVACY",
     "RANDOM_STATE",
     "SCALE",
     "SHUFFLE",
@@ -78,18 +79,23 @@ RANDOM_STATE: Constraints = [None, Interval(Integral, 0, None, closed="left"),
 #: Where the spend is recorded.
 LEDGER: Constraints = [None, PrivacyLedger]
 
-#: The parameters every estimator on the release pipeline shares.
-PIPELINE: dict[str, Constraints] = {
-    "n_components": N_COMPONENTS_OR_SHARE,
+#: What every private estimator takes: its guarantee, its randomness and its ledger.
+PRIVACY: dict[str, Constraints] = {
     "epsilon": EPSILON,
     "delta": DELTA,
     "centering": CENTERING,
+    "random_state": RANDOM_STATE,
+    "ledger": LEDGER,
+}
+
+#: The parameters every estimator on the release pipeline shares.
+PIPELINE: dict[str, Constraints] = {
+    **PRIVACY,
+    "n_components": N_COMPONENTS_OR_SHARE,
     "data_norm": DATA_NORM,
     "scale": SCALE,
     "budget_shares": BUDGET_SHARES,
     "holdout_fraction": HOLDOUT_FRACTION,
-    "random_state": RANDOM_STATE,
-    "ledger": LEDGER,
 }
 
 
@@ -108,29 +114,21 @@ SHUFFLE: Constraints = [StrOptions({"auto"}), "boolean"]
 #: The parameters the streaming gradient estimators with a held-out share (Private Oja,
 #: DP-PCA) share.
 STOCHASTIC: dict[str, Constraints] = {
+    **PRIVACY,
     "n_components": N_COMPONENTS,
-    "epsilon": EPSILON,
-    "delta": DELTA,
-    "centering": CENTERING,
     "learning_rate": LEARNING_RATE,
     "shuffle": SHUFFLE,
     "holdout_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
     "stream_centering": [StrOptions({"mean", "pairs"})],
     "budget_shares": BUDGET_SHARES,
-    "random_state": RANDOM_STATE,
-    "ledger": LEDGER,
 }
 
 #: The parameters of the local-model estimators.
 LOCAL: dict[str, Constraints] = {
+    **PRIVACY,
     "n_components": N_COMPONENTS_OR_SHARE,
-    "epsilon": EPSILON,
-    "delta": DELTA,
-    "centering": CENTERING,
     "data_norm": DATA_NORM,
     "scale": SCALE,
     "calibration": [StrOptions({"analytic", "classic"})],
     "sensitivity": [StrOptions({"replace", "paper"})],
-    "random_state": RANDOM_STATE,
-    "ledger": LEDGER,
 }
