@@ -267,12 +267,12 @@ def clip_rows(
         return X, 0
     X_clipped = X.copy() if copy else X
     X_clipped[over] *= (data_norm / norms[over])[:, None]
-    warn_clipped(owner, data_norm, stacklevel=4)
+    warn_clipped(owner, data_norm)
     return X_clipped, n_clipped
 
 
 def warn_clipped(owner: object | None, data_norm: float, *, what: str = "rows",
-                 bound: str = "data_norm", stacklevel: int = 3) -> None:
+                 bound: str = "data_norm") -> None:
     """Warn that some ``what`` exceeded the public ``bound`` and were clipped to it.
 
     Says nothing computed from the data (how many, how long): a warning is a release too.
@@ -283,7 +283,7 @@ def warn_clipped(owner: object | None, data_norm: float, *, what: str = "rows",
         f"estimate is biased. Rescale your data or raise {bound} (which adds noise) if this "
         "is unexpected. (How many were clipped is not reported: that count is not private.)",
         RowClippingWarning,
-        stacklevel=stacklevel,
+        stacklevel=caller_stacklevel(),
     )
 
 

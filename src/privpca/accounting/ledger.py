@@ -19,6 +19,7 @@ from typing import Any
 
 import dp_accounting
 
+from privpca._validation import caller_stacklevel
 from privpca.accounting.composition import compose_epsilon
 from privpca.accounting.record import PrivacyRecord
 from privpca.exceptions import BudgetExceededError, PrivacyWarning
@@ -261,7 +262,7 @@ def resolve_ledger(owner: object, ledger: object) -> PrivacyLedger:
             "PrivacyLedger (it refuses to cross processes, so the problem becomes an error) or "
             "fit with n_jobs=1.",
             PrivacyWarning,
-            stacklevel=4,
+            stacklevel=caller_stacklevel(),
         )
     target = default_ledger() if ledger is None else ledger
     if not isinstance(target, PrivacyLedger):

@@ -21,6 +21,7 @@ import click
 import numpy as np
 from numpy.typing import NDArray
 
+from privpca._validation import caller_stacklevel
 from privpca.cli.columns import describe, identifier_columns, resolve_columns, suggest_columns
 from privpca.exceptions import DataDependentWarning
 from privpca.streaming import ArraySource, ParquetSource, as_row_source, is_zarr_path
@@ -303,7 +304,8 @@ def _fill_missing(path: Path, X: np.ndarray, names: Sequence[str], missing: floa
         X[nan] = missing
         items = [f"{names[int(j)]!r} ({int(counts[j])})" for j in np.flatnonzero(counts)]
         warnings.warn(f"{int(counts.sum())} missing cells were set to {missing:g} "
-                      f"(--missing): {describe(items, 12)}.", DataDependentWarning, stacklevel=2)
+                      f"(--missing): {describe(items, 12)}.", DataDependentWarning,
+                      stacklevel=caller_stacklevel())
     return X
 
 

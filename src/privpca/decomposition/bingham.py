@@ -27,6 +27,7 @@ from sklearn.utils._param_validation import StrOptions
 from threadpoolctl import threadpool_limits
 
 from privpca._validation import (
+    caller_stacklevel,
     check_epsilon,
     check_in_range,
     check_n_components,
@@ -445,7 +446,7 @@ class BinghamPCA(PipelinePCA):
                     "this happens depends on the data: this warning is for the data holder "
                     "only, never publish it (sampler_ and privacy_ do not show it).",
                     DataDependentWarning,
-                    stacklevel=3,
+                    stacklevel=caller_stacklevel(),
                 )
             else:
                 return self._finish(run, prepared,
@@ -500,7 +501,7 @@ class BinghamPCA(PipelinePCA):
             "not covered by privacy_. Do not release them; use them on synthetic or public "
             "data to choose burn_in.",
             PrivacyLeakWarning,
-            stacklevel=3,
+            stacklevel=caller_stacklevel(),
         )
         traces = [released]
         for _ in range(int(self.diagnostic_chains)):

@@ -676,7 +676,7 @@ def _reemit(caught: list[warnings.WarningMessage], clipped: bool, data_norm: flo
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if clipped and clipping:
-        warn_clipped(owner, data_norm, stacklevel=7)  # the caller of fit
+        warn_clipped(owner, data_norm)
 
 
 def _released_total(values: NDArray[np.float64], ratio: NDArray[np.float64]) -> float:

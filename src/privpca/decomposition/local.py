@@ -28,6 +28,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from privpca._validation import (
     RowClippingWarning,
+    caller_stacklevel,
     check_in_range,
     check_n_components,
     check_options,
@@ -175,7 +176,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         if centering is not None or isinstance(data_norm, str):
             return self._plan_groups(n, p, centering, data_norm)
         randomiser = self._randomiser(p)
-        randomiser.warn_if_weaker(stacklevel=5)
+        randomiser.warn_if_weaker()
         return _LocalPlan(planned=self._reports_record(randomiser, n), protocol="paper",
                           randomiser=randomiser)
 
@@ -244,7 +245,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
                 warnings.warn(
                     f"Some users' records had an L2 norm above data_norm={D:g} and were "
                     "clipped to it. The privacy guarantee holds; the estimate is biased.",
-                    RowClippingWarning, stacklevel=5)
+                    RowClippingWarning, stacklevel=caller_stacklevel())
         else:
             Xc, _ = clip_rows(table.X, D, owner=self, norms=np.sqrt(table.sq))
             gram = gram_matrix(Xc)
@@ -834,7 +835,7 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
                     f"{result.dual_residual:.3g}, target {math.sqrt(k) * self.tol:.3g}). "
                     "Increase max_iter or tol.",
                     ConvergenceWarning,
-                    stacklevel=3,
+                    stacklevel=caller_stacklevel(),
                 )
         self.components_, self.support_ = _sparse_top_eigenvectors(solution, k, S)
         # Variances along the sparse components and their share of the noisy trace

@@ -68,6 +68,7 @@ from numpy.typing import NDArray
 from sklearn.utils._param_validation import StrOptions
 
 from privpca._validation import (
+    caller_stacklevel,
     check_delta,
     check_epsilon,
     check_n_components,
@@ -450,7 +451,7 @@ class PrivateOjaPCA(StochasticPCA):
         assert isinstance(beta, float)
         W, n_clipped = self._stream(records, cal, beta, plan.k, rng, shuffle=plan.shuffle)
         if n_clipped:
-            _warn_clipped(beta, stacklevel=6)
+            _warn_clipped(beta)
         self.components_ = fix_signs(W).T.copy()
         self._set_stream_attributes(cal, beta, records.n_samples)
 
@@ -489,7 +490,7 @@ class PrivateOjaPCA(StochasticPCA):
         beta = held.prepared.data_norm ** 2 if isinstance(clip, str) else float(clip)
         W, n_clipped = self._stream(records, cal, beta, plan.k, rng)
         if n_clipped and not isinstance(clip, str):
-            _warn_clipped(beta, stacklevel=7)
+            _warn_clipped(beta)
         m = records.n_samples
         self._set_stream_attributes(cal, beta, m)
         self.noise_level_ = self._paper_noise_level()
@@ -546,12 +547,12 @@ def _private_oja_steps(
     return W, n_clipped
 
 
-def _warn_clipped(beta: float, stacklevel: int) -> None:
+def _warn_clipped(beta: float) -> None:
     # No count: how many gradients were clipped is a statistic of the data.
     warnings.warn(
         f"Some gradient blocks had a norm above clip_norm={beta:g} and were clipped. The "
         "privacy guarantee holds; the estimate is biased. Raise clip_norm (more noise) or "
         "rescale the data if this is unexpected.",
         RowClippingWarning,
-        stacklevel=stacklevel,  # the caller of fit
+        stacklevel=caller_stacklevel(),
     )

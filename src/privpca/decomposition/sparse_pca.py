@@ -36,6 +36,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import validate_data
 
 from privpca._validation import (
+    caller_stacklevel,
     check_in_range,
     check_n_components,
     check_options,
@@ -301,7 +302,7 @@ class SparsePCA(BasePrivatePCA):
                 f"SparsePCA: the truncated power method did not converge in max_iter="
                 f"{self.max_iter} iterations (tol={self.tol:g}). Increase max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=caller_stacklevel(),
             )
         self.components_, self.explained_variance_ = _ritz_rotation(S, Q)
         self.support_ = np.flatnonzero(np.any(self.components_ != 0.0, axis=0))

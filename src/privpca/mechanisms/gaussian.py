@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from scipy.stats import norm
 
 from privpca._validation import (
+    caller_stacklevel,
     check_delta,
     check_epsilon,
     check_in_range,
@@ -105,7 +106,7 @@ def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.
             "the privacy record reports the epsilon it does certify. Use "
             "calibration='analytic' for an exact calibration at any epsilon.",
             PrivacyLeakWarning,
-            stacklevel=2,
+            stacklevel=caller_stacklevel(),
         )
     return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
 

@@ -48,6 +48,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from privpca._validation import (
     RowClippingWarning,
+    caller_stacklevel,
     check_delta,
     check_epsilon,
     check_norm_bound,
@@ -279,7 +280,7 @@ class PreparedRows:
         if isinstance(self.source, np.ndarray):
             return clipped_gram(self._pass_source(), self.mean, self.scale, self.data_norm)[0]
         gram, self.n_clipped = clipped_gram(self.source, self.mean, self.scale, self.data_norm)
-        self._warn_if_clipped(stacklevel=4)
+        self._warn_if_clipped()
         return gram
 
     @property
@@ -296,7 +297,7 @@ class PreparedRows:
 
         out, self.n_clipped = clipped_product(self.source, self.mean, self.scale,
                                               self.data_norm, Q)
-        self._warn_if_clipped(stacklevel=4)
+        self._warn_if_clipped()
         return out
 
     def projected_moments(
@@ -322,7 +323,7 @@ class PreparedRows:
             return ArraySource(self.source, validated=True)
         return self.source
 
-    def _warn_if_clipped(self, stacklevel: int) -> None:
+    def _warn_if_clipped(self) -> None:
         """With a public bound, one warning (after the charge) when any row was clipped."""
         if self.n_clipped and "clipped_estimate" not in self.details \
                 and not self.warned_clipping:
@@ -330,7 +331,7 @@ class PreparedRows:
             warnings.warn(
                 f"Some rows had an L2 norm above data_norm={self.data_norm:g} and were clipped "
                 "to it. The privacy guarantee holds; the estimate is biased.",
-                RowClippingWarning, stacklevel=stacklevel)
+                RowClippingWarning, stacklevel=caller_stacklevel())
 
     @property
     def n_samples(self) -> int:
@@ -504,7 +505,7 @@ class ReleasePipeline:
 
         gram, total, prepared.n_clipped = clipped_gram_and_sum(
             prepared.source, prepared.mean, prepared.scale, prepared.data_norm)
-        prepared._warn_if_clipped(stacklevel=4)
+        prepared._warn_if_clipped()
         s = self._release_centre(prepared, total, rng)
         gram -= np.outer(s, s) / prepared.n_samples
         return gram

@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privpca._validation import (
+    caller_stacklevel,
     check_data,
     check_in_range,
     check_noise_rng,
@@ -157,7 +158,7 @@ class LocalCovarianceRandomiser:
             return float(self.epsilon)
         return certified_epsilon(self.noise_scale, self.delta, self.true_sensitivity)
 
-    def warn_if_weaker(self, stacklevel: int = 3) -> None:
+    def warn_if_weaker(self) -> None:
         """Warn when the paper's sensitivity makes the real guarantee weaker than requested."""
         if self.sensitivity == "paper":
             warnings.warn(
@@ -167,7 +168,7 @@ class LocalCovarianceRandomiser:
                 f"LDP, not ({self.epsilon:g}, {self.delta:g}). Use it only to reproduce the "
                 "paper's numbers.",
                 PrivacyLeakWarning,
-                stacklevel=stacklevel,
+                stacklevel=caller_stacklevel(),
             )
 
     def _clip(self, X: NDArray[np.float64]) -> NDArray[np.float64]:

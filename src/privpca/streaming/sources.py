@@ -37,6 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm.auto import tqdm
 
+from privpca._validation import caller_stacklevel
 from privpca.exceptions import DataDependentWarning, NonFiniteInputError
 from privpca.solvers.gram import BLOCK_ROWS
 from privpca.streaming.zarr_rows import ZarrRows
@@ -386,7 +387,7 @@ class ParquetSource(RowSource):
         warnings.warn(
             f"{int(counts.sum())} missing cells (null or NaN) were read as "
             f"{self.fill_value:g}: {', '.join(items)}.",
-            DataDependentWarning, stacklevel=2)
+            DataDependentWarning, stacklevel=caller_stacklevel())
 
     def blocks(self) -> Iterator[Block]:
         import pyarrow.parquet as pq

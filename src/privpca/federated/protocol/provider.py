@@ -574,7 +574,7 @@ class ProviderState:
             P, self.n_clipped = self._streamed_pass(reductions.clipped_product, Q_S,
                                                     query.support)
         if release == 0 and self.n_clipped and getattr(self, "_warn_public_clip", True):
-            warn_clipped(f"provider {self.provider_id}", self.data_norm_, stacklevel=3)
+            warn_clipped(f"provider {self.provider_id}", self.data_norm_)
         if rows is not None:
             Y = rows[:, query.support] @ query.block
             P = rows.T @ Y  # XᵢᵀXᵢQ, exact
