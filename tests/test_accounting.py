@@ -233,3 +233,67 @@ def test_neighbouring_relations_are_one_type():
         "replace", "add-remove", "replace-user", "replace-provider", "none"}
     assert len({m.description for m in Neighbouring}) == len(Neighbouring)
     assert PrivacyRecord.non_private(3, "").neighbouring == Neighbouring.NOT_PRIVATE.description
+
+
+def _one_spend_record(spend: PrivacySpend, calibration: str) -> PrivacyRecord:
+    return PrivacyRecord(epsilon=spend.epsilon, delta=spend.delta, model="central",
+                         neighbouring="replace one record", sensitivity=spend.sensitivity,
+                         noise_scale=spend.noise_scale, calibration=calibration, data_norm=1.0,
+                         n_samples=100, spends=(spend,))
+
+
+@pytest.mark.parametrize(
+    ("spend", "calibration", "kind", "words"),
+    [
+        (PrivacySpend("gaussian: x", 1.0, 1e-5, 2.0, 3.5,
+                      dp_event=dp_accounting.GaussianDpEvent(1.75)),
+         "analytic", "gaussian", "sensitivity 2, noise std 3.5 (analytic)"),
+        # The score plot's record: calibration "laplace", b = 2/ε.
+        (PrivacySpend("laplace: counts", 0.5, 0.0, 2.0, 4.0,
+                      dp_event=dp_accounting.SelfComposedDpEvent(
+                          dp_accounting.LaplaceDpEvent(4.0), 2)),
+         "laplace", "laplace", "L1 sensitivity 2, Laplace scale b 4 (laplace)"),
+        # Laplace known from the main spend's event alone.
+        (PrivacySpend("vote counts", 0.5, 0.0, 2.0, 4.0,
+                      dp_event=dp_accounting.LaplaceDpEvent(2.0)),
+         "report-noisy-max", "laplace", "L1 sensitivity 2, Laplace scale b 4"),
+        (PrivacySpend("exponential mechanism: matrix Bingham", 1.0, 0.0, 9.0, 18.0),
+         "exponential mechanism", "exponential", "sensitivity 9, temperature 18"),
+        (PrivacySpend("adaptive", 1.0, 1e-5, math.nan, math.nan),
+         "adaptive", "per-step", "noise set step by step (see the spends)"),
+    ],
+)
+def test_record_names_what_its_noise_scale_measures(spend, calibration, kind, words):
+    record = _one_spend_record(spend, calibration)
+    assert record.noise_kind == kind
+    assert words in str(record)
+    if kind != "gaussian":
+        assert "noise std" not in str(record)
+
+
+def test_non_private_record_says_no_noise():
+    record = PrivacyRecord.non_private(10, "exact PCA")
+    assert record.noise_kind == "none"
+    assert "no noise (none); n=10" in str(record) and "noise std" not in str(record)
+
+
+def test_fitted_records_name_their_noise():
+    import numpy as np
+
+    from privpca import AnalyzeGaussPCA, BinghamPCA
+    from privpca.plot import scores
+
+    X = np.random.default_rng(0).standard_normal((5_000, 4))
+    ledger = PrivacyLedger()
+    gauss = AnalyzeGaussPCA(2, epsilon=1.0, random_state=0, ledger=ledger).fit(X)
+    assert gauss.privacy_.noise_kind == "gaussian" and "noise std" in str(gauss.privacy_)
+    with pytest.warns(Warning):  # rows above the public bound are clipped
+        bingham = BinghamPCA(2, epsilon=1.0, delta=0.0, centering=None, data_norm=1.0,
+                             random_state=0, ledger=ledger).fit(X)
+    assert bingham.privacy_.noise_kind == "exponential"
+    assert f"temperature {2 / 1.0:.4g}" in str(bingham.privacy_)
+    laplace = scores(gauss, X, epsilon=0.5, random_state=0, ledger=ledger).privacy_record
+    assert laplace.noise_kind == "laplace" and "Laplace scale b 4 (laplace)" in str(laplace)
+    gaussian = scores(gauss, X, epsilon=0.5, delta=1e-6, random_state=0,
+                      ledger=ledger).privacy_record
+    assert gaussian.noise_kind == "gaussian" and "noise std" in str(gaussian)

@@ -30,7 +30,7 @@ from matplotlib.axes import Axes
 
 from privpca import plot
 from privpca.accounting.ledger import PrivacyLedger
-from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.accounting.record import NOISE_LABELS, PrivacyRecord, PrivacySpend
 
 __all__ = ["render_release_report", "write_release_report"]
 
@@ -139,7 +139,8 @@ def _record_table(record: PrivacyRecord, table_id: str) -> str:
         ("bound on each record's norm (public or released)", _num(record.data_norm)),
         ("calibration", _e(record.calibration)),
         ("main sensitivity", _num(record.sensitivity)),
-        ("main noise scale (std per coordinate)", _num(record.noise_scale)),
+        (f"main noise scale ({NOISE_LABELS.get(record.noise_kind, record.noise_kind)}, per "
+         "coordinate)", _num(record.noise_scale)),
     ]
     out = _table(("quantity", "value"), rows, table_id=table_id, numeric=())
     if record.notes:

@@ -13,7 +13,15 @@ from privpca.accounting.composition import compose_epsilon
 from privpca.mechanisms.noise import SECURE_NOISE_NOTE
 from privpca.mechanisms.sensitivity import Neighbouring
 
-__all__ = ["PrivacyRecord", "PrivacySpend"]
+__all__ = ["NOISE_LABELS", "PrivacyRecord", "PrivacySpend"]
+
+#: What a record's ``noise_scale`` measures, by the law of its main noise
+#: (:attr:`PrivacyRecord.noise_kind`).
+NOISE_LABELS: dict[str, str] = {
+    "gaussian": "noise std",
+    "laplace": "Laplace scale b",
+    "exponential": "temperature",
+}
 
 
 @dataclass(frozen=True)
@@ -29,7 +37,8 @@ class PrivacySpend:
     sensitivity : float
         L2 sensitivity Δ of the released quantity under the record's neighbouring relation.
     noise_scale : float
-        Standard deviation σ of the noise added per coordinate.
+        The noise's scale per coordinate: the standard deviation σ of Gaussian noise, the
+        scale b of Laplace noise, the temperature of the exponential mechanism.
     count : int
         How many identical releases of this kind were made (composed by the accountant).
     dp_event : dp_accounting.DpEvent
@@ -73,9 +82,11 @@ class PrivacyRecord:
     neighbouring : str
         The neighbouring relation of the guarantee (e.g. ``"replace one user's record"``).
     sensitivity : float
-        L2 sensitivity of the (main) released quantity.
+        Sensitivity of the (main) released quantity: L2 for Gaussian noise, L1 for Laplace
+        noise, of the score for the exponential mechanism.
     noise_scale : float
-        Standard deviation of the (main) noise, per coordinate, per user or release.
+        Scale of the (main) noise, per coordinate, per user or release: what it measures
+        depends on the noise's law (:attr:`noise_kind`, :data:`NOISE_LABELS`).
     calibration : str
         How the noise was calibrated (``"analytic"`` or ``"classic"``).
     data_norm : float
@@ -168,10 +179,51 @@ class PrivacyRecord:
                 out[key] = str(value)
         return out
 
+    @property
+    def noise_kind(self) -> str:
+        """The law of the main noise, which says what ``noise_scale`` measures.
+
+        ``"gaussian"`` (a standard deviation), ``"laplace"`` (the scale b), ``"exponential"``
+        (the exponential mechanism's temperature), ``"none"`` (a non-private fit) or
+        ``"per-step"`` (no single scale: it is set step by step, in the spends).
+        """
+        if self.model == "non-private":
+            return "none"
+        if not math.isfinite(self.noise_scale):
+            return "per-step"
+        if self.calibration.startswith("exponential"):
+            return "exponential"
+        if self.calibration == "laplace":
+            return "laplace"
+        spend = self._main_spend()
+        if spend is None:
+            return "gaussian"
+        if spend.mechanism.startswith("exponential"):
+            return "exponential"
+        event = spend.dp_event
+        while isinstance(event, dp_accounting.SelfComposedDpEvent):
+            event = event.event
+        return "laplace" if isinstance(event, dp_accounting.LaplaceDpEvent) else "gaussian"
+
+    def _main_spend(self) -> PrivacySpend | None:
+        """The spend whose sensitivity and noise scale the record reports, if listed."""
+        for spend in self.spends:
+            if (spend.noise_scale, spend.sensitivity) == (self.noise_scale, self.sensitivity):
+                return spend
+        return None
+
     def __str__(self) -> str:
+        kind = self.noise_kind
+        if kind == "none":
+            noise = "no noise"
+        elif kind == "per-step":
+            noise = "noise set step by step (see the spends)"
+        else:
+            sensitivity = "L1 sensitivity" if kind == "laplace" else "sensitivity"
+            noise = (f"{sensitivity} {self.sensitivity:.4g}, {NOISE_LABELS[kind]} "
+                     f"{self.noise_scale:.4g}")
         return (
             f"({self.epsilon:.4g}, {self.delta:.3g})-DP, {self.model} model, neighbours: "
-            f"{self.neighbouring}; sensitivity {self.sensitivity:.4g}, noise std "
-            f"{self.noise_scale:.4g} ({self.calibration})"
+            f"{self.neighbouring}; {noise} ({self.calibration})"
             + ("" if self.n_samples is None else f"; n={self.n_samples}")
         )
