@@ -10,12 +10,13 @@ from typing import Any
 
 import click
 
-from privpca._registry import PRIVATE_ESTIMATORS
+from privpca._registry import PRIVATE_ESTIMATORS, TRUST_MODELS
 from privpca.cli.columns import MissingPolicy
 from privpca.cli.options import _DataNorm, _HoldoutFraction, _NComponents, _ScoresDelta
 from privpca.cli.payload import _fit_payload, _summary
 from privpca.cli.tables import _read_table
 from privpca.exceptions import BudgetExceededError, DataDependentWarning
+from privpca.pca import MODELS, OWN_PARAMETERS, PCA, select_mechanism
 
 __all__ = ["fit"]
 
@@ -40,10 +41,22 @@ def _check_writable(path: Path) -> None:
 @click.option(
     "--method",
     "-m",
-    type=click.Choice(sorted(PRIVATE_ESTIMATORS)),
+    type=click.Choice(["auto", *sorted(PRIVATE_ESTIMATORS)]),
     default="analyze-gauss",
     show_default=True,
-    help="Estimator to fit.",
+    help="Estimator to fit. 'auto': privpca.PCA picks it from public quantities only "
+    "(--model, --delta, the number of columns): Analyze Gauss in the central model, Bingham "
+    "with --delta 0, the noisy power method above 4096 columns, local-gaussian with --model "
+    "local, dps-pca with --model distributed; the JSON and the summary say which and why.",
+)
+@click.option(
+    "--model",
+    type=click.Choice(list(MODELS)),
+    default="central",
+    show_default=True,
+    help="The trust model: a curator sees the raw rows ('central'), each provider only its "
+    "own ('distributed'), or nobody ('local'). Chooses the mechanism with --method auto; a "
+    "named --method needing more trust is refused.",
 )
 @click.option(
     "--n-components",
@@ -62,10 +75,11 @@ def _check_writable(path: Path) -> None:
 )
 @click.option(
     "--delta",
-    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    type=click.FloatRange(min=0, max=1, max_open=True),
     default=1e-5,
     show_default=True,
-    help="0 < δ < 1; well below 1/n.",
+    help="0 < δ < 1; well below 1/n. 0 (pure ε-DP): bingham only (or --method auto), with "
+    "--centering none and a public --data-norm.",
 )
 @click.option(
     "--centering",
@@ -220,6 +234,7 @@ def fit(
     ctx: click.Context,
     data: Path,
     method: str,
+    model: str,
     n_components: int | float,
     epsilon: float,
     delta: float,
@@ -255,10 +270,11 @@ def fit(
     \b
         privpca fit data.csv -k 2 --epsilon 1 --plot figures
         privpca fit data.csv -k 2 --epsilon 1 --report release.html --scores-epsilon 0.2
+        privpca fit data.csv -k 2 --epsilon 1 --method auto --model local
 
     The JSON has the components, mean, scale, bound, explained variance (and ratio), the noise
     level, an error estimate and the privacy record; a value the method does not release is
-    null. Warnings whose presence depends on the data (DataDependentWarning: e.g. rows above
+    null. With --method auto it also has the model, the mechanism chosen and why. Warnings whose presence depends on the data (DataDependentWarning: e.g. rows above
     a public --data-norm were clipped) are not printed unless --show-data-warnings is given,
     so that stdout, stderr and the JSON can be published as they are.
     """
@@ -276,10 +292,14 @@ def fit(
     elif stream or scheduler is not None or data.suffix == ".parquet" or data.is_dir():
         raise click.UsageError("--scores-epsilon needs the table in memory: not with --stream, "
                                "--scheduler, Parquet or a folder.")
+    name, reason = _select(method, model, delta, None)  # refuse a bad combination first
+    _check_pure(name, delta, centering, data_norm, scale)
     X, names, client = _read_table(data, columns=columns, missing=missing, stream=stream,
                                    scheduler=scheduler, chunk_rows=chunk_rows,
                                    show_data_warnings=show_data_warnings)
-    cls = PRIVATE_ESTIMATORS[method]
+    if method == "auto":  # the table's width (public) may change the choice
+        name, reason = _select(method, model, delta, len(names))
+    cls = PRIVATE_ESTIMATORS[name]
     accepted = cls().get_params()
     # estimator parameter -> (click parameter, value); a method gets only what it takes, and
     # an option given explicitly to a method that does not take it is refused.
@@ -308,13 +328,14 @@ def fit(
         elif ctx.get_parameter_source(option) is not click.core.ParameterSource.DEFAULT:
             flag = "--" + option.replace("_", "-")
             raise click.UsageError(
-                f"{flag} does not apply to {method} ({cls.__name__} takes no {key!r} "
+                f"{flag} does not apply to {name} ({cls.__name__} takes no {key!r} "
                 "parameter)."
             )
     if "progress" in accepted:  # long solvers (LocalSparsePCA's ADMM): a bar on stderr
         params["progress"] = True
     # Pure ε-DP methods may take no delta: their privacy record states what they certify.
-    est: Any = cls(**params)
+    front: PCA | None = _front_door(model, params) if method == "auto" else None
+    est: Any = cls(**params) if front is None else front
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -324,6 +345,9 @@ def fit(
         finally:
             if client is not None:
                 client.close()
+    if front is not None:  # what follows reads the chosen estimator's fitted attributes
+        est = front.estimator_
+        name, reason = front.mechanism_, front.selection_reason_
     for w in caught:
         # A data-dependent warning is one bit about the data outside the guarantee: printed
         # only on request, for the data holder (never in the JSON). NumPy's RuntimeWarnings
@@ -334,6 +358,8 @@ def fit(
         click.echo(f"warning: {w.category.__name__}: {w.message}", err=True)
     payload = _fit_payload(method, est, len(names), names)
     payload["missing"] = "refuse" if missing is None else missing  # the policy, never a count
+    if front is not None:
+        payload.update(model=model, mechanism=name, selection_reason=reason)
     score_ax = None
     if scores_epsilon is not None:
         score_ax = _release_scores(est, X, scores_epsilon, scores_delta, scores_bins,
@@ -372,6 +398,58 @@ def fit(
         written.append(str(report_path))
     if written:
         click.echo(f"Wrote {', '.join(written)}", err=True)
+
+
+def _select(method: str, model: str, delta: float, n_features: int | None) -> tuple[str, str]:
+    """The estimator's CLI name and why (:func:`privpca.pca.select_mechanism`), with the
+    refusals worded for the command line."""
+    if method != "auto" and MODELS.index(TRUST_MODELS[method]) < MODELS.index(model):
+        fitting = ", ".join(n for n, m in sorted(TRUST_MODELS.items())
+                            if MODELS.index(m) >= MODELS.index(model))
+        raise click.UsageError(
+            f"--method {method} runs in the {TRUST_MODELS[method]} model: it needs more trust "
+            f"than --model {model} grants. Choose one of {fitting}, or --method auto."
+        )
+    if delta == 0 and model != "central":
+        raise click.UsageError(
+            f"--delta 0 (pure ε-DP) has no mechanism in the {model} model: its mechanisms add "
+            "Gaussian noise. Give --delta > 0, or --model central (the exponential mechanism, "
+            "bingham)."
+        )
+    try:
+        return select_mechanism(n_features, delta=delta, model=model, mechanism=method)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def _check_pure(name: str, delta: float, centering: str, data_norm: str | float,
+                scale: bool) -> None:
+    """Refuse ``--delta 0`` where the fit would need δ > 0: before the table is read."""
+    if delta != 0:
+        return
+    if name != "bingham":
+        raise click.UsageError(
+            f"--delta 0 (pure ε-DP) is for bingham (the exponential mechanism) only: {name} "
+            "adds Gaussian noise. Give --delta > 0, or --method bingham (or auto)."
+        )
+    if centering != "none" or isinstance(data_norm, str) or scale:
+        raise click.UsageError(
+            "--delta 0 (pure ε-DP) needs a public centre and norm bound: give --centering none "
+            "and --data-norm D (a public bound on the rows' norms, never read off the data), "
+            "without --scale. The private mean, norm bound and scales are Gaussian releases "
+            "and need --delta > 0."
+        )
+
+
+def _front_door(model: str, params: dict[str, Any]) -> PCA:
+    """``privpca.PCA`` with the options the chosen estimator takes (the same fit as that
+    estimator built from ``params``, bit for bit)."""
+    return PCA(
+        n_components=params["n_components"], epsilon=params["epsilon"],
+        delta=params["delta"], model=model, mechanism="auto",
+        options={key: value for key, value in params.items() if key not in OWN_PARAMETERS},
+        random_state=params["random_state"],
+    )
 
 
 def _command_line(ctx: click.Context) -> list[str]:

@@ -77,6 +77,9 @@ def _summary(payload: dict[str, Any], est: Any) -> str:
         f"features, n = {payload['n_samples'] if payload['n_samples'] is not None else 'private'}",
         f"  explained variance ratio (private): {fmt(payload['explained_variance_ratio'])}",
     ]
+    if "mechanism" in payload:  # --method auto: what privpca.PCA chose, and why
+        lines.insert(1, f"  mechanism: {payload['mechanism']} (--method auto, "
+                        f"{payload['model']} model): {payload['selection_reason']}")
     error = payload["expected_error"]
     k, p = payload["n_components"], payload["n_features"]
     cap = math.sqrt(2 * min(k, p - k))
