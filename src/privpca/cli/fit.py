@@ -274,9 +274,10 @@ def fit(
 
     The JSON has the components, mean, scale, bound, explained variance (and ratio), the noise
     level, an error estimate and the privacy record; a value the method does not release is
-    null. With --method auto it also has the model, the mechanism chosen and why. Warnings whose presence depends on the data (DataDependentWarning: e.g. rows above
-    a public --data-norm were clipped) are not printed unless --show-data-warnings is given,
-    so that stdout, stderr and the JSON can be published as they are.
+    null. With --method auto it also has the model, the mechanism chosen and why. Warnings
+    whose presence depends on the data (DataDependentWarning: e.g. rows above a public
+    --data-norm were clipped) are not printed unless --show-data-warnings is given, so that
+    stdout, stderr and the JSON can be published as they are.
     """
     if output is not None:
         _check_writable(output)  # before anything is read or fitted (nothing spent)
