@@ -281,13 +281,16 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             options.setdefault("solver", "data")  # chosen because p×p is too large
         public_bound = isinstance(options.get("data_norm"), numbers.Real) and not isinstance(
             options.get("data_norm"), bool)
+        private_scale = options.get("scale", False) is True
         if name == "bingham" and self.delta == 0 and not (
-                "centering" in options and options["centering"] is None and public_bound):
+                "centering" in options and options["centering"] is None and public_bound
+                and not private_scale):
             raise ValueError(
-                "delta=0 (pure epsilon-DP) needs a public centre and norm bound: pass "
+                "delta=0 (pure epsilon-DP) needs a public centre, norm bound and scales: pass "
                 "options={'centering': None, 'data_norm': D} with D a public bound on the "
-                "rows' norms. The private mean, norm bound and variances are Gaussian "
-                "releases and need delta > 0."
+                "rows' norms (and no scale=True, or public scales as an array). The private "
+                "mean, norm bound, scales and variances are Gaussian releases and need "
+                "delta > 0."
             )
         return options
 
