@@ -80,6 +80,8 @@ _MIN_CHUNK = 512  # records per thread below which threads cost more than they s
 _threads: int | None = None  # set_num_threads; None: PRIVPCA_NUM_THREADS, else 1
 #: Bins per column that :func:`gradient_counts` counts directly (two more slots for spills).
 WINDOW = 30
+#: Block rows from which the power iteration's dot products run on the block's transpose.
+_TRANSPOSE_MIN = 32
 _AHEAD = 4  # records prefetched ahead: enough to hide a memory miss behind one row's work
 
 
@@ -453,12 +455,23 @@ def truncated_sums(G, n_rows, low, high, out):
             out[j] += t
 
 
-@numba.njit(inline="always", **_JIT)
-def _dot_axpy(P, o, s, x, y, d):
-    """``d_i = P[o+i]·x`` for ``i < s`` and ``y = Σ_i d_i P[o+i]``: one pass, 4 rows at a time."""
+@numba.njit(**_JIT)
+def _dots(P, o, s, x, d, St):
+    """``d_i = P[o+i]·x`` for ``i < s``, each summed in the order of the columns from 0.0.
+
+    ``St`` (``q × ≥s``) holds the block's transpose when ``s ≥`` :data:`_TRANSPOSE_MIN`: the
+    sums then advance over all rows at once (vectorised), else four rows at a time. The
+    same bits either way.
+    """
     q = P.shape[1]
-    for a in range(q):
-        y[a] = 0.0
+    if s >= _TRANSPOSE_MIN:
+        for i in range(s):
+            d[i] = 0.0
+        for a in range(q):
+            xa = x[a]
+            for i in range(s):
+                d[i] += St[a, i] * xa
+        return
     i = 0
     while i + 4 <= s:
         d0 = d1 = d2 = d3 = 0.0
@@ -469,6 +482,24 @@ def _dot_axpy(P, o, s, x, y, d):
             d2 += P[o + i + 2, a] * xa
             d3 += P[o + i + 3, a] * xa
         d[i], d[i + 1], d[i + 2], d[i + 3] = d0, d1, d2, d3
+        i += 4
+    while i < s:
+        acc = 0.0
+        for a in range(q):
+            acc += P[o + i, a] * x[a]
+        d[i] = acc
+        i += 1
+
+
+@numba.njit(**_JIT)
+def _axpy(P, o, s, d, y):
+    """``y = Σ_i d_i P[o+i]``, ``i < s``: four rows to a term, then the rows left one by one."""
+    q = P.shape[1]
+    for a in range(q):
+        y[a] = 0.0
+    i = 0
+    while i + 4 <= s:
+        d0, d1, d2, d3 = d[i], d[i + 1], d[i + 2], d[i + 3]
         for a in range(q):
             y[a] += (
                 d0 * P[o + i, a]
@@ -478,20 +509,22 @@ def _dot_axpy(P, o, s, x, y, d):
             )
         i += 4
     while i < s:
-        acc = 0.0
+        di = d[i]
         for a in range(q):
-            acc += P[o + i, a] * x[a]
-        d[i] = acc
-        for a in range(q):
-            y[a] += acc * P[o + i, a]
+            y[a] += di * P[o + i, a]
         i += 1
 
 
 @numba.njit(**_JIT)
-def _top_one(pairs, o, s, n_iter, x, y, d):
-    """:func:`top_eigenvalues` of the block ``pairs[o:o+s]`` (scratch ``x, y`` (q), ``d`` (s))."""
+def _top_one(pairs, o, s, n_iter, x, y, d, St):
+    """:func:`top_eigenvalues` of the block ``pairs[o:o+s]`` (scratch ``x, y`` (q), ``d`` (s),
+    ``St`` (q × ≥s))."""
     q = pairs.shape[1]
     gram = s <= q
+    if s >= _TRANSPOSE_MIN:
+        for i in range(s):
+            for a in range(q):
+                St[a, i] = pairs[o + i, a]
     x0 = 1.0 / math.sqrt(s if gram else q)
     for a in range(q):
         x[a] = 0.0 if gram else x0
@@ -500,7 +533,8 @@ def _top_one(pairs, o, s, n_iter, x, y, d):
             for a in range(q):
                 x[a] += x0 * pairs[o + i, a]
     for _ in range(n_iter):
-        _dot_axpy(pairs, o, s, x, y, d)
+        _dots(pairs, o, s, x, d, St)
+        _axpy(pairs, o, s, d, y)
         # w = Mv is d/s (Gram) or y/s; the next x is Sᵀw/‖w‖ (Gram) or w/‖w‖: y/(s‖w‖)
         nrm = 0.0
         if gram:
@@ -522,11 +556,9 @@ def _top_one(pairs, o, s, n_iter, x, y, d):
         for a in range(q):
             acc += x[a] * x[a]
     else:
+        _dots(pairs, o, s, x, d, St)
         for i in range(s):
-            di = 0.0
-            for a in range(q):
-                di += pairs[o + i, a] * x[a]
-            acc += di * di
+            acc += d[i] * d[i]
     return acc / s
 
 
@@ -534,9 +566,9 @@ def _top_one(pairs, o, s, n_iter, x, y, d):
 def _top_eigenvalues(pairs, n_subsets, n_iter, out):
     q = pairs.shape[1]
     s = pairs.shape[0] // n_subsets
-    x, y, d = np.empty(q), np.empty(q), np.empty(s)
+    x, y, d, St = np.empty(q), np.empty(q), np.empty(s), np.empty((q, s))
     for m in range(n_subsets):
-        out[m] = _top_one(pairs, m * s, s, n_iter, x, y, d)
+        out[m] = _top_one(pairs, m * s, s, n_iter, x, y, d, St)
 
 
 @numba.njit(**_PARALLEL)
@@ -544,9 +576,9 @@ def _top_eigenvalues_parallel(pairs, n_subsets, n_iter, out, n_chunks):
     q = pairs.shape[1]
     s = pairs.shape[0] // n_subsets
     for c in numba.prange(n_chunks):
-        x, y, d = np.empty(q), np.empty(q), np.empty(s)
+        x, y, d, St = np.empty(q), np.empty(q), np.empty(s), np.empty((q, s))
         for m in range(c * n_subsets // n_chunks, (c + 1) * n_subsets // n_chunks):
-            out[m] = _top_one(pairs, m * s, s, n_iter, x, y, d)
+            out[m] = _top_one(pairs, m * s, s, n_iter, x, y, d, St)
 
 
 def top_eigenvalues(pairs: Any, n_subsets: int, n_iter: int, out: Any) -> None:
@@ -585,7 +617,7 @@ def _pair_subsets(X, rows, centre, W, s, first, stop, n_iter, out):
     """:func:`pair_top_eigenvalues` for the subsets ``first ≤ m < stop``."""
     q = W.size
     S = np.empty((s, q))
-    x, y, d = np.empty(q), np.empty(q), np.empty(s)
+    x, y, d, St = np.empty(q), np.empty(q), np.empty(s), np.empty((q, s))
     bad = False
     for m in range(first, stop):
         bad |= _pair_rows(X, rows, m * s, (m + 1) * s, stop * s, centre, W, S, m * s)
@@ -594,7 +626,7 @@ def _pair_subsets(X, rows, centre, W, s, first, stop, n_iter, out):
             # while this subset's power iteration computes on the cache.
             for j in range(2 * ((m + 1) * s + _AHEAD), 2 * (m + 2) * s):
                 _prefetch_row(X, rows[j])
-        out[m] = _top_one(S, 0, s, n_iter, x, y, d)
+        out[m] = _top_one(S, 0, s, n_iter, x, y, d, St)
     return bad
 
 
