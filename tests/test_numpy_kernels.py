@@ -259,3 +259,22 @@ def test_default_dppca_fit_compiles_nothing_on_a_small_table():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=300)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize(("k", "n_subsets"), [(1, 6), (3, 40)])
+def test_a_dppca_fit_with_large_subsets_is_the_same_on_either_path(monkeypatch, k, n_subsets):
+    """78 pairs a subset (the compiled power iteration on the transpose) and 11 at k = 3."""
+    import privpca.decomposition as dec
+    from privpca.mechanisms import _numpy_kernels as mnp
+
+    X = np.random.default_rng(7).standard_normal((20000, 8)) * np.linspace(2.0, 0.5, 8)
+    fits = []
+    for limit in (10**12, 0):
+        for module in (reductions, mnp):
+            monkeypatch.setattr(module, "JIT_MIN_CELLS", limit)
+            monkeypatch.setattr(module, "_cells_seen", {})
+        est = dec.DPPCA(k, epsilon=4.0, delta=1e-5, n_subsets=n_subsets,
+                        random_state=1).fit(X)
+        fits.append((est.components_, est.explained_variance_))
+    _same(tuple(fits[0]), tuple(fits[1]))
