@@ -84,10 +84,10 @@ def _summary(runs: list[dict[str, float]]) -> str:
             f"numba {'yes' if any(r['numba'] for r in runs) else 'no '}")
 
 
-def _readonly(name: str, n: int, p: int, base_env: dict[str, str]) -> str:
+def _readonly(name: str, n: int, p: int, base_env: dict[str, str], package: Path) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "src"
-        shutil.copytree(ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(package, src, ignore=shutil.ignore_patterns("__pycache__"))
         for path in [src, *src.rglob("*")]:
             mode = path.stat().st_mode
             path.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
@@ -138,7 +138,7 @@ def main() -> None:
         print(f"{name:16s} cold  {_summary(cold)}")
         print(f"{'':16s} warm  {_summary(warm)}")
         if not args.no_readonly and name != "sklearn.PCA":
-            print(f"{'':16s} read-only install: {_readonly(name, args.n, args.p, base_env)}")
+            print(f"{'':16s} read-only install: {_readonly(name, args.n, args.p, base_env, src)}")
 
 
 if __name__ == "__main__":

@@ -9,13 +9,15 @@ the same in two passes), one forms Algorithm 5's gradients and counts their bins
 pass is deterministic arithmetic on public parameters and the data; all randomness stays with
 the callers (NumPy Generators). Gradients, pairs, counts and sums are the same arithmetic in
 the same order as the NumPy passes they replaced; the subset eigenvalues differ from NumPy's
-by rounding only (~1e-15 relative), which changes DP-PCA's output only if one lies within
-that of a √2 bin edge (not seen: the same outputs bit for bit).
+batched power iteration by rounding only (~1e-15 relative), which changes DP-PCA's output
+only if one lies within that of a √2 bin edge.
 
-:func:`gradient_counts` and :func:`truncated_sums` have NumPy twins (the same bits) in
-:mod:`privpca.mechanisms._numpy_kernels`, which DP-PCA runs on small tables so as not to
-wait for their compile; the subset eigenvalues have none (they are summed with
-reassociation).
+Every pass here is compiled without fast-math: each sum is added in the order the code
+writes it (IEEE, no reassociation, no fused multiply-add), so that each has a NumPy twin in
+:mod:`privpca.mechanisms._numpy_kernels` giving the same bits, which DP-PCA runs on small
+tables so as not to wait for their compile. The power iteration pays for its fixed order
+(docs/BENCHMARKS.md, issue 29): Algorithm 4's pass takes ~1.3× its time with reassociation
+and fused multiply-adds, once compiled.
 
 Gradients are ``g_i = A_i W`` flattened row-major (``q = p·k`` entries, entry ``a·k + c`` is
 ``(A_i W)[a, c]``), for vector records ``A_i = y_i y_iᵀ`` with ``y_i = x_{row_i} − centre``:
@@ -75,11 +77,12 @@ _MAX_BIN = float(2**52)
 _SQRT2 = math.sqrt(2.0)
 _JIT: dict[str, Any] = {"cache": True, "nogil": True, "error_model": "numpy"}
 _PARALLEL: dict[str, Any] = {**_JIT, "parallel": True}
-_FAST = {"reassoc", "contract"}  # vectorised sums: rounding differs, ~1e-15 relative
 _MIN_CHUNK = 512  # records per thread below which threads cost more than they save
 _threads: int | None = None  # set_num_threads; None: PRIVPCA_NUM_THREADS, else 1
 #: Bins per column that :func:`gradient_counts` counts directly (two more slots for spills).
 WINDOW = 30
+#: Block rows from which the power iteration's dot products run on the block's transpose.
+_TRANSPOSE_MIN = 32
 _AHEAD = 4  # records prefetched ahead: enough to hide a memory miss behind one row's work
 
 
@@ -453,12 +456,23 @@ def truncated_sums(G, n_rows, low, high, out):
             out[j] += t
 
 
-@numba.njit(fastmath=_FAST, inline="always", **_JIT)
-def _dot_axpy(P, o, s, x, y, d):
-    """``d_i = P[o+i]·x`` for ``i < s`` and ``y = Σ_i d_i P[o+i]``: one pass, 4 rows at a time."""
+@numba.njit(**_JIT)
+def _dots(P, o, s, x, d, St):
+    """``d_i = P[o+i]·x`` for ``i < s``, each summed in the order of the columns from 0.0.
+
+    ``St`` (``q × ≥s``) holds the block's transpose when ``s ≥`` :data:`_TRANSPOSE_MIN`: the
+    sums then advance over all rows at once (vectorised), else four rows at a time. The
+    same bits either way.
+    """
     q = P.shape[1]
-    for a in range(q):
-        y[a] = 0.0
+    if s >= _TRANSPOSE_MIN:
+        for i in range(s):
+            d[i] = 0.0
+        for a in range(q):
+            xa = x[a]
+            for i in range(s):
+                d[i] += St[a, i] * xa
+        return
     i = 0
     while i + 4 <= s:
         d0 = d1 = d2 = d3 = 0.0
@@ -469,6 +483,24 @@ def _dot_axpy(P, o, s, x, y, d):
             d2 += P[o + i + 2, a] * xa
             d3 += P[o + i + 3, a] * xa
         d[i], d[i + 1], d[i + 2], d[i + 3] = d0, d1, d2, d3
+        i += 4
+    while i < s:
+        acc = 0.0
+        for a in range(q):
+            acc += P[o + i, a] * x[a]
+        d[i] = acc
+        i += 1
+
+
+@numba.njit(**_JIT)
+def _axpy(P, o, s, d, y):
+    """``y = Σ_i d_i P[o+i]``, ``i < s``: four rows to a term, then the rows left one by one."""
+    q = P.shape[1]
+    for a in range(q):
+        y[a] = 0.0
+    i = 0
+    while i + 4 <= s:
+        d0, d1, d2, d3 = d[i], d[i + 1], d[i + 2], d[i + 3]
         for a in range(q):
             y[a] += (
                 d0 * P[o + i, a]
@@ -478,20 +510,22 @@ def _dot_axpy(P, o, s, x, y, d):
             )
         i += 4
     while i < s:
-        acc = 0.0
+        di = d[i]
         for a in range(q):
-            acc += P[o + i, a] * x[a]
-        d[i] = acc
-        for a in range(q):
-            y[a] += acc * P[o + i, a]
+            y[a] += di * P[o + i, a]
         i += 1
 
 
-@numba.njit(fastmath=_FAST, **_JIT)
-def _top_one(pairs, o, s, n_iter, x, y, d):
-    """:func:`top_eigenvalues` of the block ``pairs[o:o+s]`` (scratch ``x, y`` (q), ``d`` (s))."""
+@numba.njit(**_JIT)
+def _top_one(pairs, o, s, n_iter, x, y, d, St):
+    """:func:`top_eigenvalues` of the block ``pairs[o:o+s]`` (scratch ``x, y`` (q), ``d`` (s),
+    ``St`` (q × ≥s))."""
     q = pairs.shape[1]
     gram = s <= q
+    if s >= _TRANSPOSE_MIN:
+        for i in range(s):
+            for a in range(q):
+                St[a, i] = pairs[o + i, a]
     x0 = 1.0 / math.sqrt(s if gram else q)
     for a in range(q):
         x[a] = 0.0 if gram else x0
@@ -500,7 +534,8 @@ def _top_one(pairs, o, s, n_iter, x, y, d):
             for a in range(q):
                 x[a] += x0 * pairs[o + i, a]
     for _ in range(n_iter):
-        _dot_axpy(pairs, o, s, x, y, d)
+        _dots(pairs, o, s, x, d, St)
+        _axpy(pairs, o, s, d, y)
         # w = Mv is d/s (Gram) or y/s; the next x is Sᵀw/‖w‖ (Gram) or w/‖w‖: y/(s‖w‖)
         nrm = 0.0
         if gram:
@@ -511,7 +546,9 @@ def _top_one(pairs, o, s, n_iter, x, y, d):
             for a in range(q):
                 wa = y[a] / s
                 nrm += wa * wa
-        nrm = max(math.sqrt(nrm), 1e-300)
+        nrm = math.sqrt(nrm)
+        if 1e-300 > nrm:  # max(nrm, 1e-300), NaN kept (Python's max)
+            nrm = 1e-300
         for a in range(q):
             x[a] = (y[a] / s) / nrm
     # vᵀMv = ‖Sᵀv‖²/s = ‖x‖²/s (Gram) or ‖Sv‖²/s
@@ -520,11 +557,9 @@ def _top_one(pairs, o, s, n_iter, x, y, d):
         for a in range(q):
             acc += x[a] * x[a]
     else:
+        _dots(pairs, o, s, x, d, St)
         for i in range(s):
-            di = 0.0
-            for a in range(q):
-                di += pairs[o + i, a] * x[a]
-            acc += di * di
+            acc += d[i] * d[i]
     return acc / s
 
 
@@ -532,9 +567,9 @@ def _top_one(pairs, o, s, n_iter, x, y, d):
 def _top_eigenvalues(pairs, n_subsets, n_iter, out):
     q = pairs.shape[1]
     s = pairs.shape[0] // n_subsets
-    x, y, d = np.empty(q), np.empty(q), np.empty(s)
+    x, y, d, St = np.empty(q), np.empty(q), np.empty(s), np.empty((q, s))
     for m in range(n_subsets):
-        out[m] = _top_one(pairs, m * s, s, n_iter, x, y, d)
+        out[m] = _top_one(pairs, m * s, s, n_iter, x, y, d, St)
 
 
 @numba.njit(**_PARALLEL)
@@ -542,9 +577,9 @@ def _top_eigenvalues_parallel(pairs, n_subsets, n_iter, out, n_chunks):
     q = pairs.shape[1]
     s = pairs.shape[0] // n_subsets
     for c in numba.prange(n_chunks):
-        x, y, d = np.empty(q), np.empty(q), np.empty(s)
+        x, y, d, St = np.empty(q), np.empty(q), np.empty(s), np.empty((q, s))
         for m in range(c * n_subsets // n_chunks, (c + 1) * n_subsets // n_chunks):
-            out[m] = _top_one(pairs, m * s, s, n_iter, x, y, d)
+            out[m] = _top_one(pairs, m * s, s, n_iter, x, y, d, St)
 
 
 def top_eigenvalues(pairs: Any, n_subsets: int, n_iter: int, out: Any) -> None:
@@ -556,7 +591,8 @@ def top_eigenvalues(pairs: Any, n_subsets: int, n_iter: int, out: Any) -> None:
     returns the Rayleigh quotient ``vᵀMv`` — the function NumPy's batched version computed,
     without forming ``M``: each step is one pass over ``S_j`` (``d = Sx``, ``y = Sᵀd``, with
     ``x = Sᵀv`` for the Gram, ``x = v`` otherwise), so it differs from it only by rounding
-    (~1e-15 relative).
+    (~1e-15 relative). Every sum is added in the code's order (its NumPy twin is
+    :func:`privpca.mechanisms._numpy_kernels.top_eigenvalues`).
     """
     work = n_subsets * (pairs.shape[0] // max(n_subsets, 1)) * pairs.shape[1] * (n_iter + 1)
     n_chunks = min(_chunks(work, 1 << 18), n_subsets)
@@ -582,7 +618,7 @@ def _pair_subsets(X, rows, centre, W, s, first, stop, n_iter, out):
     """:func:`pair_top_eigenvalues` for the subsets ``first ≤ m < stop``."""
     q = W.size
     S = np.empty((s, q))
-    x, y, d = np.empty(q), np.empty(q), np.empty(s)
+    x, y, d, St = np.empty(q), np.empty(q), np.empty(s), np.empty((q, s))
     bad = False
     for m in range(first, stop):
         bad |= _pair_rows(X, rows, m * s, (m + 1) * s, stop * s, centre, W, S, m * s)
@@ -591,7 +627,7 @@ def _pair_subsets(X, rows, centre, W, s, first, stop, n_iter, out):
             # while this subset's power iteration computes on the cache.
             for j in range(2 * ((m + 1) * s + _AHEAD), 2 * (m + 2) * s):
                 _prefetch_row(X, rows[j])
-        out[m] = _top_one(S, 0, s, n_iter, x, y, d)
+        out[m] = _top_one(S, 0, s, n_iter, x, y, d, St)
     return bad
 
 

@@ -77,14 +77,15 @@ def subset_top_eigenvalues(
     Power iteration on the smaller of the ``s×s`` Gram and the ``q×q`` second-moment matrix
     of each block, from a fixed all-ones start (data-independent), finishing with a Rayleigh
     quotient: one compiled pass (:func:`privpca.mechanisms._kernels.top_eigenvalues`) that
-    never forms the matrices. Accurate to well within the √2 width of the histogram's bins.
+    never forms the matrices, or its NumPy twin on small inputs (the same bits). Accurate to
+    well within the √2 width of the histogram's bins.
     """
-    from privpca.mechanisms._kernels import top_eigenvalues
+    from privpca.mechanisms._numpy_kernels import kernel
 
     P = np.ascontiguousarray(pairs, dtype=np.float64)
     out = np.zeros(n_subsets)
     if P.shape[0] >= n_subsets > 0:  # else every block is empty: eigenvalue 0
-        top_eigenvalues(P, int(n_subsets), int(n_iter), out)
+        kernel("top_eigenvalues", P.size)(P, int(n_subsets), int(n_iter), out)
     return out
 
 
@@ -176,9 +177,10 @@ class PrivateTopEigenvalue:
     ) -> float | None:
         """:meth:`estimate` on the gradients ``yᵢ(yᵢᵀW)``, ``yᵢ = X[rows[i]] − centre``.
 
-        One compiled pass (:func:`privpca.mechanisms._kernels.pair_top_eigenvalues`) forms
-        the pair differences subset by subset with their eigenvalues: the same values as
-        :meth:`estimate` on those gradients. A row holding NaN or infinity is refused
+        One compiled pass (:func:`privpca.mechanisms._kernels.pair_top_eigenvalues`, or its
+        NumPy twin on small tables: the same bits) forms the pair differences subset by
+        subset with their eigenvalues: the same values as :meth:`estimate` on those
+        gradients. A row holding NaN or infinity is refused
         (``ValueError``) before the histogram is released.
 
         Parameters
@@ -195,9 +197,10 @@ class PrivateTopEigenvalue:
         -------
         float or None
         """
-        from privpca.mechanisms._kernels import pair_top_eigenvalues
+        from privpca.mechanisms._numpy_kernels import kernel
 
         self._check_pairs(rows.shape[0] // 2)
+        pair_top_eigenvalues = kernel("pair_top_eigenvalues", rows.shape[0] * W.size)
         lambdas = np.zeros(self.n_subsets)
         if pair_top_eigenvalues(X, rows, centre, np.ascontiguousarray(W), self.n_subsets,
                                 POWER_ITERATIONS, lambdas):
