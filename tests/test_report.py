@@ -16,6 +16,7 @@ import subprocess
 import warnings
 from html.parser import HTMLParser
 
+import numpy as np
 import pytest
 
 from privpca._registry import PRIVATE_ESTIMATORS
@@ -265,3 +266,15 @@ def test_report_as_a_person_sees_it_in_headless_chromium(report_path, released, 
                    capture_output=True, timeout=120, check=False)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
 
+
+
+def test_report_of_privpca_pca_says_which_mechanism_it_chose_and_why():
+    from privpca import PCA
+
+    X = np.random.default_rng(4).standard_normal((3_000, 5))
+    est = PCA(2, epsilon=1.0, random_state=0, ledger=PrivacyLedger()).fit(X)
+    text = "".join(parse(render_release_report(est)).text)
+    assert f"Mechanism: {est.mechanism_}, chosen by privpca.PCA" in text
+    assert est.selection_reason_ in text
+    plain = render_release_report(est.estimator_)
+    assert "Mechanism:" not in "".join(parse(plain).text)

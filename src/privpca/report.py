@@ -326,6 +326,7 @@ def render_release_report(
         f"<p class=\"muted\">{_e(repr(est))}; written "
         f"{_e(datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC'))}"
         "</p>",
+        *_mechanism_choice(est),
         '<section id="guarantee"><h2>The guarantee</h2>',
         _guarantee_words(record),
         _record_table(record, "guarantee-table"),
@@ -375,6 +376,16 @@ def _command_html(command: str | Sequence[str] | None) -> str:
 
         command = shlex.join(str(c) for c in command)
     return f'<pre id="command">{_e(command)}</pre>'
+
+
+def _mechanism_choice(est: Any) -> list[str]:
+    """For :class:`privpca.PCA`: which mechanism it chose and why (from public quantities)."""
+    chosen = getattr(est, "mechanism_", None)
+    reason = getattr(est, "selection_reason_", None)
+    if chosen is None or reason is None:
+        return []
+    return [f'<p id="mechanism">Mechanism: <strong>{_e(str(chosen))}</strong>, chosen by '
+            f"privpca.PCA from public quantities only: {_e(str(reason))}</p>"]
 
 
 def write_release_report(
