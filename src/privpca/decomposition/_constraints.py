@@ -28,9 +28,11 @@ __all__ = [
     "BUDGET_SHARES",
     "CENTERING",
     "DATA_NORM",
+    "DATA_NORM_SELECT",
     "DELTA",
     "DELTA_OR_ZERO",
     "EPSILON",
+    "GRAM_PIPELINE",
     "HOLDOUT_FRACTION",
     "LEARNING_RATE",
     "LEDGER",
@@ -88,6 +90,10 @@ PRIVACY: dict[str, Constraints] = {
     "ledger": LEDGER,
 }
 
+#: ``data_norm`` of the central Gram-based estimators: also ``"select"`` (the balancing test
+#: of :mod:`privpca.pipeline.bound_selection`).
+DATA_NORM_SELECT: Constraints = [StrOptions({"auto", "select"}), *DATA_NORM[1:]]
+
 #: The parameters every estimator on the release pipeline shares.
 PIPELINE: dict[str, Constraints] = {
     **PRIVACY,
@@ -102,6 +108,11 @@ PIPELINE: dict[str, Constraints] = {
 def positive_int(low: int = 1) -> Constraints:
     """An int ≥ ``low``."""
     return [Interval(Integral, low, None, closed="left")]
+
+
+#: The release pipeline's parameters for the central estimators whose statistic is the Gram
+#: (Analyze Gauss, MOD-SuLQ, noisy power, Bingham).
+GRAM_PIPELINE: dict[str, Constraints] = {**PIPELINE, "data_norm": DATA_NORM_SELECT}
 
 
 #: ``"auto"``, c₁ > 0 or a pair (c₁, c₂) of the step size η_t = c₁/(c₂ + t) (values checked

@@ -32,7 +32,7 @@ from sklearn.utils._param_validation import StrOptions
 from privpca._validation import check_options
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
-from privpca.decomposition._constraints import PIPELINE
+from privpca.decomposition._constraints import GRAM_PIPELINE
 from privpca.mechanisms.gaussian import (
     CALIBRATIONS,
     certified_epsilon,
@@ -196,7 +196,7 @@ class AnalyzeGaussPCA(PipelinePCA):
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        **PIPELINE,
+        **GRAM_PIPELINE,
         "neighbouring": [StrOptions(set(NEIGHBOURING_RELATIONS))],
         "calibration": [StrOptions(set(CALIBRATIONS))],
     }
@@ -230,11 +230,12 @@ class AnalyzeGaussPCA(PipelinePCA):
         self.random_state = random_state
         self.ledger = ledger
 
-    def _statistic(self, relation: str) -> Statistic:
+    def _statistic(self, relation: str, k: int = 0) -> Statistic:
         return Statistic(
             "gaussian: packed upper triangle of the Gram matrix (Analyze Gauss)",
             lambda D: gram_sensitivity(D, relation),
             releases_spectrum=True,
+            subspace_rank=k,
         )
 
     def _plan(self, table: Table) -> FitPlan:
@@ -243,7 +244,8 @@ class AnalyzeGaussPCA(PipelinePCA):
         neighbouring = Neighbouring.from_option(self.neighbouring, owner=self)
         relation = neighbouring.relation
         calibration = check_options(self.calibration, "calibration", CALIBRATIONS, owner=self)
-        run = ReleasePipeline(self, self._settings(), n, p, self._statistic(relation),
+        rank = k if isinstance(k, int) else 0  # a variance share: no subspace test
+        run = ReleasePipeline(self, self._settings(), n, p, self._statistic(relation, rank),
                               neighbouring=neighbouring)
         if not run.paper_mode and (relation != "replace" or calibration != "analytic"):
             raise ValueError(

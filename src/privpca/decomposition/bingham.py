@@ -36,7 +36,7 @@ from privpca._validation import (
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
-from privpca.decomposition._constraints import DELTA_OR_ZERO, PIPELINE, positive_int
+from privpca.decomposition._constraints import DELTA_OR_ZERO, GRAM_PIPELINE, positive_int
 from privpca.exceptions import DataDependentWarning, PrivacyLeakWarning
 from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.release import ReleasePipeline, Statistic, Table
@@ -228,7 +228,7 @@ class BinghamPCA(PipelinePCA):
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        **PIPELINE,
+        **GRAM_PIPELINE,
         "delta": DELTA_OR_ZERO,
         "sampler": [StrOptions(set(SAMPLERS))],
         "update": [StrOptions(set(UPDATES))],
@@ -389,7 +389,7 @@ class BinghamPCA(PipelinePCA):
         run = ReleasePipeline(
             self, self._settings(), n, p,
             Statistic("exponential mechanism on the Stiefel manifold (matrix Bingham)",
-                      lambda D: D**2, kind="pure"),
+                      lambda D: D**2, kind="pure", subspace_rank=k),
             neighbouring=Neighbouring.REPLACE_ONE_RECORD,
         )
         return FitPlan(run, settings={"k": k, "n": n, "p": p,

@@ -36,7 +36,7 @@ import numpy as np
 from privpca._validation import check_delta, check_epsilon, check_in_range
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
-from privpca.decomposition._constraints import PIPELINE
+from privpca.decomposition._constraints import GRAM_PIPELINE
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.sensitivity import Neighbouring
@@ -173,7 +173,7 @@ class ModSuLQPCA(PipelinePCA):
     True
     """
 
-    _parameter_constraints: ClassVar[dict[str, list[Any]]] = dict(PIPELINE)
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = dict(GRAM_PIPELINE)
 
     def __init__(
         self,
@@ -210,7 +210,8 @@ class ModSuLQPCA(PipelinePCA):
             self, self._settings(), n, d,
             Statistic("gaussian (MOD-SuLQ): packed upper triangle of XᵀX/n",
                       lambda D: math.sqrt(2.0) * D**2 / n_stat[0], kind="approx",
-                      releases_spectrum=True),
+                      releases_spectrum=True,
+                      subspace_rank=k if isinstance(k, int) else 0),
             neighbouring=Neighbouring.REPLACE_ONE,
         )
         n = n_stat[0] = run.n_statistic

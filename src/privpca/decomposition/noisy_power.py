@@ -52,7 +52,7 @@ from privpca._validation import (
 from privpca.accounting.composition import gaussian_noise_multiplier_for_composition
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
-from privpca.decomposition._constraints import PIPELINE, positive_int
+from privpca.decomposition._constraints import GRAM_PIPELINE, positive_int
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
 from privpca.pipeline.release import ReleasePipeline, Statistic, Table
@@ -204,7 +204,7 @@ class NoisyPowerPCA(PipelinePCA):
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        **PIPELINE,
+        **GRAM_PIPELINE,
         "n_iter": positive_int(),
         "solver": [StrOptions(set(SOLVERS))],
         "keep_history": ["boolean"],
@@ -256,7 +256,8 @@ class NoisyPowerPCA(PipelinePCA):
         run = ReleasePipeline(
             self, self._settings(), n, p,
             Statistic("gaussian: XᵀX Q per power iteration (Frobenius sensitivity)",
-                      lambda D: power_sensitivity(D, k), count=T),
+                      lambda D: power_sensitivity(D, k), count=T,
+                      subspace_rank=k),
             neighbouring=Neighbouring.REPLACE_ONE,
         )
         multiplier = (_composition_multiplier(run.epsilon, run.delta, T) if run.paper_mode

@@ -64,6 +64,19 @@ class QuantileRelease:
     value: NDArray[np.float64]
     released_mass: NDArray[np.float64]
     above: NDArray[np.float64]
+    #: The first histogram's released bins (grid indices) and their noisy counts, so that
+    #: other quantiles can be read off the same release (post-processing, :meth:`at`).
+    bins: NDArray[np.int64] | None = None
+    counts: NDArray[np.float64] | None = None
+    base: float = LOG_GRID_BASE
+
+    def at(self, quantile: float) -> tuple[float, float]:
+        """``(q-quantile, released count above it)`` of the first histogram, read off the
+        same released bins as :attr:`value` (no further privacy cost); NaN when no bin was
+        released."""
+        if self.bins is None or self.counts is None or self.bins.size == 0:
+            return math.nan, math.nan
+        return _read_quantile(self.bins, self.counts, quantile, self.base)
 
 
 @dataclass(frozen=True)
@@ -149,17 +162,29 @@ class PrivateQuantile:
         above = np.zeros(h)
         # _column_counts orders by column, then bin: each column's released bins are a run.
         col, index, noisy = col[ok], index[ok], noisy[ok]
+        first: tuple[NDArray[np.int64], NDArray[np.float64]] | None = None
         for c in np.unique(col):
             sel = col == c
             idx, cnt = index[sel], noisy[sel]
-            cum = np.cumsum(cnt)
-            total = cum[-1]
-            j = int(np.searchsorted(cum, self.quantile * total * (1 - 1e-12)))
-            j = min(j, len(idx) - 1)
-            value[c] = 0.0 if idx[j] <= _ZERO_BIN else self.base ** (int(idx[j]) + 1)
-            mass[c] = total
-            above[c] = total - cum[j]
-        return QuantileRelease(value, mass, above)
+            if c == 0:
+                first = (idx.copy(), cnt.copy())
+            value[c], above[c] = _read_quantile(idx, cnt, self.quantile, self.base)
+            mass[c] = float(np.cumsum(cnt)[-1])  # as the quantile reads it
+        if first is None:
+            return QuantileRelease(value, mass, above, base=self.base)
+        return QuantileRelease(value, mass, above, first[0], first[1], self.base)
+
+
+def _read_quantile(idx: NDArray[np.int64], cnt: NDArray[np.float64], quantile: float,
+                   base: float) -> tuple[float, float]:
+    """The upper edge of the first released bin whose cumulative count reaches ``quantile``
+    of the released total, and the released count above that bin."""
+    cum = np.cumsum(cnt)
+    total = cum[-1]
+    j = int(np.searchsorted(cum, quantile * total * (1 - 1e-12)))
+    j = min(j, len(idx) - 1)
+    value = 0.0 if idx[j] <= _ZERO_BIN else base ** (int(idx[j]) + 1)
+    return float(value), float(total - cum[j])
 
 
 def grid_base(n_records: int, threshold: float) -> float:

@@ -63,7 +63,8 @@ PART_NAMES: tuple[str, ...] = (
     "mean_refine",  # Σ clip(x − μ̂₁): the refined mean
     "scale_bound",  # per-feature quantiles of |x_j − μ_j| (clipping of the variances)
     "scale",  # per-feature Σ (x_j − μ_j)²: the private standard deviations
-    "bound",  # quantile of ‖(x − μ)/s‖: the statistic's data_norm
+    "bound",  # quantile of ‖(x − μ)/s‖: the candidate bounds (data_norm)
+    "bound_select",  # two pilot Gram matrices: which candidate bound clips without rotating
     "centre",  # Σ y over the statistic's rows (held-out layout: re-centres the statistic)
     "statistic",  # the estimator's own release
     "variance",  # component and total variances (estimators whose statistic has no spectrum)
@@ -78,6 +79,7 @@ DEFAULT_SHARES: Mapping[str, float] = {
     "scale_bound": 0.02,
     "scale": 0.05,
     "bound": 0.015,
+    "bound_select": 0.1,
     "centre": 0.02,
     "variance": 0.02,
 }
@@ -85,7 +87,7 @@ DEFAULT_SHARES: Mapping[str, float] = {
 #: Releases per part (the per-feature scales run two rounds: the second one's bounds are set
 #: around the first one's refined means, so features with a large mean and a tiny spread get
 #: bounds of their own size).
-PART_COUNTS: Mapping[str, int] = {"scale_bound": 2, "scale": 2}
+PART_COUNTS: Mapping[str, int] = {"scale_bound": 2, "scale": 2, "bound_select": 2}
 
 #: Share of δ that pays for the tails of the stability histograms (when there are any).
 TAIL_FRACTION = 0.01

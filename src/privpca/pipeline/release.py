@@ -57,6 +57,12 @@ from privpca._validation import (
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.sensitivity import Neighbouring
+from privpca.pipeline.bound_selection import (
+    HIGH_FACTOR,
+    LOW_QUANTILE,
+    choose_bound,
+)
+from privpca.pipeline.bound_selection import MAX_FEATURES as SELECT_MAX_FEATURES
 from privpca.pipeline.budget import PART_NAMES, BudgetPlan, PartBudget
 from privpca.pipeline.preprocessing import (
     MeanRelease,
@@ -138,8 +144,10 @@ def check_centering(value: Any, n_features: int, owner: object) -> Any:
 
 
 def check_data_norm(value: Any, owner: object) -> Any:
-    """``"auto"`` or a public bound ``D`` in ``[1e-60, 1e60]`` (``check_norm_bound``)."""
-    if isinstance(value, str) and value == "auto":
+    """``"auto"``, ``"select"`` or a public bound ``D`` in ``[1e-60, 1e60]``
+    (``check_norm_bound``); which estimators take ``"select"`` is their constraints'
+    business (without a Gram statistic it is ``"auto"``)."""
+    if isinstance(value, str) and value in ("auto", "select"):
         return value
     if isinstance(value, str):
         raise ValueError(
@@ -222,6 +230,11 @@ class Statistic:
     releases_spectrum : bool
         The statistic yields a noisy p×p matrix whose eigenvalues give the explained variance
         for free; otherwise the pipeline spends a small share on the variances.
+    subspace_rank : int
+        k for a statistic of the rows' second moment whose top-k subspace is the estimate:
+        with ``data_norm="select"`` the bound is then chosen for the table by the test of
+        :mod:`privpca.pipeline.bound_selection` (up to its ``MAX_FEATURES``). Otherwise, and
+        with ``"auto"``, the bound is the private :data:`DEFAULT_NORM_QUANTILE` of the norms.
     """
 
     mechanism: str
@@ -229,6 +242,7 @@ class Statistic:
     count: int = 1
     kind: str = "gaussian"
     releases_spectrum: bool = False
+    subspace_rank: int = 0
 
 
 @dataclass
@@ -408,6 +422,9 @@ class ReleasePipeline:
             active += ["scale_bound", "scale"]
         if isinstance(self.data_norm, str):
             active.append("bound")
+            if (self.data_norm == "select" and statistic.subspace_rank > 0
+                    and self.n_features <= SELECT_MAX_FEATURES):
+                active.append("bound_select")
         self.table_mode = bool(active) or self.scale is not False or self.centering is not None
         if not statistic.releases_spectrum and (self.table_mode or (shares and "variance" in
                                                                     shares)):
@@ -680,9 +697,11 @@ class ReleasePipeline:
             # statistic forms the rows it needs (one blocked pass). No exact count is kept:
             # with a private bound nothing about the clipping is reported but its estimate.
 
+            source = ArraySource(X, validated=True)
             D = self._private_bound(
-                partial(reductions.norm_counts, ArraySource(X, validated=True), mean,
-                        scale=scale), X.shape[0], rng, spends, details, centred=mean is not None)
+                partial(reductions.norm_counts, source, mean, scale=scale), X.shape[0], rng,
+                spends, details, centred=mean is not None,
+                gram_at=partial(_gram_at, source, mean, scale))
             return PreparedRows(None, float(D), mean, scale, 0, spends, details, source=X)
         if mean is None and scale is None:
             rows, row_sq = X, (sq_norms(X) if sq is None else sq)
@@ -694,7 +713,9 @@ class ReleasePipeline:
         if isinstance(self.data_norm, str):
             norms = np.sqrt(row_sq)
             D = self._private_bound(partial(norm_bin_counts, norms), len(norms), rng, spends,
-                                    details, centred=mean is not None)
+                                    details, centred=mean is not None,
+                                    gram_at=partial(_gram_at, ArraySource(rows, validated=True),
+                                                    None, None))
             over = norms > D
             n_clipped = int(over.sum())
             if rows is None:
@@ -792,16 +813,40 @@ class ReleasePipeline:
         details: dict[str, Any],
         *,
         centred: bool,
+        gram_at: Callable[[float], NDArray[np.float64]] | None = None,
     ) -> float:
         """The "bound" part: the private quantile D of the norms the statistic will see,
-        from ``counter(base)``, their exact counts on the log grid."""
+        from ``counter(base)``, their exact counts on the log grid. With the "bound_select"
+        part, D is one of two quantiles of that histogram, chosen by
+        :func:`~privpca.pipeline.bound_selection.choose_bound` from two pilot Grams
+        ``gram_at(D)``."""
         b = self._part("bound")
         D, rel = private_norm_bound_from_counts(
             counter, n, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
             what="centred row norms" if centred else "row norms")
         spends.append(self._bound_spend())
         details["clipped_estimate"] = float(rel.above[0])
+        if self._selects_bound():
+            assert gram_at is not None
+            (low, above_low), (top, _) = rel.at(LOW_QUANTILE), rel.at(1.0)
+            high = HIGH_FACTOR * top
+            choice = choose_bound(gram_at, self.statistic.subspace_rank, low, high,
+                                  self._part("bound_select").multiplier, rng)
+            spends.append(self._spend(
+                "bound_select", "gaussian: two pilot Gram matrices Σ clip_c(y)clip_c(y)ᵀ at "
+                "the candidate bounds c = D_low, D_high (their top-k subspaces choose D)",
+                math.sqrt(2.0) * high ** 2, math.sqrt(2.0) * high ** 2
+                * self._part("bound_select").multiplier))
+            D = choice.chosen
+            # Nothing was released above the top bin: the high bound's estimate is 0.
+            details["clipped_estimate"] = above_low if D == choice.low and low < high else 0.0
+            details["bound_choice"] = choice
         return float(D)
+
+    def _selects_bound(self) -> bool:
+        """Whether data_norm='auto' chooses between two candidates (the "bound_select" part)."""
+        return "bound_select" in self.plan or (self.held_plan is not None
+                                               and "bound_select" in self.held_plan)
 
     def _mean_bound_spend(self, part: str) -> PrivacySpend:
         return self._spend(
@@ -875,7 +920,8 @@ class ReleasePipeline:
                                             else mean)
         if isinstance(self.data_norm, str):
             D = self._private_bound(partial(reductions.norm_counts, source, shift, scale=scale),
-                                    n, rng, spends, details, centred=mean is not None)
+                                    n, rng, spends, details, centred=mean is not None,
+                                    gram_at=partial(_gram_at, source, mean, scale))
         else:
             D = float(self.data_norm)
         # n_clipped is counted by the statistic's own pass (PreparedRows.gram).
@@ -993,6 +1039,9 @@ class ReleasePipeline:
         spend = replace(statistic_spend, mechanism=statistic_spend.mechanism
                         if statistic_spend.mechanism.startswith("statistic: ")
                         else f"statistic: {statistic_spend.mechanism}")
+        choice = prepared.details.get("bound_choice")
+        if choice is not None:
+            notes = f"{notes} {choice.describe()}".strip()
         record = self._record_from(
             list(prepared.spends), spend, data_norm=prepared.data_norm,
             n_clipped=prepared.n_clipped, notes=notes, calibration=calibration,
@@ -1065,6 +1114,12 @@ class ReleasePipeline:
             target_epsilon=self.epsilon,
             notes=(notes + split).strip(),
         )
+
+
+def _gram_at(source: Any, mean: NDArray[np.float64] | None,
+             scale: NDArray[np.float64] | None, bound: float) -> NDArray[np.float64]:
+    """``Σ clip_bound((x − mean)/scale)(…)ᵀ`` over ``source`` (one pass): a pilot's Gram."""
+    return clipped_gram(source, mean, scale, bound)[0]
 
 
 @dataclass
