@@ -109,15 +109,17 @@ def test_quick_run_scores_defaults_and_oracle(tmp_path: Path) -> None:
         assert math.isfinite(r["explained_ratio"]) and r["data_norm"] > 0
         assert 0.0 < r["sklearn_ratio"] <= 1.0
     bounds = {r["bound"] for r in rows}
-    assert bounds == {"defaults"} | {f"q{q:g}" for q in out.params["quantiles"]}
+    assert bounds == {"defaults", "select"} | {f"q{q:g}" for q in out.params["quantiles"]}
     # every fit of a seed has the same private mean (AnalyzeGauss: defaults included), and
     # the oracle's bounds grow with the quantile (one seed, one table)
     for table in ("covtype", "digits"):
         assert len({r["mean_norm"] for r in rows if r["panel"] == table}) == 1
-    oracle = [r["data_norm"] for r in rows if r["panel"] == "digits" and r["bound"] != "defaults"]
+    oracle = [r["data_norm"] for r in rows
+              if r["panel"] == "digits" and str(r["bound"]).startswith("q")]
     assert oracle == sorted(oracle)
     table = suite_table(rows)
     assert table.count("`analyze-gauss`") == 2 and "refused" not in table
+    assert "select: distance" in table
     assert "oracle (non-private)" in out.md_path.read_text()
 
 

@@ -79,7 +79,7 @@ DEFAULT_SHARES: Mapping[str, float] = {
     "scale_bound": 0.02,
     "scale": 0.05,
     "bound": 0.015,
-    "bound_select": 0.1,
+    "bound_select": 0.2,
     "centre": 0.02,
     "variance": 0.02,
 }

@@ -830,8 +830,10 @@ class ReleasePipeline:
             assert gram_at is not None
             (low, above_low), (top, _) = rel.at(LOW_QUANTILE), rel.at(1.0)
             high = HIGH_FACTOR * top
+            stat = self.plan["statistic"]
+            final = stat.multiplier if stat.gaussian else self.plan.total_multiplier
             choice = choose_bound(gram_at, self.statistic.subspace_rank, low, high,
-                                  self._part("bound_select").multiplier, rng)
+                                  self._part("bound_select").multiplier, final, rng)
             spends.append(self._spend(
                 "bound_select", "gaussian: two pilot Gram matrices Σ clip_c(y)clip_c(y)ᵀ at "
                 "the candidate bounds c = D_low, D_high (their top-k subspaces choose D)",
