@@ -1,0 +1,157 @@
+"""data_norm="select": two pilot Grams choose the clipping bound for the table."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.decomposition import PCA
+from sklearn.utils._param_validation import InvalidParameterError
+
+import privpca.pipeline.release as release
+from privpca import (
+    AnalyzeGaussPCA,
+    BinghamPCA,
+    DPSPCA,
+    LocalGaussianPCA,
+    ModSuLQPCA,
+    NoisyPowerPCA,
+)
+from privpca.accounting.ledger import PrivacyLedger
+from privpca.mechanisms.quantile import PrivateQuantile
+from privpca.metrics import subspace_distance
+from privpca.pipeline import bound_selection
+from privpca.pipeline.bound_selection import BoundChoice, choose_bound, subspace_noise
+
+
+def _elliptical(seed: int = 0, n: int = 20_000) -> np.ndarray:
+    """A Gaussian cloud in mixed units: clipping rescales rows without turning the subspace."""
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, 6)) * np.array([30.0, 12.0, 3.0, 2.0, 1.0, 0.5]) + 100.0
+
+
+def _skewed_tail(seed: int = 0, n: int = 20_000) -> np.ndarray:
+    """A bulk in the plane of features 0–1 and 3 % of rows far out along feature 2: the
+    unclipped top-2 subspace contains feature 2, clipping at the median removes it."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 6)) * np.array([3.0, 2.0, 0.3, 0.3, 0.3, 0.3])
+    far = rng.random(n) < 0.03
+    X[far, 2] += rng.exponential(40.0, far.sum())
+    return X
+
+
+def _choice(est: object) -> BoundChoice:
+    notes = est.privacy_.notes  # type: ignore[attr-defined]
+    assert "data_norm='select' chose" in notes
+    return notes
+
+
+def test_subspace_noise_is_small_for_a_clear_gap_and_large_for_pure_noise():
+    rng = np.random.default_rng(0)
+    clear = np.diag([100.0, 90.0, 1.0, 1.0, 1.0])
+    _, small = subspace_noise(clear, 0.1, 2, rng)
+    assert small < 0.01
+    _, large = subspace_noise(np.zeros((40, 40)), 1.0, 2, rng)
+    assert large > 1.5  # two random planes in 40 dimensions are nearly orthogonal (max 2)
+
+
+def test_the_two_pilots_compose_to_the_parts_share():
+    # LOW_WEIGHT splits the part's two releases: 1/m_low² + 1/m_high² = 2/m².
+    m = 7.0
+    w = bound_selection.LOW_WEIGHT
+    m_low, m_high = m / math.sqrt(2 * w), m / math.sqrt(2 * (1 - w))
+    assert 1 / m_low**2 + 1 / m_high**2 == pytest.approx(2 / m**2)
+
+
+def test_choose_bound_prefers_the_low_bound_when_the_high_one_is_only_noisier():
+    X = _elliptical()
+    Y = X - X.mean(axis=0)
+    norms = np.linalg.norm(Y, axis=1)
+
+    def gram_at(D: float) -> np.ndarray:
+        Z = Y * np.minimum(1.0, D / norms)[:, None]
+        return Z.T @ Z
+
+    low, high = float(np.median(norms)), 2 * float(norms.max())
+    choice = choose_bound(gram_at, 2, low, high, 2.0, 0.7, np.random.default_rng(1))
+    assert choice.chosen == low
+    assert choice.final_low < choice.final_high
+    assert "low candidate" in choice.describe()
+
+
+def test_choose_bound_takes_the_high_bound_when_clipping_turns_the_subspace():
+    X = _skewed_tail()
+    norms = np.linalg.norm(X, axis=1)
+
+    def gram_at(D: float) -> np.ndarray:
+        Z = X * np.minimum(1.0, D / norms)[:, None]
+        return Z.T @ Z
+
+    low, high = float(np.median(norms)), 2 * float(norms.max())
+    choice = choose_bound(gram_at, 2, low, high, 2.0, 0.7, np.random.default_rng(1))
+    assert choice.bias > 0.5  # the pilots are far apart beyond their noise
+    assert choice.chosen == high
+
+
+@pytest.mark.parametrize("cls", [AnalyzeGaussPCA, ModSuLQPCA, NoisyPowerPCA, BinghamPCA])
+def test_select_spends_the_pilots_inside_the_request_and_says_what_it_chose(cls):
+    ledger = PrivacyLedger(epsilon_budget=1.0, delta_budget=1e-5)
+    est = cls(2, epsilon=1.0, data_norm="select", random_state=0, ledger=ledger).fit(
+        _elliptical(n=8_000))
+    parts = [s.mechanism.split(":")[0] for s in est.privacy_.spends]
+    assert parts.index("bound") + 1 == parts.index("bound_select")
+    assert (est.privacy_.epsilon, est.privacy_.delta) == (1.0, 1e-5)
+    assert ledger.epsilon() == pytest.approx(1.0)
+    notes = _choice(est)
+    assert f"D = {est.data_norm_:.6g}" in notes
+
+
+def test_select_chooses_for_the_table():
+    # At n = 2·10⁵ (pilots resolve the rotation): the elliptical cloud keeps the median
+    # (less noise, no rotation); the skewed tail gets the high bound and a far better
+    # subspace than the median would give.
+    elliptical = _elliptical(n=200_000)
+    est = AnalyzeGaussPCA(2, epsilon=1.0, data_norm="select", random_state=0,
+                          ledger=PrivacyLedger()).fit(elliptical)
+    assert "(low candidate)" in _choice(est)
+    ref = PCA(2).fit(elliptical)
+    assert subspace_distance(est.components_.T, ref.components_.T) < 0.05
+
+    skewed = _skewed_tail(n=200_000)
+    est = AnalyzeGaussPCA(2, epsilon=1.0, data_norm="select", random_state=0,
+                          ledger=PrivacyLedger()).fit(skewed)
+    assert "(high candidate)" in _choice(est)
+    ref = PCA(2).fit(skewed)
+    low = AnalyzeGaussPCA(2, epsilon=1.0, data_norm=float(np.median(np.linalg.norm(
+        skewed - skewed.mean(axis=0), axis=1))), centering=skewed.mean(axis=0),
+        random_state=0, ledger=PrivacyLedger()).fit(skewed)
+    assert (subspace_distance(est.components_.T, ref.components_.T) + 0.2
+            < subspace_distance(low.components_.T, ref.components_.T))
+
+
+def test_select_without_a_gram_statistic_or_above_max_features(monkeypatch):
+    for cls in (DPSPCA, LocalGaussianPCA):
+        with pytest.raises(InvalidParameterError, match="data_norm"):
+            cls(n_components=1, epsilon=1.0, data_norm="select").fit(_elliptical(n=500))
+    # Above MAX_FEATURES (decided from the public p) no pilot is planned: "auto"'s bound.
+    monkeypatch.setattr(release, "SELECT_MAX_FEATURES", 5)
+    X = _elliptical(n=8_000)
+    est = AnalyzeGaussPCA(2, epsilon=1.0, data_norm="select", random_state=0,
+                          ledger=PrivacyLedger()).fit(X)
+    auto = AnalyzeGaussPCA(2, epsilon=1.0, data_norm="auto", random_state=0,
+                           ledger=PrivacyLedger()).fit(X)
+    assert "bound_select" not in [s.mechanism.split(":")[0] for s in est.privacy_.spends]
+    np.testing.assert_array_equal(est.components_, auto.components_)
+
+
+def test_a_quantile_release_reads_other_quantiles_of_the_same_bins():
+    mech = PrivateQuantile.calibrate(0.5, 1e-9, quantile=0.99)
+    values = np.random.default_rng(0).lognormal(size=50_000)
+    rel = mech.estimate(values, np.random.default_rng(1))
+    value, above = rel.at(0.99)
+    assert value == rel.value[0] and above == rel.above[0]
+    median, _ = rel.at(0.5)
+    top, none_above = rel.at(1.0)
+    assert median < value <= top and none_above == 0.0
+    assert median == pytest.approx(np.median(values), rel=0.2)
