@@ -19,6 +19,7 @@ from privpca import (
     NoisyPowerPCA,
 )
 from privpca.accounting.ledger import PrivacyLedger
+from privpca.exceptions import RowClippingWarning
 from privpca.mechanisms.quantile import PrivateQuantile
 from privpca.metrics import subspace_distance
 from privpca.pipeline import bound_selection
@@ -32,12 +33,12 @@ def _elliptical(seed: int = 0, n: int = 20_000) -> np.ndarray:
 
 
 def _skewed_tail(seed: int = 0, n: int = 20_000) -> np.ndarray:
-    """A bulk in the plane of features 0–1 and 3 % of rows far out along feature 2: the
+    """A bulk in the plane of features 0–1 and 5 % of rows far out along feature 2: the
     unclipped top-2 subspace contains feature 2, clipping at the median removes it."""
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, 6)) * np.array([3.0, 2.0, 0.3, 0.3, 0.3, 0.3])
-    far = rng.random(n) < 0.03
-    X[far, 2] += rng.exponential(40.0, far.sum())
+    far = rng.random(n) < 0.05
+    X[far, 2] += rng.exponential(15.0, far.sum())
     return X
 
 
@@ -51,9 +52,9 @@ def test_subspace_noise_is_small_for_a_clear_gap_and_large_for_pure_noise():
     rng = np.random.default_rng(0)
     clear = np.diag([100.0, 90.0, 1.0, 1.0, 1.0])
     _, small = subspace_noise(clear, 0.1, 2, rng)
-    assert small < 0.01
+    assert small.shape == (bound_selection.NOISE_DRAWS,) and small.max() < 0.01
     _, large = subspace_noise(np.zeros((40, 40)), 1.0, 2, rng)
-    assert large > 1.5  # two random planes in 40 dimensions are nearly orthogonal (max 2)
+    assert large.min() > 1.5  # two random planes in 40 dimensions are nearly orthogonal
 
 
 def test_the_two_pilots_compose_to_the_parts_share():
@@ -89,7 +90,7 @@ def test_choose_bound_takes_the_high_bound_when_clipping_turns_the_subspace():
         return Z.T @ Z
 
     low, high = float(np.median(norms)), 2 * float(norms.max())
-    choice = choose_bound(gram_at, 2, low, high, 2.0, 0.7, np.random.default_rng(1))
+    choice = choose_bound(gram_at, 2, low, high, 0.5, 0.2, np.random.default_rng(1))
     assert choice.bias > 0.5  # the pilots are far apart beyond their noise
     assert choice.chosen == high
 
@@ -123,9 +124,10 @@ def test_select_chooses_for_the_table():
                           ledger=PrivacyLedger()).fit(skewed)
     assert "(high candidate)" in _choice(est)
     ref = PCA(2).fit(skewed)
-    low = AnalyzeGaussPCA(2, epsilon=1.0, data_norm=float(np.median(np.linalg.norm(
-        skewed - skewed.mean(axis=0), axis=1))), centering=skewed.mean(axis=0),
-        random_state=0, ledger=PrivacyLedger()).fit(skewed)
+    with pytest.warns(RowClippingWarning):  # half the rows are clipped to the median
+        low = AnalyzeGaussPCA(2, epsilon=1.0, data_norm=float(np.median(np.linalg.norm(
+            skewed - skewed.mean(axis=0), axis=1))), centering=skewed.mean(axis=0),
+            random_state=0, ledger=PrivacyLedger()).fit(skewed)
     assert (subspace_distance(est.components_.T, ref.components_.T) + 0.2
             < subspace_distance(low.components_.T, ref.components_.T))
 

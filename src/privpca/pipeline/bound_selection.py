@@ -79,6 +79,7 @@ __all__ = [
     "LOW_WEIGHT",
     "MAX_FEATURES",
     "NOISE_DRAWS",
+    "NOISE_LEVEL",
     "BoundChoice",
     "choose_bound",
     "subspace_noise",
@@ -93,7 +94,9 @@ HIGH_FACTOR = 2.0
 #: distance must see through, gets the rest).
 LOW_WEIGHT = 0.25
 #: Bootstrap draws per noise level.
-NOISE_DRAWS = 6
+NOISE_DRAWS = 10
+#: The pilots' noise distances are taken at their ``1 − NOISE_LEVEL`` quantile.
+NOISE_LEVEL = 0.1
 #: Up to this many features the pilots run (``2 + 4·NOISE_DRAWS`` eigendecompositions of a
 #: p×p matrix); above it no pilot is planned (decided from the public p) and D is the private
 #: 0.99-quantile of the norms, as with ``"auto"``.
@@ -153,10 +156,11 @@ def top_vectors(matrix: NDArray[np.float64], k: int) -> NDArray[np.float64]:
 
 
 def subspace_noise(released: NDArray[np.float64], sigma: float, k: int,
-                   rng: np.random.Generator) -> tuple[NDArray[np.float64], float]:
-    """``(P_k(released), mean ‖P_k(released + E) − P_k(released)‖_F)`` over
-    :data:`NOISE_DRAWS` symmetric draws ``E`` of standard deviation ``sigma`` (a parametric
-    bootstrap: it reads only the released matrix and a public σ)."""
+                   rng: np.random.Generator) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(P_k(released), distances)``: how far :data:`NOISE_DRAWS` symmetric draws ``E`` of
+    standard deviation ``sigma`` move the top-k subspace, ``‖P_k(released + E) −
+    P_k(released)‖_F`` (a parametric bootstrap: it reads only the released matrix and a
+    public σ)."""
     V = top_vectors(released, k)
     P = V @ V.T
     p = released.shape[0]
@@ -164,7 +168,7 @@ def subspace_noise(released: NDArray[np.float64], sigma: float, k: int,
     for _ in range(NOISE_DRAWS):
         W = top_vectors(released + symmetric_noise(p, sigma, rng), k)
         moved.append(float(np.linalg.norm(W @ W.T - P)))
-    return P, float(np.mean(moved))
+    return P, np.asarray(moved)
 
 
 def choose_bound(
@@ -207,13 +211,17 @@ def choose_bound(
         released.append(symmetric_gaussian_release(gram_at(bound), sigma, rng,
                                                    sensitivity=sensitivity))
         sigmas.append(sigma)
-    P_low, nu_low = subspace_noise(released[0], sigmas[0], k, rng)
-    P_high, nu_high = subspace_noise(released[1], sigmas[1], k, rng)
+    P_low, moved_low = subspace_noise(released[0], sigmas[0], k, rng)
+    P_high, moved_high = subspace_noise(released[1], sigmas[1], k, rng)
     distance = float(np.linalg.norm(P_low - P_high))
-    final_low = subspace_noise(released[0], final_multiplier
-                               * gram_sensitivity(low, "replace"), k, rng)[1]
-    final_high = subspace_noise(released[1], final_multiplier
-                                * gram_sensitivity(high, "replace"), k, rng)[1]
+    # The rotation is what the distance keeps beyond an upper quantile of each pilot's noise
+    # distance (a mean would call half of the noise's fluctuations a rotation).
+    nu_low, nu_high = (float(np.quantile(m, 1.0 - NOISE_LEVEL)) for m in (moved_low,
+                                                                           moved_high))
+    final_low = float(np.mean(subspace_noise(
+        released[0], final_multiplier * gram_sensitivity(low, "replace"), k, rng)[1]))
+    final_high = float(np.mean(subspace_noise(
+        released[1], final_multiplier * gram_sensitivity(high, "replace"), k, rng)[1]))
     choice = BoundChoice(float(low), float(high), float(low), distance, nu_low, nu_high,
                          final_low, final_high)
     if final_high < choice.bias + final_low:
