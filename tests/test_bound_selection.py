@@ -11,9 +11,9 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 import privpca.pipeline.release as release
 from privpca import (
+    DPSPCA,
     AnalyzeGaussPCA,
     BinghamPCA,
-    DPSPCA,
     LocalGaussianPCA,
     ModSuLQPCA,
     NoisyPowerPCA,
@@ -23,7 +23,7 @@ from privpca.exceptions import RowClippingWarning
 from privpca.mechanisms.quantile import PrivateQuantile
 from privpca.metrics import subspace_distance
 from privpca.pipeline import bound_selection
-from privpca.pipeline.bound_selection import BoundChoice, choose_bound, subspace_noise
+from privpca.pipeline.bound_selection import choose_bound, subspace_noise
 
 
 def _elliptical(seed: int = 0, n: int = 20_000) -> np.ndarray:
@@ -42,7 +42,7 @@ def _skewed_tail(seed: int = 0, n: int = 20_000) -> np.ndarray:
     return X
 
 
-def _choice(est: object) -> BoundChoice:
+def _choice(est: object) -> str:
     notes = est.privacy_.notes  # type: ignore[attr-defined]
     assert "data_norm='select' chose" in notes
     return notes

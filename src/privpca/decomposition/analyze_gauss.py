@@ -81,11 +81,14 @@ class AnalyzeGaussPCA(PipelinePCA):
         ``"private"``: centre on a private mean (a share of the budget, see
         ``budget_shares``). ``None``: no centring (the papers' second moment ``E[x xᵀ]``).
         An array: a public mean, free.
-    data_norm : "auto" or float, default="auto"
+    data_norm : "auto", "select" or float, default="auto"
         Bound D on the L2 norm of every (centred, scaled) row. ``"auto"``: a private 99 %
-        quantile of the row norms (a small share of the budget). A float is a public bound at
-        no cost; longer rows are clipped to it with a
-        :class:`~privpca.exceptions.RowClippingWarning`.
+        quantile of the row norms (a small share of the budget). ``"select"`` (experimental):
+        a fifth of the budget releases two pilot Grams that choose D for the table, between
+        the private median of the norms and twice the top of their released histogram
+        (:mod:`privpca.pipeline.bound_selection`; docs/REAL_DATA.md has where it helps and
+        where it costs). A float is a public bound at no cost; longer rows are clipped to it
+        with a :class:`~privpca.exceptions.RowClippingWarning`.
     scale : bool or array of shape (n_features,), default=False
         ``True``: divide each feature by a private standard deviation first (a correlation
         PCA, as after scikit-learn's ``StandardScaler``). An array: public scales, free.

@@ -107,8 +107,10 @@ class ModSuLQPCA(PipelinePCA):
         0 < δ < 1.
     centering : "private", None or array of shape (n_features,), default="private"
         As in :class:`~privpca.AnalyzeGaussPCA`.
-    data_norm : "auto" or float, default="auto"
-        Bound D on every (centred, scaled) row's L2 norm: a private quantile, or a public
+    data_norm : "auto", "select" or float, default="auto"
+        Bound D on every (centred, scaled) row's L2 norm: a private quantile (``"select"``:
+        chosen for the table by two pilot Grams, as in :class:`~privpca.AnalyzeGaussPCA`),
+        or a public
         float (longer rows are clipped, with a
         :class:`~privpca.exceptions.RowClippingWarning`). The paper assumes D = 1; for other D
         the data are analysed as ``X/D`` and the noise on ``XᵀX/n`` is ``D²β``.
