@@ -157,3 +157,24 @@ def test_a_quantile_release_reads_other_quantiles_of_the_same_bins():
     top, none_above = rel.at(1.0)
     assert median < value <= top and none_above == 0.0
     assert median == pytest.approx(np.median(values), rel=0.2)
+
+
+def test_analyze_gauss_averages_the_pilot_at_the_chosen_bound(monkeypatch):
+    # Two releases of the same Gram (the pilot and the statistic): their inverse-variance
+    # average is post-processing, with noise std σσ_p/√(σ² + σ_p²).
+    seen = []
+
+    def spy(*args):
+        seen.append(choose_bound(*args))
+        return seen[-1]
+
+    monkeypatch.setattr(release, "choose_bound", spy)
+    est = AnalyzeGaussPCA(2, epsilon=1.0, data_norm="select", random_state=0,
+                          ledger=PrivacyLedger()).fit(_elliptical(n=8_000))
+    choice = seen[0]
+    assert choice.chosen == est.data_norm_ and choice.pilot is not None
+    released = est.privacy_.noise_scale  # the statistic's own release
+    assert est.noise_scale_ == pytest.approx(
+        released * choice.pilot_sigma / math.hypot(released, choice.pilot_sigma))
+    assert est.noise_scale_ < released
+    assert "averaged with the pilot Gram" in est.privacy_.notes

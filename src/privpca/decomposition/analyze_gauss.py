@@ -23,10 +23,12 @@ numbers) and ``z ~ N(0, σ² I)``. With ``‖x‖ ≤ D`` for every record:
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import dp_accounting
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.utils._param_validation import StrOptions
 
 from privpca._validation import check_options
@@ -281,6 +283,8 @@ class AnalyzeGaussPCA(PipelinePCA):
         sigma = settings["sigma"] if run.paper_mode else run.statistic_multiplier() * sensitivity
         noisy = run.recentred_gram(prepared, pre_rng) if run.recentre else prepared.gram()
         noisy = symmetric_gaussian_release(noisy, sigma, rng, sensitivity=sensitivity)
+        released_sigma = sigma
+        noisy, sigma = _with_pilot(noisy, sigma, prepared, run)
         # Under add/remove neighbours n is a private count: no released value may divide by
         # it, so the spectrum stays in the units of the noisy Gram matrix (denominator 1).
         denominator = 1.0 if relation == "add-remove" else run.denominator(prepared)
@@ -289,11 +293,17 @@ class AnalyzeGaussPCA(PipelinePCA):
         self._set_spectrum(fit)
         self.noise_scale_ = sigma
         spend = run.statistic_spend(
-            prepared.data_norm, sigma,
-            multiplier=sigma / sensitivity if run.paper_mode else None,
+            prepared.data_norm, released_sigma,
+            multiplier=released_sigma / sensitivity if run.paper_mode else None,
             epsilon=eps if run.paper_mode else None)
-        return Release(spend, settings["calibration"], self._notes(eps, sigma, run),
-                       record={"epsilon": eps})
+        notes = self._notes(eps, released_sigma, run)
+        if sigma != released_sigma:
+            notes += (
+                " data_norm='select': the noisy Gram matrix was averaged with the pilot Gram "
+                "released at the same bound (inverse-variance weights: post-processing of two "
+                f"releases), so the components' noise std is {sigma:.6g}, not {released_sigma:.6g}."
+            )
+        return Release(spend, settings["calibration"], notes, record={"epsilon": eps})
 
     def _notes(self, eps: float, sigma: float, run: ReleasePipeline) -> str:
         notes = (
@@ -319,3 +329,17 @@ class AnalyzeGaussPCA(PipelinePCA):
                 "X^T X + E, not divided by n; ratios and expected_error_ are unit-free)."
             )
         return notes
+
+
+def _with_pilot(noisy: NDArray[np.float64], sigma: float, prepared: Any,
+                run: ReleasePipeline) -> tuple[NDArray[np.float64], float]:
+    """The noisy Gram averaged with ``data_norm="select"``'s pilot at the same bound, when
+    that pilot is a release of the same matrix (same rows, centre and bound: not with a
+    held-out split, whose pilots saw other rows), and the averaged noise std."""
+    choice = prepared.details.get("bound_choice")
+    if (choice is None or choice.pilot is None or run.held_plan is not None
+            or choice.chosen != prepared.data_norm):
+        return noisy, sigma
+    weight = choice.pilot_sigma**2 / (sigma**2 + choice.pilot_sigma**2)
+    averaged = weight * noisy + (1.0 - weight) * choice.pilot
+    return averaged, float(sigma * choice.pilot_sigma / math.hypot(sigma, choice.pilot_sigma))

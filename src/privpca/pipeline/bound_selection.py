@@ -68,7 +68,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -122,6 +122,11 @@ class BoundChoice:
         The pilots' noise levels ν.
     final_low, final_high : float
         The final release's estimated noise effect f at each candidate.
+    pilot : ndarray of shape (p, p) or None
+        The released pilot Gram at the chosen bound (kept in memory, not published: a
+        statistic that releases the same Gram may average it in, inverse-variance).
+    pilot_sigma : float
+        Its noise standard deviation per coordinate.
     """
 
     low: float
@@ -132,6 +137,8 @@ class BoundChoice:
     noise_high: float
     final_low: float
     final_high: float
+    pilot: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
+    pilot_sigma: float = math.nan
 
     @property
     def bias(self) -> float:
@@ -226,8 +233,8 @@ def choose_bound(
     final_high = float(np.mean(subspace_noise(
         released[1], final_multiplier * gram_sensitivity(high, "replace"), k, rng)[1]))
     choice = BoundChoice(float(low), float(high), float(low), distance, nu_low, nu_high,
-                         final_low, final_high)
+                         final_low, final_high, released[0], sigmas[0])
     if final_high < choice.bias + final_low:
         choice = BoundChoice(float(low), float(high), float(high), distance, nu_low, nu_high,
-                             final_low, final_high)
+                             final_low, final_high, released[1], sigmas[1])
     return choice
