@@ -91,12 +91,14 @@ def _check_writable(path: Path) -> None:
 )
 @click.option(
     "--data-norm",
-    type=_DataNorm(),
+    type=_DataNorm(("auto", "select")),
     default="auto",
     show_default=True,
     help="Bound on each (centred) row's L2 norm. 'auto': a private high quantile of the "
-    "norms (a small share of ε). A float is a public bound, free; longer rows are clipped "
-    "(with a warning). private-oja clips gradients at its square.",
+    "norms (a small share of ε). 'select' (experimental; analyze-gauss, mod-sulq, "
+    "noisy-power, bingham): two pilot Grams (a fifth of ε) choose the bound for the table. "
+    "A float is a public bound, free; longer rows are clipped (with a warning). private-oja "
+    "clips gradients at its square.",
 )
 @click.option(
     "--holdout-fraction",

@@ -36,19 +36,22 @@ class _NComponents(click.ParamType):
 
 
 class _DataNorm(click.ParamType):
-    """``auto`` or a float > 0 (a public bound on the rows' norms)."""
+    """``auto`` (or another of ``words``) or a float > 0 (a public bound on the rows' norms)."""
 
-    name = "auto|FLOAT"
+    def __init__(self, words: tuple[str, ...] = ("auto",)) -> None:
+        self.words = words
+        self.name = "|".join(words) + "|FLOAT"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> str | float:
-        if isinstance(value, str) and value.strip().lower() == "auto":
-            return "auto"
+        if isinstance(value, str) and value.strip().lower() in self.words:
+            return value.strip().lower()
         try:
             number = float(value)
         except (TypeError, ValueError):
             number = math.nan
         if not (math.isfinite(number) and number > 0):
-            self.fail(f"expected 'auto' or a float in (0, inf). Got {value!r}.", param, ctx)
+            words = ", ".join(repr(w) for w in self.words)
+            self.fail(f"expected {words} or a float in (0, inf). Got {value!r}.", param, ctx)
         return number
 
 
