@@ -59,22 +59,27 @@ def test_subspace_noise_is_small_for_a_clear_gap_and_large_for_pure_noise():
 
 def test_the_two_pilots_compose_to_the_parts_share():
     # LOW_WEIGHT splits the part's two releases: 1/m_low² + 1/m_high² = 2/m².
-    m = 7.0
-    w = bound_selection.LOW_WEIGHT
-    m_low, m_high = m / math.sqrt(2 * w), m / math.sqrt(2 * (1 - w))
+    m, low, high = 7.0, 3.0, 40.0
+    sigma_low, sigma_high = bound_selection.pilot_sigmas(m, low, high)
+    m_low, m_high = sigma_low / (math.sqrt(2) * low**2), sigma_high / (math.sqrt(2) * high**2)
     assert 1 / m_low**2 + 1 / m_high**2 == pytest.approx(2 / m**2)
+    assert m_low > m_high  # the high pilot, whose noise the distance must see through, gets more
+
+
+def _clipped_grams(rows: np.ndarray):
+    """``D ↦ Σ clip_D(row) clip_D(row)ᵀ`` and the candidates (median, twice the largest norm)."""
+    norms = np.linalg.norm(rows, axis=1)
+
+    def gram_at(D: float) -> np.ndarray:
+        Z = rows * np.minimum(1.0, D / norms)[:, None]
+        return Z.T @ Z
+
+    return gram_at, float(np.median(norms)), 2 * float(norms.max())
 
 
 def test_choose_bound_prefers_the_low_bound_when_the_high_one_is_only_noisier():
     X = _elliptical()
-    Y = X - X.mean(axis=0)
-    norms = np.linalg.norm(Y, axis=1)
-
-    def gram_at(D: float) -> np.ndarray:
-        Z = Y * np.minimum(1.0, D / norms)[:, None]
-        return Z.T @ Z
-
-    low, high = float(np.median(norms)), 2 * float(norms.max())
+    gram_at, low, high = _clipped_grams(X - X.mean(axis=0))
     choice = choose_bound(gram_at, 2, low, high, 2.0, 0.7, np.random.default_rng(1))
     assert choice.chosen == low
     assert choice.final_low < choice.final_high
@@ -82,14 +87,7 @@ def test_choose_bound_prefers_the_low_bound_when_the_high_one_is_only_noisier():
 
 
 def test_choose_bound_takes_the_high_bound_when_clipping_turns_the_subspace():
-    X = _skewed_tail()
-    norms = np.linalg.norm(X, axis=1)
-
-    def gram_at(D: float) -> np.ndarray:
-        Z = X * np.minimum(1.0, D / norms)[:, None]
-        return Z.T @ Z
-
-    low, high = float(np.median(norms)), 2 * float(norms.max())
+    gram_at, low, high = _clipped_grams(_skewed_tail())
     choice = choose_bound(gram_at, 2, low, high, 0.5, 0.2, np.random.default_rng(1))
     assert choice.bias > 0.5  # the pilots are far apart beyond their noise
     assert choice.chosen == high
@@ -106,6 +104,8 @@ def test_select_spends_the_pilots_inside_the_request_and_says_what_it_chose(cls)
     assert ledger.epsilon() == pytest.approx(1.0)
     notes = _choice(est)
     assert f"D = {est.data_norm_:.6g}" in notes
+    pilots = next(s for s in est.privacy_.spends if s.mechanism.startswith("bound_select"))
+    assert f"noise std {pilots.noise_scale:.6g})" in pilots.mechanism  # the high pilot's σ
 
 
 def test_select_chooses_for_the_table():

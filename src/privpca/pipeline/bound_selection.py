@@ -86,6 +86,7 @@ __all__ = [
     "NOISE_LEVEL",
     "BoundChoice",
     "choose_bound",
+    "pilot_sigmas",
     "subspace_noise",
     "top_vectors",
 ]
@@ -182,6 +183,16 @@ def subspace_noise(released: NDArray[np.float64], sigma: float, k: int,
     return P, np.asarray(moved)
 
 
+def pilot_sigmas(multiplier: float, low: float, high: float) -> tuple[float, float]:
+    """The two pilots' noise standard deviations: Δ_c = √2·c² (replace one) times
+    ``multiplier/√(2w)`` with w = :data:`LOW_WEIGHT` and ``1 − LOW_WEIGHT``. Two releases at
+    ``multiplier`` each compose to ``2/m²``; this split keeps that total (exact for Gaussian
+    mechanisms), so the part's planned event is the pilots' event."""
+    return tuple(  # type: ignore[return-value]
+        multiplier / math.sqrt(2.0 * weight) * gram_sensitivity(bound, "replace")
+        for bound, weight in ((low, LOW_WEIGHT), (high, 1.0 - LOW_WEIGHT)))
+
+
 def choose_bound(
     gram_at: Callable[[float], NDArray[np.float64]],
     n_components: int,
@@ -214,14 +225,10 @@ def choose_bound(
     BoundChoice
     """
     k = int(n_components)
-    released, sigmas = [], []
-    for bound, weight in ((low, LOW_WEIGHT), (high, 1.0 - LOW_WEIGHT)):
-        sensitivity = gram_sensitivity(bound, "replace")
-        # Two releases at m each compose to 2/m²; this split keeps that total.
-        sigma = multiplier / math.sqrt(2.0 * weight) * sensitivity
-        released.append(symmetric_gaussian_release(gram_at(bound), sigma, rng,
-                                                   sensitivity=sensitivity))
-        sigmas.append(sigma)
+    sigmas = list(pilot_sigmas(multiplier, low, high))
+    released = [symmetric_gaussian_release(gram_at(bound), sigma, rng,
+                                           sensitivity=gram_sensitivity(bound, "replace"))
+                for bound, sigma in zip((low, high), sigmas, strict=True)]
     P_low, moved_low = subspace_noise(released[0], sigmas[0], k, rng)
     P_high, moved_high = subspace_noise(released[1], sigmas[1], k, rng)
     distance = float(np.linalg.norm(P_low - P_high))

@@ -61,6 +61,7 @@ from privpca.pipeline.bound_selection import (
     HIGH_FACTOR,
     LOW_QUANTILE,
     choose_bound,
+    pilot_sigmas,
 )
 from privpca.pipeline.bound_selection import MAX_FEATURES as SELECT_MAX_FEATURES
 from privpca.pipeline.budget import PART_NAMES, BudgetPlan, PartBudget
@@ -834,11 +835,14 @@ class ReleasePipeline:
             final = stat.multiplier if stat.gaussian else self.plan.total_multiplier
             choice = choose_bound(gram_at, self.statistic.subspace_rank, low, high,
                                   self._part("bound_select").multiplier, final, rng)
+            sigma_low, sigma_high = pilot_sigmas(self._part("bound_select").multiplier, low,
+                                                 high)
             spends.append(self._spend(
                 "bound_select", "gaussian: two pilot Gram matrices Σ clip_c(y)clip_c(y)ᵀ at "
-                "the candidate bounds c = D_low, D_high (their top-k subspaces choose D)",
-                math.sqrt(2.0) * high ** 2, math.sqrt(2.0) * high ** 2
-                * self._part("bound_select").multiplier))
+                f"the candidate bounds c = D_low ({low:.6g}, noise std {sigma_low:.6g}) and "
+                f"D_high ({high:.6g}, noise std {sigma_high:.6g}); their top-k subspaces "
+                "choose D. Sensitivity and noise below: the high pilot's",
+                math.sqrt(2.0) * high ** 2, sigma_high))
             D = choice.chosen
             # Nothing was released above the top bin: the high bound's estimate is 0.
             details["clipped_estimate"] = above_low if D == choice.low and low < high else 0.0
