@@ -178,3 +178,49 @@ def test_analyze_gauss_averages_the_pilot_at_the_chosen_bound(monkeypatch):
         released * choice.pilot_sigma / math.hypot(released, choice.pilot_sigma))
     assert est.noise_scale_ < released
     assert "averaged with the pilot Gram" in est.privacy_.notes
+
+
+def test_the_interpolated_median_sits_inside_its_bin_and_nearer_the_truth():
+    # On a coarse grid (ratio 2, as for tables of a few hundred rows) the bin's upper edge
+    # can be up to twice the quantile; the geometric interpolation reads the released counts.
+    mech = PrivateQuantile.calibrate(0.5, 1e-9, quantile=0.99, n_records=20)
+    assert mech.base == 2.0
+    values = np.random.default_rng(0).lognormal(mean=3.6, sigma=0.3, size=50_000)
+    rel = mech.estimate(values, np.random.default_rng(1))
+    edge, above_edge = rel.at(0.5)
+    inside, above_inside = rel.at(0.5, interpolate=True)
+    assert edge / 2 < inside < edge
+    truth = float(np.median(values))
+    assert abs(inside - truth) < 0.5 * abs(edge - truth)
+    assert above_inside == pytest.approx(0.5 * rel.released_mass[0], rel=1e-9)
+    assert above_inside > above_edge
+
+
+def test_the_high_candidate_doubles_the_top_edge_only_for_a_tail_the_histogram_cannot_see():
+    rng = np.random.default_rng(0)
+    mech = PrivateQuantile.calibrate(28.0, 1e-9, quantile=0.99)  # τ ≈ 240 rows, as at ε = 1
+    # Norms that stop at a cliff (a bounded feature, Covertype-like): the top edge clips
+    # nothing worth the factor's 4× noise.
+    cliff = mech.estimate(rng.uniform(50.0, 100.0, 100_000), rng)
+    edge, count = cliff.top_bin()
+    assert count > 4 * cliff.threshold and 100.0 <= edge < 100.0 * mech.base
+    assert bound_selection.high_candidate(edge, count, cliff.threshold,
+                                          float(cliff.released_mass[0])) == edge
+    # A heavy tail thinning through the threshold (a count, RAND-like): twice the edge.
+    tail = mech.estimate(rng.pareto(2.5, 20_000) + 1.0, rng)
+    edge, count = tail.top_bin()
+    assert bound_selection.high_candidate(edge, count, tail.threshold,
+                                          float(tail.released_mass[0])) == 2.0 * edge
+
+
+def test_without_a_resolved_rotation_the_rule_keeps_the_low_bound(monkeypatch):
+    # A3: the pilots' distance is within their noise (b̂ = 0), and the bootstrap's f happens
+    # to favour the high bound: a draw of noisy pilots is not evidence, the low bound stays.
+    P = np.diag([1.0, 1.0, 0.0, 0.0])
+    calls = iter([(P, np.full(10, 0.5)), (P, np.full(10, 0.5)),  # pilots: ν = 0.5, d = 0
+                  (P, np.full(10, 0.9)), (P, np.full(10, 0.3))])  # f_low 0.9 > f_high 0.3
+    monkeypatch.setattr(bound_selection, "subspace_noise", lambda *a: next(calls))
+    choice = choose_bound(lambda D: np.eye(4) * D, 2, 1.0, 4.0, 1.0, 1.0,
+                          np.random.default_rng(0))
+    assert choice.bias == 0.0 and choice.final_high < choice.final_low
+    assert choice.chosen == 1.0

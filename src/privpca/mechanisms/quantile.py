@@ -69,14 +69,30 @@ class QuantileRelease:
     bins: NDArray[np.int64] | None = None
     counts: NDArray[np.float64] | None = None
     base: float = LOG_GRID_BASE
+    #: The release threshold τ on noisy counts (public: set by ε, δ and the tail).
+    threshold: float = math.nan
 
-    def at(self, quantile: float) -> tuple[float, float]:
-        """``(q-quantile, released count above it)`` of the first histogram, read off the
-        same released bins as :attr:`value` (no further privacy cost); NaN when no bin was
-        released."""
+    def at(self, quantile: float, *, interpolate: bool = False) -> tuple[float, float]:
+        """``(q-quantile, released count above it)`` of the first histogram, read off
+        the same released bins as :attr:`value` (no further privacy cost); NaN when no bin
+        was released. By default the quantile is the upper edge of the bin that reaches it;
+        ``interpolate=True`` places it inside that bin, geometrically, where the released
+        counts put it (as if the norms were spread evenly in log scale within a bin: on the
+        coarse grids of small tables the edge can be up to twice the quantile), and the
+        count above is the released count above that point, read the same way."""
         if self.bins is None or self.counts is None or self.bins.size == 0:
             return math.nan, math.nan
-        return _read_quantile(self.bins, self.counts, quantile, self.base)
+        return _read_quantile(self.bins, self.counts, quantile, self.base,
+                              interpolate=interpolate)
+
+    def top_bin(self) -> tuple[float, float]:
+        """``(upper edge, released noisy count)`` of the first histogram's highest released
+        bin (post-processing); NaN when no bin was released."""
+        if self.bins is None or self.counts is None or self.bins.size == 0:
+            return math.nan, math.nan
+        top = int(self.bins[-1])
+        edge = 0.0 if top <= _ZERO_BIN else self.base ** (top + 1)
+        return float(edge), float(self.counts[-1])
 
 
 @dataclass(frozen=True)
@@ -171,19 +187,27 @@ class PrivateQuantile:
             value[c], above[c] = _read_quantile(idx, cnt, self.quantile, self.base)
             mass[c] = float(np.cumsum(cnt)[-1])  # as the quantile reads it
         if first is None:
-            return QuantileRelease(value, mass, above, base=self.base)
-        return QuantileRelease(value, mass, above, first[0], first[1], self.base)
+            return QuantileRelease(value, mass, above, base=self.base,
+                                   threshold=self.histogram.threshold)
+        return QuantileRelease(value, mass, above, first[0], first[1], self.base,
+                               self.histogram.threshold)
 
 
 def _read_quantile(idx: NDArray[np.int64], cnt: NDArray[np.float64], quantile: float,
-                   base: float) -> tuple[float, float]:
+                   base: float, *, interpolate: bool = False) -> tuple[float, float]:
     """The upper edge of the first released bin whose cumulative count reaches ``quantile``
-    of the released total, and the released count above that bin."""
+    of the released total (``interpolate``: the point inside that bin, geometric between its
+    edges, at the quantile's share of its count), and the released count above that bin."""
     cum = np.cumsum(cnt)
     total = cum[-1]
     j = int(np.searchsorted(cum, quantile * total * (1 - 1e-12)))
     j = min(j, len(idx) - 1)
     value = 0.0 if idx[j] <= _ZERO_BIN else base ** (int(idx[j]) + 1)
+    if interpolate and value > 0.0:
+        before = float(cum[j - 1]) if j > 0 else 0.0
+        share = min(max((quantile * total - before) / float(cnt[j]), 0.0), 1.0)
+        value = base ** (int(idx[j]) + share)
+        return float(value), float(total - before - share * float(cnt[j]))
     return float(value), float(total - cum[j])
 
 

@@ -58,9 +58,9 @@ from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.bound_selection import (
-    HIGH_FACTOR,
     LOW_QUANTILE,
     choose_bound,
+    high_candidate,
     pilot_sigmas,
 )
 from privpca.pipeline.bound_selection import MAX_FEATURES as SELECT_MAX_FEATURES
@@ -829,8 +829,8 @@ class ReleasePipeline:
         details["clipped_estimate"] = float(rel.above[0])
         if self._selects_bound():
             assert gram_at is not None
-            (low, above_low), (top, _) = rel.at(LOW_QUANTILE), rel.at(1.0)
-            high = HIGH_FACTOR * top
+            low, above_low = rel.at(LOW_QUANTILE, interpolate=True)
+            high = high_candidate(*rel.top_bin(), rel.threshold, float(rel.released_mass[0]))
             stat = self.plan["statistic"]
             final = stat.multiplier if stat.gaussian else self.plan.total_multiplier
             choice = choose_bound(gram_at, self.statistic.subspace_rank, low, high,
