@@ -44,7 +44,7 @@ def _skewed_tail(seed: int = 0, n: int = 20_000) -> np.ndarray:
 
 def _choice(est: object) -> str:
     notes = est.privacy_.notes  # type: ignore[attr-defined]
-    assert "data_norm='select' chose" in notes
+    assert "The bound selection chose" in notes
     return notes
 
 
@@ -67,28 +67,29 @@ def test_the_two_pilots_compose_to_the_parts_share():
 
 
 def _clipped_grams(rows: np.ndarray):
-    """``D ↦ Σ clip_D(row) clip_D(row)ᵀ`` and the candidates (median, twice the largest norm)."""
+    """``bounds ↦ [Σ clip_D(row) clip_D(row)ᵀ for D in bounds]`` and the candidates (median,
+    twice the largest norm)."""
     norms = np.linalg.norm(rows, axis=1)
 
-    def gram_at(D: float) -> np.ndarray:
-        Z = rows * np.minimum(1.0, D / norms)[:, None]
-        return Z.T @ Z
+    def grams_at(bounds: tuple[float, ...]) -> list[np.ndarray]:
+        clipped = [rows * np.minimum(1.0, D / norms)[:, None] for D in bounds]
+        return [Z.T @ Z for Z in clipped]
 
-    return gram_at, float(np.median(norms)), 2 * float(norms.max())
+    return grams_at, float(np.median(norms)), 2 * float(norms.max())
 
 
 def test_choose_bound_prefers_the_low_bound_when_the_high_one_is_only_noisier():
     X = _elliptical()
-    gram_at, low, high = _clipped_grams(X - X.mean(axis=0))
-    choice = choose_bound(gram_at, 2, low, high, 2.0, 0.7, np.random.default_rng(1))
+    grams_at, low, high = _clipped_grams(X - X.mean(axis=0))
+    choice = choose_bound(grams_at, 2, low, high, 2.0, 0.7, np.random.default_rng(1))
     assert choice.chosen == low
     assert choice.final_low < choice.final_high
     assert "low candidate" in choice.describe()
 
 
 def test_choose_bound_takes_the_high_bound_when_clipping_turns_the_subspace():
-    gram_at, low, high = _clipped_grams(_skewed_tail())
-    choice = choose_bound(gram_at, 2, low, high, 0.5, 0.2, np.random.default_rng(1))
+    grams_at, low, high = _clipped_grams(_skewed_tail())
+    choice = choose_bound(grams_at, 2, low, high, 0.5, 0.2, np.random.default_rng(1))
     assert choice.bias > 0.5  # the pilots are far apart beyond their noise
     assert choice.chosen == high
 
@@ -220,7 +221,39 @@ def test_without_a_resolved_rotation_the_rule_keeps_the_low_bound(monkeypatch):
     calls = iter([(P, np.full(10, 0.5)), (P, np.full(10, 0.5)),  # pilots: ν = 0.5, d = 0
                   (P, np.full(10, 0.9)), (P, np.full(10, 0.3))])  # f_low 0.9 > f_high 0.3
     monkeypatch.setattr(bound_selection, "subspace_noise", lambda *a: next(calls))
-    choice = choose_bound(lambda D: np.eye(4) * D, 2, 1.0, 4.0, 1.0, 1.0,
+    choice = choose_bound(lambda bounds: [np.eye(4) * D for D in bounds], 2, 1.0, 4.0, 1.0, 1.0,
                           np.random.default_rng(0))
     assert choice.bias == 0.0 and choice.final_high < choice.final_low
     assert choice.chosen == 1.0
+
+
+def test_auto_is_the_selection_and_quantile_the_previous_default():
+    X = _elliptical(n=8_000)
+    parts = {}
+    for rule in ("auto", "select", "quantile"):
+        est = AnalyzeGaussPCA(2, epsilon=1.0, data_norm=rule, random_state=0,
+                              ledger=PrivacyLedger()).fit(X)
+        parts[rule] = [s.mechanism.split(":")[0] for s in est.privacy_.spends]
+    assert parts["auto"] == parts["select"] and "bound_select" in parts["auto"]
+    assert "bound_select" not in parts["quantile"] and "bound" in parts["quantile"]
+    # the estimators without a Gram statistic keep "auto" = the quantile, refuse "quantile"
+    with pytest.raises(InvalidParameterError, match="data_norm"):
+        DPSPCA(n_components=1, epsilon=1.0, data_norm="quantile").fit(X)
+
+
+def test_with_the_low_bound_the_variances_are_read_off_the_high_pilot():
+    # Half the rows clipped at the median shrink the top variance's share (the clipped rows'
+    # spectrum is flatter); the pilot released at the high bound gives the table's.
+    X = _elliptical(n=50_000)
+    ref = PCA(2).fit(X)
+    est = AnalyzeGaussPCA(2, epsilon=1.0, random_state=0, ledger=PrivacyLedger()).fit(X)
+    assert "(low candidate)" in _choice(est)
+    assert "read off the pilot Gram released at the high one" in est.privacy_.notes
+    np.testing.assert_allclose(est.explained_variance_ratio_, ref.explained_variance_ratio_,
+                               atol=0.02)
+    np.testing.assert_allclose(est.explained_variance_, ref.explained_variance_, rtol=0.1)
+    # the same components' variances from the median-clipped rows are visibly off
+    norms = np.linalg.norm(X - est.mean_, axis=1)
+    clipped = (X - est.mean_) * np.minimum(1.0, est.data_norm_ / norms)[:, None]
+    shares = np.var(clipped @ est.components_.T, axis=0) / np.var(clipped, axis=0).sum()
+    assert np.abs(shares - ref.explained_variance_ratio_).max() > 0.05

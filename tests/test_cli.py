@@ -86,7 +86,7 @@ def test_fit_data_norm_select_chooses_the_bound_and_says_so(runner, customers_cs
     payload = json.loads(result.stdout)
     assert payload["params"]["data_norm"] == "select"
     text = json.dumps(payload["privacy"])
-    assert "bound_select" in text and "data_norm='select' chose" in text
+    assert "bound_select" in text and "The bound selection chose" in text
     refused = runner.invoke(main, [*args, "-m", "local-gaussian"])
     assert refused.exit_code != 0 and "data_norm" in refused.output
 
@@ -299,7 +299,7 @@ def test_fit_refuses_text_columns_and_ragged_rows(runner, tmp_path):
         (["--epsilon", "1", "-k", "two"], "Got 'two'"),
         (["--epsilon", "1", "-k", "7"], "n_components=7 must be between 1 and n_features=6"),
         (["--epsilon", "1", "--data-norm", "-2"],
-         "expected 'auto', 'select' or a float in (0, inf)"),
+         "expected 'auto', 'select', 'quantile' or a float in (0, inf)"),
         (["--epsilon", "1", "--data-norm", "big"], "Got 'big'"),
         (["--epsilon", "1", "--centering", "mean"], "Invalid value for '--centering'"),
         (["--epsilon", "1", "--holdout-fraction", "1.5"],

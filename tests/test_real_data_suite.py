@@ -109,7 +109,7 @@ def test_quick_run_scores_defaults_and_oracle(tmp_path: Path) -> None:
         assert math.isfinite(r["explained_ratio"]) and r["data_norm"] > 0
         assert 0.0 < r["sklearn_ratio"] <= 1.0
     bounds = {r["bound"] for r in rows}
-    assert bounds == {"defaults", "select"} | {f"q{q:g}" for q in out.params["quantiles"]}
+    assert bounds == {"defaults", "quantile"} | {f"q{q:g}" for q in out.params["quantiles"]}
     # every fit of a seed has the same private mean (AnalyzeGauss: defaults included), and
     # the oracle's bounds grow with the quantile (one seed, one table)
     for table in ("covtype", "digits"):
@@ -119,7 +119,7 @@ def test_quick_run_scores_defaults_and_oracle(tmp_path: Path) -> None:
     assert oracle == sorted(oracle)
     table = suite_table(rows)
     assert table.count("`analyze-gauss`") == 2 and "refused" not in table
-    assert "select: distance" in table
+    assert "0.99 quantile: distance" in table
     assert "oracle (non-private)" in out.md_path.read_text()
 
 

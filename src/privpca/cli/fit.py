@@ -91,12 +91,14 @@ def _check_writable(path: Path) -> None:
 )
 @click.option(
     "--data-norm",
-    type=_DataNorm(("auto", "select")),
+    type=_DataNorm(("auto", "select", "quantile")),
     default="auto",
     show_default=True,
-    help="Bound on each (centred) row's L2 norm. 'auto': a private high quantile of the "
-    "norms (a small share of ε). 'select' (experimental; analyze-gauss, mod-sulq, "
-    "noisy-power, bingham): two pilot Grams (a fifth of ε) choose the bound for the table. "
+    help="Bound on each (centred) row's L2 norm. 'auto': chosen privately for the table; for "
+    "analyze-gauss, mod-sulq, noisy-power and bingham (up to 256 columns) two pilot Grams "
+    "(a fifth of ε) choose between the private median of the norms and a bound above them "
+    "('select' names that rule), for the others (and 'quantile') it is a private 0.99 "
+    "quantile of the norms (a small share of ε). "
     "A float is a public bound, free; longer rows are clipped (with a warning). private-oja "
     "clips gradients at its square.",
 )

@@ -90,9 +90,10 @@ PRIVACY: dict[str, Constraints] = {
     "ledger": LEDGER,
 }
 
-#: ``data_norm`` of the central Gram-based estimators: also ``"select"`` (the balancing test
-#: of :mod:`privpca.pipeline.bound_selection`).
-DATA_NORM_SELECT: Constraints = [StrOptions({"auto", "select"}), *DATA_NORM[1:]]
+#: ``data_norm`` of the central Gram-based estimators: ``"auto"`` is ``"select"`` there (the
+#: bound chosen for the table by :mod:`privpca.pipeline.bound_selection`), ``"quantile"`` the
+#: private 0.99-quantile alone (``"auto"`` of the other estimators).
+DATA_NORM_SELECT: Constraints = [StrOptions({"auto", "select", "quantile"}), *DATA_NORM[1:]]
 
 #: The parameters every estimator on the release pipeline shares.
 PIPELINE: dict[str, Constraints] = {

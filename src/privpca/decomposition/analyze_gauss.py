@@ -47,7 +47,11 @@ from privpca.mechanisms.sensitivity import (
     gram_sensitivity,
 )
 from privpca.pipeline.release import ReleasePipeline, Statistic, Table
-from privpca.pipeline.spectrum import check_n_components_spec, fit_noisy_matrix
+from privpca.pipeline.spectrum import (
+    check_n_components_spec,
+    fit_noisy_matrix,
+    variances_along,
+)
 
 __all__ = [
     "NEIGHBOURING_RELATIONS",
@@ -83,13 +87,17 @@ class AnalyzeGaussPCA(PipelinePCA):
         ``"private"``: centre on a private mean (a share of the budget, see
         ``budget_shares``). ``None``: no centring (the papers' second moment ``E[x xᵀ]``).
         An array: a public mean, free.
-    data_norm : "auto", "select" or float, default="auto"
-        Bound D on the L2 norm of every (centred, scaled) row. ``"auto"``: a private 99 %
-        quantile of the row norms (a small share of the budget). ``"select"`` (experimental):
-        a fifth of the budget releases two pilot Grams that choose D for the table, between
-        the private median of the norms and twice the top of their released histogram
-        (:mod:`privpca.pipeline.bound_selection`; docs/REAL_DATA.md has where it helps and
-        where it costs). A float is a public bound at no cost; longer rows are clipped to it
+    data_norm : "auto", "select", "quantile" or float, default="auto"
+        Bound D on the L2 norm of every (centred, scaled) row. ``"auto"`` (``"select"`` is
+        the same rule by name): chosen for the table. From the private histogram of the row
+        norms come two candidates, its median and a bound above (almost) every norm; a fifth
+        of the budget releases two pilot Grams at them, and the high bound is used only when
+        clipping at the median visibly turns the subspace by more than the high bound's
+        extra noise costs (:mod:`privpca.pipeline.bound_selection`, docs/REAL_DATA.md). The
+        pilot at the chosen bound is averaged into the statistic, so about 15 % of the
+        budget is the rule's cost. Above 256 features: ``"quantile"``. ``"quantile"``: a
+        private 99 % quantile of the row norms (a small share of the budget; the previous
+        default). A float is a public bound at no cost; longer rows are clipped to it
         with a :class:`~privpca.exceptions.RowClippingWarning`.
     scale : bool or array of shape (n_features,), default=False
         ``True``: divide each feature by a private standard deviation first (a correlation
@@ -290,6 +298,9 @@ class AnalyzeGaussPCA(PipelinePCA):
         denominator = 1.0 if relation == "add-remove" else run.denominator(prepared)
         fit = fit_noisy_matrix(noisy, settings["k"], noise_sd=sigma, denominator=denominator,
                                extra_perturbation=run.mean_perturbation(prepared))
+        high = _high_pilot(prepared, run)
+        if high is not None:
+            fit = variances_along(fit, high, denominator)
         self._set_spectrum(fit)
         self.noise_scale_ = sigma
         spend = run.statistic_spend(
@@ -297,6 +308,12 @@ class AnalyzeGaussPCA(PipelinePCA):
             multiplier=released_sigma / sensitivity if run.paper_mode else None,
             epsilon=eps if run.paper_mode else None)
         notes = self._notes(eps, released_sigma, run)
+        if high is not None:
+            notes += (
+                " The bound chosen was the low candidate: explained_variance_ and its ratio are "
+                "read off the pilot Gram released at the high one (post-processing), the "
+                "variances of rows clipped at a bound above (almost) every norm, not of rows "
+                "clipped at the median.")
         if sigma != released_sigma:
             notes += (
                 " data_norm='select': the noisy Gram matrix was averaged with the pilot Gram "
@@ -329,6 +346,16 @@ class AnalyzeGaussPCA(PipelinePCA):
                 "X^T X + E, not divided by n; ratios and expected_error_ are unit-free)."
             )
         return notes
+
+
+def _high_pilot(prepared: Any, run: ReleasePipeline) -> NDArray[np.float64] | None:
+    """The pilot released at the high candidate when the low one was chosen and the pilots
+    saw the statistic's rows (not with a held-out split)."""
+    choice = prepared.details.get("bound_choice")
+    if (choice is None or choice.high_pilot is None or run.held_plan is not None
+            or choice.chosen != prepared.data_norm or choice.chosen == choice.high):
+        return None
+    return choice.high_pilot
 
 
 def _with_pilot(noisy: NDArray[np.float64], sigma: float, prepared: Any,

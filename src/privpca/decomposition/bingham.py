@@ -110,9 +110,11 @@ class BinghamPCA(PipelinePCA):
         mechanism ``(1 − s)·ε``, by basic composition.
     centering : "private", None or array of shape (n_features,), default="private"
         As in :class:`~privpca.AnalyzeGaussPCA`.
-    data_norm : "auto", "select" or float, default="auto"
-        Bound D on every (centred, scaled) row's L2 norm: a private quantile (``"select"``:
-        chosen for the table by two pilot Grams, as in :class:`~privpca.AnalyzeGaussPCA`),
+    data_norm : "auto", "select", "quantile" or float, default="auto"
+        Bound D on every (centred, scaled) row's L2 norm: chosen for the table by two pilot
+        Grams (``"auto"``, ``"select"``; ``"quantile"`` is a private 99 % quantile of the
+        norms, and so is ``"auto"`` above 256 features: as in
+        :class:`~privpca.AnalyzeGaussPCA`),
         or a public
         float (longer rows are clipped, with a :class:`~privpca.exceptions.RowClippingWarning`
         saying how many).

@@ -63,15 +63,21 @@ own mass. A3 is why ``b̂ > 0`` is required: the f of a pilot that cannot see th
 component (noise above its eigengap) is a draw, not an estimate, and comparing two such draws
 took the noisier bound on the anes96 table in 4 of 10 seeds (0.85 against 0.63 at D_low).
 
-What it does not do (measured on the real-table suite, ``docs/REAL_DATA.md``): the pilots
-get a fifth of the budget (the high one 15 %), so their noise is about ``√(0.78/0.15) ≈ 2.3×``
-the final release's, and ``b̂`` resolves a rotation only when it is several times the final
-noise (RAND and Covertype: yes; over ten seeds RAND is bimodal and anes96 sometimes takes
-the high bound). Where the noise dominates, both rules keep the same D and the pilots' share
-costs a few per cent (``AnalyzeGaussPCA`` averages its Gram with the pilot released at the
-chosen bound, so it loses only the other pilot's share); the final noise f is that of a
-Gram release, which overstates the noisy power method's at the high bound. That is why it is
-opt-in (``data_norm="select"``) and ``"auto"`` stays the private 0.99-quantile.
+What it does and does not do (``PYTHONPATH=src python benchmarks/bound_select_seeds.py``,
+AnalyzeGaussPCA at ε = 1 over ten seeds, against the private 0.99-quantile, the previous
+default; docs/REAL_DATA.md has the suite): fair 0.092 against 0.334, anes96 0.393 against
+0.599, digits 1.037 against 1.137, RAND 0.789 against 0.971, Covertype 0.001 for both,
+breast_cancer and diabetes within 1 %. The pilots get a fifth of the budget (the high one
+15 %), so their noise is about ``√(0.78/0.15) ≈ 2.3×`` the final release's and ``b̂``
+resolves a rotation only when it is several times the final noise: on RAND (a rotation of
+1.07 inside a near-tie of the 2nd and 3rd eigenvalues, 2σ of the high pilot apart) it is
+bimodal, 0.14–0.57 where resolved and 1.2 where not (about 4 seeds in 10). Larger pilot
+shares (30–65 %, simulated from the same pilots) moved RAND by less than its seed-to-seed
+spread and cost the tables that keep the median 5–10 %. Where the noise dominates both bounds
+give about the same and the pilots' share costs a few per cent (``AnalyzeGaussPCA`` averages
+its Gram with the pilot released at the chosen bound, so it loses only the other pilot's
+share). The final noise f is that of a Gram release, which overstates the noisy power
+method's at the high bound. Pilots run up to :data:`MAX_FEATURES` features.
 
 Everything released here — the two candidates, ``d``, the ν, f and the choice — is
 post-processing of the private releases and is published in the record's notes.
@@ -80,10 +86,11 @@ post-processing of the private releases and is published in the record's notes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.linalg
 from numpy.typing import NDArray
 
 from privpca.mechanisms.noise import symmetric_gaussian_release, symmetric_noise
@@ -120,10 +127,11 @@ LOW_WEIGHT = 0.25
 NOISE_DRAWS = 10
 #: The pilots' noise distances are taken at their ``1 − NOISE_LEVEL`` quantile.
 NOISE_LEVEL = 0.1
-#: Up to this many features the pilots run (``2 + 4·NOISE_DRAWS`` eigendecompositions of a
-#: p×p matrix); above it no pilot is planned (decided from the public p) and D is the private
-#: 0.99-quantile of the norms, as with ``"auto"``.
-MAX_FEATURES = 1024
+#: Up to this many features the pilots run (``2 + 4·NOISE_DRAWS`` top-k eigenpairs of a p×p
+#: matrix); above it no pilot is planned (decided from the public p) and D is the private
+#: 0.99-quantile of the norms, as with ``"quantile"``. Measured on AnalyzeGaussPCA's fits of
+#: 20 000 rows: +0.7 s at p = 256 (0.2 s without), +5 s at p = 617, +9 s at p = 1 024.
+MAX_FEATURES = 256
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,10 @@ class BoundChoice:
         statistic that releases the same Gram may average it in, inverse-variance).
     pilot_sigma : float
         Its noise standard deviation per coordinate.
+    high_pilot : ndarray of shape (p, p) or None
+        The pilot released at ``high`` (in memory only): where the low bound is chosen, the
+        explained variances can be read off it, clipped at a bound above (almost) every norm
+        (:func:`privpca.pipeline.spectrum.variances_along`).
     """
 
     low: float
@@ -159,6 +171,7 @@ class BoundChoice:
     final_high: float
     pilot: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
     pilot_sigma: float = math.nan
+    high_pilot: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
 
     @property
     def bias(self) -> float:
@@ -169,7 +182,7 @@ class BoundChoice:
         """One sentence for the record's notes."""
         which = "high" if self.chosen == self.high else "low"
         return (
-            f"data_norm='select' chose D = {self.chosen:.6g} ({which} candidate) between the "
+            f"The bound selection chose D = {self.chosen:.6g} ({which} candidate) between the "
             f"private median of the norms D_low = {self.low:.6g} and D_high = {self.high:.6g} "
             "(the top of their released histogram, or twice it where the tail thins through "
             "the histogram's threshold): estimated errors "
@@ -214,9 +227,13 @@ def high_candidate(top_edge: float, top_count: float, threshold: float,
 
 
 def top_vectors(matrix: NDArray[np.float64], k: int) -> NDArray[np.float64]:
-    """The top-``k`` eigenvectors (columns) of a symmetric matrix."""
-    _, vectors = np.linalg.eigh(matrix)
-    return np.ascontiguousarray(vectors[:, ::-1][:, :k])
+    """The top-``k`` eigenvectors (columns) of a symmetric matrix, largest first. Only the k
+    pairs are computed (LAPACK's subset drivers: the rule runs ``2 + 4·NOISE_DRAWS`` of these;
+    ``evx`` is the faster one from a few hundred features on, measured)."""
+    p = matrix.shape[0]
+    _, vectors = scipy.linalg.eigh(matrix, subset_by_index=[p - k, p - 1],
+                                   driver="evr" if p < 512 else "evx")
+    return np.ascontiguousarray(vectors[:, ::-1])
 
 
 def subspace_noise(released: NDArray[np.float64], sigma: float, k: int,
@@ -246,7 +263,7 @@ def pilot_sigmas(multiplier: float, low: float, high: float) -> tuple[float, flo
 
 
 def choose_bound(
-    gram_at: Callable[[float], NDArray[np.float64]],
+    grams_at: Callable[[tuple[float, float]], Sequence[NDArray[np.float64]]],
     n_components: int,
     low: float,
     high: float,
@@ -258,8 +275,9 @@ def choose_bound(
 
     Parameters
     ----------
-    gram_at : callable
-        ``D ↦ Σ clip_D(y) clip_D(y)ᵀ`` over the rows the statistic will see (exact, private).
+    grams_at : callable
+        ``(D_low, D_high) ↦ [Σ clip_D(y) clip_D(y)ᵀ for D in them]`` over the rows the
+        statistic will see (exact, private; one pass).
     n_components : int
         k.
     low, high : float
@@ -278,9 +296,10 @@ def choose_bound(
     """
     k = int(n_components)
     sigmas = list(pilot_sigmas(multiplier, low, high))
-    released = [symmetric_gaussian_release(gram_at(bound), sigma, rng,
+    released = [symmetric_gaussian_release(gram, sigma, rng,
                                            sensitivity=gram_sensitivity(bound, "replace"))
-                for bound, sigma in zip((low, high), sigmas, strict=True)]
+                for gram, bound, sigma in zip(grams_at((low, high)), (low, high), sigmas,
+                                              strict=True)]
     P_low, moved_low = subspace_noise(released[0], sigmas[0], k, rng)
     P_high, moved_high = subspace_noise(released[1], sigmas[1], k, rng)
     distance = float(np.linalg.norm(P_low - P_high))
@@ -293,9 +312,9 @@ def choose_bound(
     final_high = float(np.mean(subspace_noise(
         released[1], final_multiplier * gram_sensitivity(high, "replace"), k, rng)[1]))
     choice = BoundChoice(float(low), float(high), float(low), distance, nu_low, nu_high,
-                         final_low, final_high, released[0], sigmas[0])
+                         final_low, final_high, released[0], sigmas[0], released[1])
     # A3: only a rotation the pilots resolve can make the noisier bound the better one.
     if choice.bias > 0.0 and final_high < choice.bias + final_low:
         choice = BoundChoice(float(low), float(high), float(high), distance, nu_low, nu_high,
-                             final_low, final_high, released[1], sigmas[1])
+                             final_low, final_high, released[1], sigmas[1], released[1])
     return choice

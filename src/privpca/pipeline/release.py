@@ -89,6 +89,7 @@ from privpca.streaming.holdout import held_out_size, random_row_split
 from privpca.streaming.reductions import (
     clipped_gram,
     clipped_gram_and_sum,
+    clipped_grams,
     clipped_product,
     clipped_sum,
     projected_moments,
@@ -145,10 +146,10 @@ def check_centering(value: Any, n_features: int, owner: object) -> Any:
 
 
 def check_data_norm(value: Any, owner: object) -> Any:
-    """``"auto"``, ``"select"`` or a public bound ``D`` in ``[1e-60, 1e60]``
-    (``check_norm_bound``); which estimators take ``"select"`` is their constraints'
-    business (without a Gram statistic it is ``"auto"``)."""
-    if isinstance(value, str) and value in ("auto", "select"):
+    """``"auto"``, ``"select"``, ``"quantile"`` or a public bound ``D`` in ``[1e-60, 1e60]``
+    (``check_norm_bound``); which estimators take ``"select"`` and ``"quantile"`` is their
+    constraints' business (without a Gram statistic both are ``"auto"``: the quantile)."""
+    if isinstance(value, str) and value in ("auto", "select", "quantile"):
         return value
     if isinstance(value, str):
         raise ValueError(
@@ -233,9 +234,10 @@ class Statistic:
         for free; otherwise the pipeline spends a small share on the variances.
     subspace_rank : int
         k for a statistic of the rows' second moment whose top-k subspace is the estimate:
-        with ``data_norm="select"`` the bound is then chosen for the table by the test of
+        with ``data_norm="auto"`` (or ``"select"``) the bound is then chosen for the table by
         :mod:`privpca.pipeline.bound_selection` (up to its ``MAX_FEATURES``). Otherwise, and
-        with ``"auto"``, the bound is the private :data:`DEFAULT_NORM_QUANTILE` of the norms.
+        with ``"quantile"``, the bound is the private :data:`DEFAULT_NORM_QUANTILE` of the
+        norms.
     """
 
     mechanism: str
@@ -292,6 +294,14 @@ class PreparedRows:
         if self.stored_rows is not None or self.source is None:
             return gram_matrix(self.rows)
 
+        pilots = self.details.pop("pilot_grams", None)
+        kept = None if pilots is None else pilots.take(self.data_norm)
+        if kept is not None:  # the same rows, centre, scale and bound: the same matrix
+            gram, n_clipped = kept
+            if not isinstance(self.source, np.ndarray):
+                self.n_clipped = n_clipped
+                self._warn_if_clipped()
+            return gram
         if isinstance(self.source, np.ndarray):
             return clipped_gram(self._pass_source(), self.mean, self.scale, self.data_norm)[0]
         gram, self.n_clipped = clipped_gram(self.source, self.mean, self.scale, self.data_norm)
@@ -423,7 +433,7 @@ class ReleasePipeline:
             active += ["scale_bound", "scale"]
         if isinstance(self.data_norm, str):
             active.append("bound")
-            if (self.data_norm == "select" and statistic.subspace_rank > 0
+            if (self.data_norm in ("auto", "select") and statistic.subspace_rank > 0
                     and self.n_features <= SELECT_MAX_FEATURES):
                 active.append("bound_select")
         self.table_mode = bool(active) or self.scale is not False or self.centering is not None
@@ -702,7 +712,7 @@ class ReleasePipeline:
             D = self._private_bound(
                 partial(reductions.norm_counts, source, mean, scale=scale), X.shape[0], rng,
                 spends, details, centred=mean is not None,
-                gram_at=partial(_gram_at, source, mean, scale))
+                grams_at=PilotGrams(source, mean, scale, same_rows=True))
             return PreparedRows(None, float(D), mean, scale, 0, spends, details, source=X)
         if mean is None and scale is None:
             rows, row_sq = X, (sq_norms(X) if sq is None else sq)
@@ -715,8 +725,8 @@ class ReleasePipeline:
             norms = np.sqrt(row_sq)
             D = self._private_bound(partial(norm_bin_counts, norms), len(norms), rng, spends,
                                     details, centred=mean is not None,
-                                    gram_at=partial(_gram_at, ArraySource(rows, validated=True),
-                                                    None, None))
+                                    grams_at=PilotGrams(ArraySource(rows, validated=True),
+                                                        None, None, same_rows=False))
             over = norms > D
             n_clipped = int(over.sum())
             if rows is None:
@@ -814,13 +824,14 @@ class ReleasePipeline:
         details: dict[str, Any],
         *,
         centred: bool,
-        gram_at: Callable[[float], NDArray[np.float64]] | None = None,
+        grams_at: PilotGrams | None = None,
     ) -> float:
         """The "bound" part: the private quantile D of the norms the statistic will see,
         from ``counter(base)``, their exact counts on the log grid. With the "bound_select"
-        part, D is one of two quantiles of that histogram, chosen by
+        part, D is one of two candidates read off that histogram, chosen by
         :func:`~privpca.pipeline.bound_selection.choose_bound` from two pilot Grams
-        ``gram_at(D)``."""
+        ``grams_at((D_low, D_high))`` (one pass; the exact Gram at the chosen bound is kept
+        for the statistic in ``details["pilot_grams"]``)."""
         b = self._part("bound")
         D, rel = private_norm_bound_from_counts(
             counter, n, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
@@ -828,12 +839,12 @@ class ReleasePipeline:
         spends.append(self._bound_spend())
         details["clipped_estimate"] = float(rel.above[0])
         if self._selects_bound():
-            assert gram_at is not None
+            assert grams_at is not None
             low, above_low = rel.at(LOW_QUANTILE, interpolate=True)
             high = high_candidate(*rel.top_bin(), rel.threshold, float(rel.released_mass[0]))
             stat = self.plan["statistic"]
             final = stat.multiplier if stat.gaussian else self.plan.total_multiplier
-            choice = choose_bound(gram_at, self.statistic.subspace_rank, low, high,
+            choice = choose_bound(grams_at, self.statistic.subspace_rank, low, high,
                                   self._part("bound_select").multiplier, final, rng)
             sigma_low, sigma_high = pilot_sigmas(self._part("bound_select").multiplier, low,
                                                  high)
@@ -847,6 +858,7 @@ class ReleasePipeline:
             # Nothing was released above the top bin: the high bound's estimate is 0.
             details["clipped_estimate"] = above_low if D == choice.low and low < high else 0.0
             details["bound_choice"] = choice
+            details["pilot_grams"] = grams_at
         return float(D)
 
     def _selects_bound(self) -> bool:
@@ -899,6 +911,7 @@ class ReleasePipeline:
         split = self.held_out_split(rng)
         prepared = self.prepare_streamed(take_rows(source, split.held), rng)
         prepared.source = drop_rows(source, split.held)
+        prepared.details.pop("pilot_grams", None)  # the pilots saw the held-out rows
         return prepared
 
     # ------------------------------------------------------------------ streamed tables
@@ -927,7 +940,7 @@ class ReleasePipeline:
         if isinstance(self.data_norm, str):
             D = self._private_bound(partial(reductions.norm_counts, source, shift, scale=scale),
                                     n, rng, spends, details, centred=mean is not None,
-                                    gram_at=partial(_gram_at, source, mean, scale))
+                                    grams_at=PilotGrams(source, mean, scale, same_rows=True))
         else:
             D = float(self.data_norm)
         # n_clipped is counted by the statistic's own pass (PreparedRows.gram).
@@ -1122,10 +1135,30 @@ class ReleasePipeline:
         )
 
 
-def _gram_at(source: Any, mean: NDArray[np.float64] | None,
-             scale: NDArray[np.float64] | None, bound: float) -> NDArray[np.float64]:
-    """``Σ clip_bound((x − mean)/scale)(…)ᵀ`` over ``source`` (one pass): a pilot's Gram."""
-    return clipped_gram(source, mean, scale, bound)[0]
+class PilotGrams:
+    """The exact Grams ``Σ clip_c((x − mean)/scale)(…)ᵀ`` at the candidate bounds, over
+    ``source``, in one pass; the one at the bound the rule chooses is kept for the statistic
+    (:meth:`take`) when ``same_rows`` (the statistic reads the same rows with the same centre
+    and scale), so on defaults the pilots cost no pass of their own beyond the statistic's.
+    Never published: private values, held in memory until the statistic takes them."""
+
+    def __init__(self, source: Any, mean: NDArray[np.float64] | None,
+                 scale: NDArray[np.float64] | None, *, same_rows: bool) -> None:
+        self.source, self.mean, self.scale, self.same_rows = source, mean, scale, same_rows
+        self._kept: dict[float, tuple[NDArray[np.float64], int]] = {}
+
+    def __call__(self, bounds: tuple[float, ...]) -> list[NDArray[np.float64]]:
+        grams = clipped_grams(self.source, self.mean, self.scale, bounds)
+        if self.same_rows:
+            # The releases add noise to new arrays: these stay the exact statistics.
+            self._kept = dict(zip(bounds, grams, strict=True))
+        return [gram.copy() for gram, _ in grams]
+
+    def take(self, bound: float) -> tuple[NDArray[np.float64], int] | None:
+        """The exact Gram at ``bound`` and its clipped-row count, once (then forgotten)."""
+        found = self._kept.pop(float(bound), None)
+        self._kept.clear()
+        return found
 
 
 @dataclass

@@ -57,7 +57,7 @@ top-k eigenvectors ``V`` of ``G`` from these alone, whatever produced ``Q``:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.linalg
@@ -241,6 +241,21 @@ class SpectrumFit:
     noise_level: float
     expected_error: float
     n_components: int
+
+
+def variances_along(fit: SpectrumFit, released: NDArray[np.float64],
+                    denominator: float) -> SpectrumFit:
+    """``fit`` with its explained variances read off another release of the same rows:
+    ``vᵢᵀ M' vᵢ`` along its components and the total ``tr M'`` (post-processing), made
+    feasible. Used where the components come from rows clipped at a low bound (less noise)
+    and ``M'`` is a release at a bound above (almost) every norm, whose variances are the
+    table's rather than the clipped rows' (:mod:`privpca.pipeline.bound_selection`)."""
+    V = fit.components
+    values = np.einsum("ij,jk,ik->i", V, released, V)
+    variance, ratio, total = feasible_spectrum(values / denominator,
+                                               float(np.trace(released)) / denominator)
+    return replace(fit, explained_variance=variance, explained_variance_ratio=ratio,
+                   total_variance=total)
 
 
 def fit_noisy_matrix(

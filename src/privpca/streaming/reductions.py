@@ -414,6 +414,35 @@ def clipped_gram(
     return np.array(gram, order="C"), n_clipped
 
 
+def _block_clipped_grams(
+    block: NDArray[Any], *, centre: NDArray[np.float64] | None,
+    scale: NDArray[np.float64] | None, bounds: tuple[float, ...],
+) -> tuple[tuple[NDArray[np.float64], int], ...]:
+    return tuple(_block_raw_clipped_gram(block, centre=centre, scale=scale, bound=b)
+                 for b in bounds)
+
+
+def _add_grams(a: tuple[tuple[NDArray[np.float64], int], ...],
+               b: tuple[tuple[NDArray[np.float64], int], ...],
+               ) -> tuple[tuple[NDArray[np.float64], int], ...]:
+    return tuple(_add_gram(x, y) for x, y in zip(a, b, strict=True))
+
+
+def clipped_grams(
+    source: RowSource, centre: NDArray[np.float64] | None,
+    scale: NDArray[np.float64] | None, bounds: tuple[float, ...],
+) -> list[tuple[NDArray[np.float64], int]]:
+    """:func:`clipped_gram` at each of several bounds in one pass (each block read once):
+    the same kernels and block order, so each result is bitwise the one :func:`clipped_gram`
+    gives on an in-memory source."""
+    for _ in bounds:
+        _expect("shifted_clipped_rows", source)
+    grams = source.reduce(
+        partial(_block_clipped_grams, centre=centre, scale=scale, bounds=tuple(bounds)),
+        _add_grams, desc="pilot Grams", raw=True)
+    return [(np.array(gram, order="C"), n_clipped) for gram, n_clipped in grams]
+
+
 def _block_clipped_gram_sum(
     block: NDArray[Any], *, centre: NDArray[np.float64] | None,
     scale: NDArray[np.float64] | None, bound: float,
