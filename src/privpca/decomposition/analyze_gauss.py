@@ -298,9 +298,11 @@ class AnalyzeGaussPCA(PipelinePCA):
         denominator = 1.0 if relation == "add-remove" else run.denominator(prepared)
         fit = fit_noisy_matrix(noisy, settings["k"], noise_sd=sigma, denominator=denominator,
                                extra_perturbation=run.mean_perturbation(prepared))
-        high = _high_pilot(prepared, run)
+        choice = _high_pilot(prepared, run)
+        high = None if choice is None else variances_along(
+            fit, noisy, sigma, choice.high_pilot, choice.high_sigma, denominator)
         if high is not None:
-            fit = variances_along(fit, high, denominator)
+            fit = high
         self._set_spectrum(fit)
         self.noise_scale_ = sigma
         spend = run.statistic_spend(
@@ -313,7 +315,8 @@ class AnalyzeGaussPCA(PipelinePCA):
                 " The bound chosen was the low candidate: explained_variance_ and its ratio are "
                 "read off the pilot Gram released at the high one (post-processing), the "
                 "variances of rows clipped at a bound above (almost) every norm, not of rows "
-                "clipped at the median.")
+                "clipped at the median (kept where the two differ by less than their noise: "
+                "privpca.pipeline.spectrum.variances_along).")
         if sigma != released_sigma:
             notes += (
                 " data_norm='select': the noisy Gram matrix was averaged with the pilot Gram "
@@ -348,14 +351,14 @@ class AnalyzeGaussPCA(PipelinePCA):
         return notes
 
 
-def _high_pilot(prepared: Any, run: ReleasePipeline) -> NDArray[np.float64] | None:
-    """The pilot released at the high candidate when the low one was chosen and the pilots
-    saw the statistic's rows (not with a held-out split)."""
+def _high_pilot(prepared: Any, run: ReleasePipeline) -> Any:
+    """The bound choice, when the low candidate was chosen and the pilots saw the
+    statistic's rows (not with a held-out split): its high pilot gives the variances."""
     choice = prepared.details.get("bound_choice")
     if (choice is None or choice.high_pilot is None or run.held_plan is not None
             or choice.chosen != prepared.data_norm or choice.chosen == choice.high):
         return None
-    return choice.high_pilot
+    return choice
 
 
 def _with_pilot(noisy: NDArray[np.float64], sigma: float, prepared: Any,

@@ -159,6 +159,8 @@ class BoundChoice:
         The pilot released at ``high`` (in memory only): where the low bound is chosen, the
         explained variances can be read off it, clipped at a bound above (almost) every norm
         (:func:`privpca.pipeline.spectrum.variances_along`).
+    high_sigma : float
+        Its noise standard deviation per coordinate.
     """
 
     low: float
@@ -172,6 +174,7 @@ class BoundChoice:
     pilot: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
     pilot_sigma: float = math.nan
     high_pilot: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
+    high_sigma: float = math.nan
 
     @property
     def bias(self) -> float:
@@ -312,9 +315,11 @@ def choose_bound(
     final_high = float(np.mean(subspace_noise(
         released[1], final_multiplier * gram_sensitivity(high, "replace"), k, rng)[1]))
     choice = BoundChoice(float(low), float(high), float(low), distance, nu_low, nu_high,
-                         final_low, final_high, released[0], sigmas[0], released[1])
+                         final_low, final_high, released[0], sigmas[0], released[1],
+                         sigmas[1])
     # A3: only a rotation the pilots resolve can make the noisier bound the better one.
     if choice.bias > 0.0 and final_high < choice.bias + final_low:
         choice = BoundChoice(float(low), float(high), float(high), distance, nu_low, nu_high,
-                             final_low, final_high, released[1], sigmas[1], released[1])
+                             final_low, final_high, released[1], sigmas[1], released[1],
+                             sigmas[1])
     return choice

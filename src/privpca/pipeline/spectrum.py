@@ -243,19 +243,40 @@ class SpectrumFit:
     n_components: int
 
 
-def variances_along(fit: SpectrumFit, released: NDArray[np.float64],
-                    denominator: float) -> SpectrumFit:
-    """``fit`` with its explained variances read off another release of the same rows:
-    ``vᵢᵀ M' vᵢ`` along its components and the total ``tr M'`` (post-processing), made
-    feasible. Used where the components come from rows clipped at a low bound (less noise)
-    and ``M'`` is a release at a bound above (almost) every norm, whose variances are the
-    table's rather than the clipped rows' (:mod:`privpca.pipeline.bound_selection`)."""
+#: How many noise standard deviations the two releases' variances must differ by before the
+#: noisier, unclipped one replaces the clipped one (:func:`variances_along`).
+VARIANCE_SHIFT_SDS = 2.0
+
+
+def variances_along(fit: SpectrumFit, final: NDArray[np.float64], final_sd: float,
+                    released: NDArray[np.float64], noise_sd: float,
+                    denominator: float) -> SpectrumFit | None:
+    """``fit`` (from ``final``, noise std ``final_sd``) with its explained variances read off
+    another release ``M'`` of the same rows (noise std ``noise_sd``) at a bound above (almost)
+    every norm: ``vᵢᵀ M' vᵢ`` along its components and the total ``tr M'`` (post-processing),
+    made feasible. Used where the components come from rows clipped at a low bound, whose
+    variances are the clipped rows' (:mod:`privpca.pipeline.bound_selection`).
+
+    The clipped variances are biased, ``M'``'s are noisier: ``M'``'s are used when clipping
+    visibly moved them, i.e. when a variance or the total differs between the two releases by
+    more than :data:`VARIANCE_SHIFT_SDS` standard deviations of the difference's noise (a
+    quadratic form ``vᵀEv`` of the symmetric noise has std at most ``√2·σ``, the trace
+    ``√p·σ``); otherwise None (keep ``fit``'s).
+    """
     V = fit.components
+    p = final.shape[0]
     values = np.einsum("ij,jk,ik->i", V, released, V)
-    variance, ratio, total = feasible_spectrum(values / denominator,
-                                               float(np.trace(released)) / denominator)
+    clipped = np.einsum("ij,jk,ik->i", V, final, V)
+    total, clipped_total = float(np.trace(released)), float(np.trace(final))
+    spread = math.hypot(noise_sd, final_sd)
+    moved = (np.abs(values - clipped).max() > VARIANCE_SHIFT_SDS * math.sqrt(2.0) * spread
+             or abs(total - clipped_total) > VARIANCE_SHIFT_SDS * math.sqrt(p) * spread)
+    if not moved:
+        return None
+    variance, ratio, feasible_total = feasible_spectrum(values / denominator,
+                                                        total / denominator)
     return replace(fit, explained_variance=variance, explained_variance_ratio=ratio,
-                   total_variance=total)
+                   total_variance=feasible_total)
 
 
 def fit_noisy_matrix(
