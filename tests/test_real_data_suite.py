@@ -109,7 +109,7 @@ def test_quick_run_scores_defaults_and_oracle(tmp_path: Path) -> None:
         assert math.isfinite(r["explained_ratio"]) and r["data_norm"] > 0
         assert 0.0 < r["sklearn_ratio"] <= 1.0
     bounds = {r["bound"] for r in rows}
-    assert bounds == {"defaults", "quantile"} | {f"q{q:g}" for q in out.params["quantiles"]}
+    assert bounds == {"defaults", "private quantile"} | {f"q{q:g}" for q in out.params["quantiles"]}
     # every fit of a seed has the same private mean (AnalyzeGauss: defaults included), and
     # the oracle's bounds grow with the quantile (one seed, one table)
     for table in ("covtype", "digits"):

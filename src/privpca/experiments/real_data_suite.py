@@ -150,7 +150,7 @@ def run_real_data_suite(params: dict[str, Any], ctx: Any) -> ExperimentResult:
                 if name in SELECT_METHODS:
                     row, _ = _fit_row(cls, X, ref, child, k, eps, data_norm="quantile")
                     rows.append(dict(head, method=f"{name}, data_norm='quantile'",
-                                     estimator=name, bound="quantile",
+                                     estimator=name, bound="private quantile",
                                      clip_quantile=100 * DEFAULT_NORM_QUANTILE, **row))
                 bounds = _oracle_bounds(cls, X, ref, child, k, eps, quantiles)
                 ctx.advance(2)
@@ -220,7 +220,7 @@ def suite_table(rows: list[dict[str, Any]]) -> str:
         evr = np.array([float(r["explained_ratio"]) for r in default])
         d_norm = np.array([float(r["data_norm"]) for r in default])
         best = _oracle([r for r in group if str(r["bound"]).startswith("q")])
-        chosen = [r for r in group if r["bound"] == "quantile"]
+        chosen = [r for r in group if r["bound"] == "private quantile"]
         s_err = np.array([float(r["error"]) for r in chosen]) if chosen else None
         cells = [f"**{table}** ({default[0]['n']} × {default[0]['p']})", f"`{name}`",
                  f"{float(default[0]['sklearn_ratio']):.3f}",
