@@ -325,10 +325,13 @@ def test_paper_setting_reproduces_the_outputs_from_before_the_pipeline(cls, extr
 # ---------------------------------------------------------------------------- error estimate
 @pytest.mark.slow
 def test_expected_error_covers_the_true_error():
-    """expected_error_ bounds the distance to the non-private PCA in ≥ 90 % of seeded runs
-    across n, p and ε (measured: 72 of 72 during development), and is informative
-    (below its maximum) at the larger n."""
-    covered, informative, total = 0, 0, 0
+    """expected_error_ bounds the distance to the non-private PCA of the rows the statistic
+    saw (centred on mean_, clipped to data_norm_) in ≥ 90 % of seeded runs across n, p and ε
+    (measured: 36 of 36), and is informative (below its maximum) at the larger n. Against
+    scikit-learn's PCA of the raw rows the clipping adds its own deviation, not bounded: on
+    these elliptical tables the defaults keep the median bound and that deviation is small
+    (measured: 5 fits of 36 exceed the bound, by at most 0.0015)."""
+    covered, informative, total, beyond = 0, 0, 0, 0.0
     for n in (2_000, 20_000, 200_000):
         for p in (5, 20, 60):
             for eps in (0.5, 2.0):
@@ -340,12 +343,18 @@ def test_expected_error_covers_the_true_error():
                     ref = PCA(2).fit(X).components_.T
                     est = AnalyzeGaussPCA(2, epsilon=eps, ledger=PrivacyLedger(),
                                           random_state=np.random.default_rng(fit_seq)).fit(X)
-                    err = subspace_distance(est.components_.T, ref)
+                    rows = X - est.mean_
+                    norms = np.linalg.norm(rows, axis=1)
+                    rows *= np.minimum(1.0, est.data_norm_ / norms)[:, None]
+                    seen = np.linalg.eigh(rows.T @ rows)[1][:, ::-1][:, :2]
                     total += 1
-                    covered += err <= est.expected_error_
+                    covered += subspace_distance(est.components_.T, seen) <= est.expected_error_
                     informative += est.expected_error_ < 1.0
+                    beyond = max(beyond, subspace_distance(est.components_.T, ref)
+                                 - est.expected_error_)
     assert covered / total >= 0.9
     assert informative >= total // 4
+    assert beyond < 0.005
 
 
 # ------------------------------------------------------------------- memory layout (issue 14)
