@@ -298,8 +298,9 @@ class AnalyzeGaussPCA(PipelinePCA):
         denominator = 1.0 if relation == "add-remove" else run.denominator(prepared)
         fit = fit_noisy_matrix(noisy, settings["k"], noise_sd=sigma, denominator=denominator,
                                extra_perturbation=run.mean_perturbation(prepared))
-        choice = _high_pilot(prepared, run)
-        high = None if choice is None else variances_along(
+        choice = _choice_on_these_rows(prepared, run)
+        high = None if (choice is None or choice.chosen == choice.high
+                        or choice.high_pilot is None) else variances_along(
             fit, noisy, sigma, choice.high_pilot, choice.high_sigma, denominator)
         if high is not None:
             fit = high
@@ -319,7 +320,7 @@ class AnalyzeGaussPCA(PipelinePCA):
                 "privpca.pipeline.spectrum.variances_along).")
         if sigma != released_sigma:
             notes += (
-                " data_norm='select': the noisy Gram matrix was averaged with the pilot Gram "
+                " The bound selection: the noisy Gram matrix was averaged with the pilot Gram "
                 "released at the same bound (inverse-variance weights: post-processing of two "
                 f"releases), so the components' noise std is {sigma:.6g}, not {released_sigma:.6g}."
             )
@@ -351,24 +352,22 @@ class AnalyzeGaussPCA(PipelinePCA):
         return notes
 
 
-def _high_pilot(prepared: Any, run: ReleasePipeline) -> Any:
-    """The bound choice, when the low candidate was chosen and the pilots saw the
-    statistic's rows (not with a held-out split): its high pilot gives the variances."""
+def _choice_on_these_rows(prepared: Any, run: ReleasePipeline) -> Any:
+    """The bound selection's :class:`~privpca.pipeline.bound_selection.BoundChoice` when its
+    pilots are releases over the statistic's own rows, centre and chosen bound (not with a
+    held-out split, whose pilots saw other rows); else None."""
     choice = prepared.details.get("bound_choice")
-    if (choice is None or choice.high_pilot is None or run.held_plan is not None
-            or choice.chosen != prepared.data_norm or choice.chosen == choice.high):
+    if choice is None or run.held_plan is not None or choice.chosen != prepared.data_norm:
         return None
     return choice
 
 
 def _with_pilot(noisy: NDArray[np.float64], sigma: float, prepared: Any,
                 run: ReleasePipeline) -> tuple[NDArray[np.float64], float]:
-    """The noisy Gram averaged with ``data_norm="select"``'s pilot at the same bound, when
-    that pilot is a release of the same matrix (same rows, centre and bound: not with a
-    held-out split, whose pilots saw other rows), and the averaged noise std."""
-    choice = prepared.details.get("bound_choice")
-    if (choice is None or choice.pilot is None or run.held_plan is not None
-            or choice.chosen != prepared.data_norm):
+    """The noisy Gram averaged with the bound selection's pilot at the same bound, when that
+    pilot is a release of the same matrix, and the averaged noise std."""
+    choice = _choice_on_these_rows(prepared, run)
+    if choice is None or choice.pilot is None:
         return noisy, sigma
     weight = choice.pilot_sigma**2 / (sigma**2 + choice.pilot_sigma**2)
     averaged = weight * noisy + (1.0 - weight) * choice.pilot

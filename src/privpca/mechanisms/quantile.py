@@ -90,9 +90,7 @@ class QuantileRelease:
         bin (post-processing); NaN when no bin was released."""
         if self.bins is None or self.counts is None or self.bins.size == 0:
             return math.nan, math.nan
-        top = int(self.bins[-1])
-        edge = 0.0 if top <= _ZERO_BIN else self.base ** (top + 1)
-        return float(edge), float(self.counts[-1])
+        return _upper_edge(int(self.bins[-1]), self.base), float(self.counts[-1])
 
 
 @dataclass(frozen=True)
@@ -202,7 +200,7 @@ def _read_quantile(idx: NDArray[np.int64], cnt: NDArray[np.float64], quantile: f
     total = cum[-1]
     j = int(np.searchsorted(cum, quantile * total * (1 - 1e-12)))
     j = min(j, len(idx) - 1)
-    value = 0.0 if idx[j] <= _ZERO_BIN else base ** (int(idx[j]) + 1)
+    value = _upper_edge(int(idx[j]), base)
     if interpolate and value > 0.0:
         before = float(cum[j - 1]) if j > 0 else 0.0
         share = min(max((quantile * total - before) / float(cnt[j]), 0.0), 1.0)
@@ -223,6 +221,11 @@ def grid_base(n_records: int, threshold: float) -> float:
     if n_records >= 6 * threshold:
         return 2.0**0.5
     return 2.0
+
+
+def _upper_edge(index: int, base: float) -> float:
+    """Upper edge ``base^(index+1)`` of bin ``index`` (0 for the bin of zeros)."""
+    return 0.0 if index <= _ZERO_BIN else float(base ** (index + 1))
 
 
 def log_grid_edge(index: int) -> float:
