@@ -39,7 +39,7 @@ from privpca.datasets import make_dpspca_data
 from privpca.decomposition.bingham import BinghamPCA
 from privpca.experiments.seeding import RunStreams
 from privpca.mechanisms import symmetric_gaussian_noise
-from privpca.solvers.bingham import sample_bingham_gibbs
+from privpca.mechanisms.bingham_sampler import sample_bingham_gibbs
 from privpca.solvers.eigen import top_eigenvectors
 from privpca.solvers.gram import gram_matrix
 

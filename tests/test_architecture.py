@@ -16,7 +16,8 @@ SRC = pathlib.Path(privpca.__file__).parent
 
 FLOORS: list[tuple[str, ...]] = [
     ("privpca.exceptions", "privpca._config", "privpca.metrics",
-     "privpca.mechanisms.secure_noise", "privpca.accounting.composition"),
+     "privpca.mechanisms.secure_noise", "privpca.mechanisms._discrete_kernels",
+     "privpca.mechanisms.calibration", "privpca.accounting.composition"),
     ("privpca._validation",),
     ("privpca.mechanisms",),
     ("privpca.accounting",),

@@ -485,17 +485,21 @@ SIGMA1 = analytic_gaussian_sigma(1.0, 1e-5, 1.0)  # Gaussian mechanism at ε = 1
 
 
 def _leaky_secure(X, rng, runs):
-    """Issue 26: ``value + σ·z`` in float64 with the secure generator's z = 2^-30·K."""
-    from privpca.mechanisms.secure_noise import SecureGenerator
+    """Issue 26: ``value + σ·z`` in float64 with z = 2^-30·K (the secure generator's
+    standard normals until issue 35)."""
+    from privpca.mechanisms.secure_noise import SecureGenerator, discrete_gaussian
 
-    return np.asarray(X).sum() + SIGMA1 * SecureGenerator().standard_normal(runs)
+    z = np.ldexp(discrete_gaussian(SecureGenerator(), 2.0**30, runs).astype(float), -30)
+    return np.asarray(X).sum() + SIGMA1 * z
 
 
 def _snapped_secure(X, rng, runs):
     """The snapped release: ``Λ·round(value/Λ) + Λ·K``, exact in float64."""
+    from privpca.mechanisms.noise import gaussian_release
     from privpca.mechanisms.secure_noise import SecureGenerator
 
-    return SecureGenerator().normal(loc=np.asarray(X).sum(), scale=SIGMA1, size=runs)
+    value = np.full(runs, np.asarray(X).sum())
+    return gaussian_release(value, SIGMA1, SecureGenerator(), sensitivity=1.0, coordinates=1)
 
 
 def _pcg64_gaussian(X, rng, runs):

@@ -19,7 +19,7 @@ from scipy import stats
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import privpca.decomposition.bingham as bingham_module
-import privpca.solvers._bingham_kernels as kernels
+import privpca.mechanisms._bingham_kernels as kernels
 from conftest import PAPER, PAPER_CENTERING, expected_failed_checks
 from privpca import (
     DataDependentWarning,
@@ -30,8 +30,7 @@ from privpca import (
 )
 from privpca.datasets import make_spiked
 from privpca.decomposition.bingham import BinghamPCA
-from privpca.metrics import sin_theta
-from privpca.solvers.bingham import (
+from privpca.mechanisms.bingham_sampler import (
     ProposalBudgetExceededError,
     _draw_theta,
     _orthonormalise,
@@ -43,6 +42,7 @@ from privpca.solvers.bingham import (
     sample_bingham_gibbs,
     split_rhat,
 )
+from privpca.metrics import sin_theta
 
 # --- the one-dimensional conditional ----------------------------------------------------------
 

@@ -105,8 +105,10 @@ def test_select_spends_the_pilots_inside_the_request_and_says_what_it_chose(cls)
     assert ledger.epsilon() == pytest.approx(1.0)
     notes = _choice(est)
     assert f"D = {est.data_norm_:.6g}" in notes
-    pilots = next(s for s in est.privacy_.spends if s.mechanism.startswith("bound_select"))
-    assert f"noise std {pilots.noise_scale:.6g})" in pilots.mechanism  # the high pilot's σ
+    pilots = [s for s in est.privacy_.spends if s.mechanism.startswith("bound_select")]
+    assert len(pilots) == 2  # one spend per pilot, each with its own σ and Δ
+    for pilot in pilots:
+        assert f"noise std {pilot.noise_scale:.6g})" in pilot.mechanism
 
 
 def test_select_chooses_for_the_table():

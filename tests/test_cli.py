@@ -164,8 +164,9 @@ def test_fit_without_header_names_features_like_sklearn(runner, tmp_path, suffix
         write_csv(path, X, header=None)
     else:
         np.save(path, X)
+    header = ["--no-header"] if suffix == ".csv" else []  # line 1 is a record: say so
     result = runner.invoke(main, ["fit", str(path), "-k", "2", "--epsilon", "1", "--seed", "3",
-                                  "--centering", "none", "--data-norm", "1"])
+                                  "--centering", "none", "--data-norm", "1", *header])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     comps = np.array(payload["components"])
@@ -265,8 +266,12 @@ def test_fit_refuses_missing_values_naming_the_columns(runner, tmp_path, body, n
     path.write_text("a,b,c\n" + body)
     result = runner.invoke(main, ["fit", str(path), "-k", "1", "--epsilon", "1"])
     assert result.exit_code != 0
+    assert "missing or non-finite cells" in result.output and named not in result.output
+    assert "does not impute" in result.output and "nothing was spent" in result.output
+    result = runner.invoke(main, ["fit", str(path), "-k", "1", "--epsilon", "1",
+                                  "--show-data-warnings"])  # the diagnosis, on request
+    assert result.exit_code != 0
     assert "missing or non-finite values" in result.output and named in result.output
-    assert "does not impute" in result.output
 
 
 def test_fit_refuses_text_columns_and_ragged_rows(runner, tmp_path):
@@ -274,11 +279,18 @@ def test_fit_refuses_text_columns_and_ragged_rows(runner, tmp_path):
     path.write_text("age,city,income,plan\n31,Paris,5e4,basic\n40,Lyon,6e4,gold\n")
     result = runner.invoke(main, ["fit", str(path), "-k", "1", "--epsilon", "1"])
     assert result.exit_code != 0
-    assert "non-numeric columns 'city' (e.g. 'Paris' on line 2), 'plan'" in result.output
-    assert "'age'" not in result.output and "'income'" not in result.output
+    assert "some cells are text" in result.output and "Paris" not in result.output
+    shown = runner.invoke(main, ["fit", str(path), "-k", "1", "--epsilon", "1",
+                                 "--show-data-warnings"])
+    assert "non-numeric columns 'city' (e.g. 'Paris' on line 2), 'plan'" in shown.output
+    assert "'age'" not in shown.output and "'income'" not in shown.output
     path.write_text("a,b\n1,2\n3,4,5\n")
     result = runner.invoke(main, ["fit", str(path), "-k", "1", "--epsilon", "1"])
-    assert result.exit_code != 0 and "line 3 has 3 fields, expected 2" in result.output
+    assert result.exit_code != 0 and "not every line has as many fields" in result.output
+    assert "line 3" not in result.output
+    shown = runner.invoke(main, ["fit", str(path), "-k", "1", "--epsilon", "1",
+                                 "--show-data-warnings"])
+    assert shown.exit_code != 0 and "line 3 has 3 fields, expected 2" in shown.output
     path.write_text("a,b\n")
     result = runner.invoke(main, ["fit", str(path), "-k", "1", "--epsilon", "1"])
     assert result.exit_code != 0 and "no data rows below the header" in result.output
@@ -422,7 +434,10 @@ def test_fit_reads_headers_and_separators(runner, tmp_path, header, sep):
     lines += [sep.join(f"{v:.6f}" for v in row) for row in X]
     path = tmp_path / "t.csv"
     path.write_text("\n".join(lines) + "\n")
-    result = runner.invoke(main, [*FIT, str(path)])
+    # Whether line 1 is a header is said, never guessed: pandas' labels "0,1,2" need
+    # --header (a line of numbers is refused as a header otherwise), no header --no-header.
+    said = {None: ["--no-header"], "0,1,2": ["--header"]}.get(header, [])
+    result = runner.invoke(main, [*FIT, str(path), *said])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload["n_samples"] == 400  # a header "0,1,2" is not a record
@@ -435,16 +450,23 @@ def test_fit_reads_headers_and_separators(runner, tmp_path, header, sep):
      ("a;b;c\n1;2;3\n3;;5\n", r"'b' \(1 cell, first on line 3\)"),
      ("a,b\n1,2\n3\n", r"line 3 has 1 fields, expected 2"),
      # every data row wider than the header (found by the property test)
-     ("0,0,0,NA\n0,0,0,0,1e999\n", r"line 2 has 5 fields, expected 4")],
+     # (names now distinct: a repeated name is refused before any line is read)
+     ("0,1,2,NA\n0,0,0,0,1e999\n", r"line 2 has 5 fields, expected 4")],
 )
 def test_fit_names_the_bad_column_and_line(runner, tmp_path, text, match):
-    path = tmp_path / "bad.csv"
-    path.write_text(text)
-    result = runner.invoke(main, [*FIT, str(path)])
-    assert result.exit_code == 1
-    assert "Traceback" not in result.output
+    """Only with --show-data-warnings: the column and line are found by reading values."""
     import re
 
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    header = ["--header"] if text.startswith("0,") else []  # a header of numbers, said so
+    result = runner.invoke(main, [*FIT, str(path), *header])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output and not re.search(match, result.output)
+    assert "--show-data-warnings" in result.output
+    result = runner.invoke(main, [*FIT, str(path), *header, "--show-data-warnings"])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
     assert re.search(match, result.output), result.output
 
 

@@ -94,13 +94,19 @@ def test_without_columns_the_text_and_id_columns_are_named_with_the_way_out(runn
     result = runner.invoke(main, ["fit", str(path), *FAST])
     assert result.exit_code == 1 and "Traceback" not in result.output
     out = result.output
-    assert ("non-numeric columns 'city' (e.g. 'Paris' on line 2), 'plan' (e.g. 'basic' on "
-            "line 2)") in out
+    # On defaults: what the header says (the identifier, by name), nothing read off values.
     assert "Column 'customer_id' looks like an identifier by name" in out
-    assert "The numeric feature columns are age, income, spend, visits" in out
-    assert "--columns age,income,spend,visits" in out
+    assert "The other columns are age, city, income, plan, spend, visits" in out
+    assert "--columns age:visits" in out and "Nothing was fitted and nothing was spent" in out
+    assert "Paris" not in out and "line 2" not in out and "non-numeric" not in out
+    # With --show-data-warnings (stderr for the data holder only): the text columns too.
+    shown = runner.invoke(main, ["fit", str(path), *FAST, "--show-data-warnings"]).output
+    assert ("non-numeric columns 'city' (e.g. 'Paris' on line 2), 'plan' (e.g. 'basic' on "
+            "line 2)") in shown
+    assert "The numeric feature columns are age, income, spend, visits" in shown
+    assert "--columns age,income,spend,visits" in shown
     # The suggestion works as printed.
-    spec = out.split("--columns ")[1].split(" ")[0]
+    spec = shown.split("Details")[1].split("--columns ")[1].split(" ")[0]
     assert _payload(runner.invoke(main, ["fit", str(path), *FAST, "--columns", spec]))
 
 
@@ -111,6 +117,10 @@ def test_text_found_past_the_first_rows_is_refused_with_the_same_message(runner,
     path = tmp_path / "late.csv"
     path.write_text("\n".join(lines) + "\n")
     result = runner.invoke(main, ["fit", str(path), *FAST])
+    assert result.exit_code == 1
+    assert "some cells are text" in result.output and "--columns SPEC" in result.output
+    assert "n/a?" not in result.output and "1202" not in result.output
+    result = runner.invoke(main, ["fit", str(path), *FAST, "--show-data-warnings"])
     assert result.exit_code == 1
     assert "non-numeric column 'd' (e.g. 'n/a?' on line 1202)" in result.output
     assert "--columns a:c" in result.output
@@ -131,8 +141,12 @@ def test_identifier_columns_are_refused_by_their_name_alone(runner, tmp_path, he
     if header == "":
         assert "the blank first header cell: an index" in result.output
     assert _payload(runner.invoke(main, ["fit", str(path), *FAST, "--columns", "1:4"]))
-    # Chosen explicitly, it is the user's feature.
-    assert _payload(runner.invoke(main, ["fit", str(path), *FAST, "--columns", "0:4"]))
+    # Chosen explicitly, it is the user's feature (if it has a name to publish).
+    chosen = runner.invoke(main, ["fit", str(path), *FAST, "--columns", "0:4"])
+    if header == "":
+        assert chosen.exit_code == 1 and "gives no name to column 0" in chosen.output
+    else:
+        assert _payload(chosen)
 
 
 @pytest.mark.parametrize("name", ["paid", "valid", "width", "idle", "x", "identity"])
@@ -146,8 +160,12 @@ def test_pandas_default_header_with_its_index_is_refused_as_an_index(runner, tmp
     path.write_text(",0,1,2,3\n" + "\n".join(f"{i}," + ",".join(f"{v:.6g}" for v in row)
                                              for i, row in enumerate(X)) + "\n")
     result = runner.invoke(main, ["fit", str(path), *FAST])
+    # Only numbers on line 1: it may be a record, so it is refused unless --header says.
+    assert result.exit_code == 1 and "line 1 holds no name" in result.output
+    result = runner.invoke(main, ["fit", str(path), *FAST, "--header"])
     assert result.exit_code == 1 and "blank first header cell" in result.output
-    payload = _payload(runner.invoke(main, ["fit", str(path), *FAST, "--columns", "0:3"]))
+    payload = _payload(runner.invoke(main, ["fit", str(path), *FAST, "--header", "--columns",
+                                            "0:3"]))
     # "0" is a header name (column 1), which wins over the index reading (column 0).
     assert payload["feature_names"] == ["0", "1", "2", "3"]
 
@@ -226,9 +244,13 @@ def test_missing_cells_are_refused_by_default_naming_columns_and_the_way_out(run
     path.write_text(_export(_numbers(300), ((4, 0), (9, 2), (12, 2))))
     result = runner.invoke(main, ["fit", str(path), *FAST, "--columns", "age,income,spend"])
     assert result.exit_code == 1
-    assert ("missing or non-finite values (empty, NaN or infinity) in columns 'age' (1 cell, "
-            "first on line 6), 'spend' (2 cells, first on line 11)") in result.output
+    assert "missing or non-finite cells" in result.output
     assert "does not impute" in result.output and "--missing VALUE" in result.output
+    assert "'age'" not in result.output and "on line" not in result.output
+    shown = runner.invoke(main, ["fit", str(path), *FAST, "--columns", "age,income,spend",
+                                 "--show-data-warnings"])
+    assert ("missing or non-finite values (empty, NaN or infinity) in columns 'age' (1 cell, "
+            "first on line 6), 'spend' (2 cells, first on line 11)") in shown.output
 
 
 def test_infinities_stay_refused_with_a_missing_value(runner, tmp_path):
@@ -236,6 +258,9 @@ def test_infinities_stay_refused_with_a_missing_value(runner, tmp_path):
     path.write_text("a,b,c\n1,2,inf\n2,,4\n" + "3,4,5\n" * 50)
     result = runner.invoke(main, ["fit", str(path), *FAST, "--missing", "0"])
     assert result.exit_code == 1
+    assert "has infinite cells" in result.output and "'c'" not in result.output
+    result = runner.invoke(main, ["fit", str(path), *FAST, "--missing", "0",
+                                  "--show-data-warnings"])
     assert "infinite values in column 'c' (1 cell, first on line 2)" in result.output
     assert "'b'" not in result.output
     result = runner.invoke(main, ["fit", str(path), *FAST, "--missing", "nan"])
@@ -293,8 +318,11 @@ def test_parquet_with_text_id_and_nulls_fits_its_chosen_columns(runner, tmp_path
     assert "--columns age:visits" in result.output
     result = runner.invoke(main, ["fit", str(folder), *FAST, "--columns", "age:visits"])
     assert result.exit_code == 1
+    assert "missing cells (nulls)" in result.output and "--missing VALUE" in result.output
+    assert "'age'" not in result.output and "2 nulls" not in result.output
+    result = runner.invoke(main, ["fit", str(folder), *FAST, "--columns", "age:visits",
+                                  "--show-data-warnings"])
     assert "missing cells in columns 'age' (1 null), 'spend' (2 nulls)" in result.output
-    assert "--missing VALUE" in result.output
     result = runner.invoke(main, ["fit", str(folder), *FAST, "--columns", "city,age"])
     assert result.exit_code == 1 and "selects non-numeric column 'city' (string)" in result.output
 

@@ -219,7 +219,9 @@ def test_processes_match_in_process_estimator_bitwise(federation, split, tmp_pat
     proc = federation.run_server(3, seed, out2, "--round-timeout", "60")
     result2 = json.loads(out2.read_text())
     assert result2["status"] == "error"
-    assert "refused" in result2["error"] and "agreed to 3 releases" in result2["error"]
+    # A fixed code reaches the server, never the provider's error text (issue 35, item 4).
+    assert "over-budget: refused" in result2["error"]
+    assert "state-" not in result2["error"] and "agreed to 3" not in result2["error"]
     assert proc.returncode != 0
 
 
@@ -347,7 +349,8 @@ def test_release_pipeline_over_flower_matches_in_process_estimator_bitwise(feder
     federation.run_app(config)
     result2 = json.loads((tmp_path / "second.json").read_text())
     assert result2["status"] == "error"
-    assert "refused" in result2["error"] and "agreed to 2 releases (mean)" in result2["error"]
+    assert "over-budget: refused" in result2["error"]
+    assert "agreed to 2" not in result2["error"] and "state-" not in result2["error"]
 
 
 @pytest.mark.slow

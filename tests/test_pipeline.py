@@ -146,9 +146,10 @@ def test_record_lists_every_part_and_totals_the_request(cls, shifted):
     ledger = PrivacyLedger(epsilon_budget=1.0, delta_budget=1e-5)
     est = cls(2, epsilon=1.0, random_state=0, ledger=ledger).fit(shifted)
     parts = [s.mechanism.split(":")[0] for s in est.privacy_.spends]
-    # data_norm="auto": the bound is chosen for the table by two pilot Grams (bound_select)
+    # data_norm="auto": the bound is chosen for the table by two pilot Grams (bound_select),
+    # listed one spend each (its own σ and Δ: tests/test_record_rebuild.py)
     expected = ["bound_raw", "mean", "bound_residual", "mean_refine", "bound", "bound_select",
-                "statistic"]
+                "bound_select", "statistic"]
     if cls in (NoisyPowerPCA, BinghamPCA):
         expected.append("variance")
     assert parts == expected

@@ -15,22 +15,26 @@ from scipy import stats
 import privpca
 from privpca import _validation
 from privpca._config import ReproducibleNoiseWarning
-from privpca._validation import check_random_state
+from privpca._validation import check_noise_rng, check_random_state
 from privpca.mechanisms.secure_noise import (
     GRID_BITS,
     SecureGenerator,
     discrete_gaussian,
     discrete_laplace,
+    is_os_keyed,
 )
 
 
 def test_config_context_sets_and_restores_secure_mode():
-    assert privpca.get_config()["secure_mode"] is False
+    assert privpca.get_config()["secure_mode"] == "auto"
+    assert is_os_keyed(check_random_state(None))  # secure by default
     with privpca.config_context(secure_mode=True):
         assert privpca.get_config()["secure_mode"] is True
-        assert isinstance(check_random_state(None), SecureGenerator)
-    assert privpca.get_config()["secure_mode"] is False
-    assert not isinstance(check_random_state(None), SecureGenerator)
+        assert is_os_keyed(check_random_state(None))
+    with privpca.config_context(secure_mode=False):  # the explicit opt-out
+        assert not isinstance(check_random_state(None), SecureGenerator)
+        assert not isinstance(check_noise_rng(None), SecureGenerator)
+    assert privpca.get_config()["secure_mode"] == "auto"
 
 
 def test_set_config_is_thread_local_and_checked():
@@ -45,19 +49,22 @@ def test_set_config_is_thread_local_and_checked():
         t.start()
         t.join()
         assert privpca.get_config()["secure_mode"] is True
-        assert seen["other"] is False
+        assert seen["other"] == "auto"
     finally:
-        privpca.set_config(secure_mode=False)
-    with pytest.raises(ValueError, match="bool"):
-        privpca.set_config(secure_mode="yes")  # type: ignore[arg-type]
+        privpca.set_config(secure_mode="auto")
+    with pytest.raises(ValueError, match="'auto', True or False"):
+        privpca.set_config(secure_mode="yes")
 
 
-def test_environment_variable_turns_secure_mode_on():
+@pytest.mark.parametrize(("value", "expected"), [
+    ("1", ["True", "SecureGenerator"]), ("0", ["False", "Generator"]),
+    ("", ["auto", "SecureGenerator"])])
+def test_environment_variable_sets_the_process_default(value, expected):
     code = ("import privpca, sys; from privpca._validation import check_random_state as c; "
             "print(privpca.get_config()['secure_mode'], type(c(None)).__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={"PRIVPCA_SECURE_MODE": "1", "PATH": ""}, check=True)
-    assert out.stdout.split() == ["True", "SecureGenerator"]
+                         env={"PRIVPCA_SECURE_MODE": value, "PATH": ""}, check=True)
+    assert out.stdout.split() == expected
 
 
 @pytest.mark.parametrize("seed", [0, np.random.SeedSequence(1), np.random.default_rng(2)])
@@ -121,18 +128,70 @@ def test_discrete_laplace_matches_its_mass_function():
     assert chi2 < stats.chi2.ppf(0.999, keep.sum() - 1)
 
 
-def test_snapped_noise_is_exact_on_a_power_of_two_grid():
+def test_secure_releases_are_exact_on_a_power_of_two_grid():
+    from privpca.mechanisms.noise import gaussian_release, laplace_release
+
     rng = SecureGenerator()
-    counts = np.arange(50, dtype=np.float64)
-    for noisy, scale in ((rng.laplace(counts, 3.0), 3.0), (rng.normal(counts, 3.0), 3.0)):
-        lam = math.ldexp(1.0, math.frexp(scale)[1] - 1 - GRID_BITS)
-        steps = (noisy - counts) / lam
+    counts = np.arange(50, dtype=np.float64) + 0.3
+    for release in (gaussian_release, laplace_release):
+        noisy = release(counts, 3.0, rng, sensitivity=1.0)
+        lam = math.ldexp(1.0, math.frexp(3.0)[1] - 1 - GRID_BITS)
+        steps = noisy / lam
         np.testing.assert_array_equal(steps, np.round(steps))  # exact multiples of Λ
-    z = rng.standard_normal(100_000)
-    np.testing.assert_array_equal(np.ldexp(z, GRID_BITS), np.round(np.ldexp(z, GRID_BITS)))
-    assert stats.kstest(z, "norm").pvalue > 1e-4
-    lap = rng.laplace(0.0, 2.0, size=100_000)
-    assert stats.kstest(lap, "laplace", args=(0.0, 2.0)).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("method", ["random", "standard_normal", "normal", "laplace",
+                                    "standard_exponential", "exponential"])
+def test_no_secure_generator_method_returns_lattice_values(method):
+    """Issue 35: standard_normal returned 2^-30·K, and the exact Bingham sampler's unit
+    vector was proportional to a short integer vector. Every continuous draw is now a
+    transform of full-precision uniforms, with the right law."""
+    z = np.asarray(getattr(SecureGenerator(), method)(size=100_000))
+    scaled = np.ldexp(z, 30)  # the old grid 2^-30
+    assert np.mean(scaled == np.round(scaled)) < 0.01
+    law = {"random": ("uniform", ()), "standard_normal": ("norm", ()),
+           "normal": ("norm", ()), "laplace": ("laplace", ()),
+           "standard_exponential": ("expon", ()), "exponential": ("expon", ())}[method]
+    assert stats.kstest(z, *law).pvalue > 1e-4
+
+
+def test_full_precision_uniforms_reach_the_small_floats():
+    from privpca.mechanisms.secure_noise import uniform_full
+
+    u = uniform_full(SecureGenerator(), 2_000_000)
+    assert u.min() > 0.0 and u.max() < 1.0
+    tiny = u[u < 2.0**-12]  # about 488 of them, each with all 52 mantissa bits random
+    assert 350 < tiny.size < 650
+    assert np.mean(np.ldexp(tiny, 53) == np.round(np.ldexp(tiny, 53))) < 0.05
+    assert stats.kstest(np.ldexp(tiny, 12), "uniform").pvalue > 1e-4
+
+
+def test_secure_generator_key_cannot_be_read_or_replaced():
+    rng = SecureGenerator()
+    with pytest.raises(AttributeError, match="not readable"):
+        rng.bit_generator.state  # noqa: B018
+    with pytest.raises(AttributeError, match="cannot be replaced"):
+        rng.bit_generator.state = np.random.PCG64(0).state
+    assert is_os_keyed(rng) and "OS-keyed" in repr(rng)
+
+
+def test_unseeded_default_fit_is_secure_and_says_so():
+    X = _spiked(n=4000)
+    est = privpca.AnalyzeGaussPCA(1, ledger=privpca.PrivacyLedger()).fit(X)
+    assert est.privacy_.noise_mode == "secure" and "Secure mode:" in est.privacy_.notes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        seeded = privpca.AnalyzeGaussPCA(1, random_state=3, ledger=privpca.PrivacyLedger())
+        seeded.fit(X)
+        with privpca.config_context(secure_mode=False):
+            again = privpca.AnalyzeGaussPCA(1, random_state=3, ledger=privpca.PrivacyLedger())
+            again.fit(X)
+            opted_out = privpca.AnalyzeGaussPCA(1, ledger=privpca.PrivacyLedger()).fit(X)
+    assert seeded.privacy_.noise_mode == "reproducible"
+    assert "not a release" in seeded.privacy_.notes
+    # A seeded fit is the float path bit for bit, whatever the configuration.
+    np.testing.assert_array_equal(seeded.components_, again.components_)
+    assert opted_out.privacy_.noise_mode == "float" and "Float noise" in opted_out.privacy_.notes
 
 
 def _spiked(n=4000, p=6, seed=0):
@@ -158,7 +217,10 @@ def test_secure_mode_is_as_accurate_as_default(name, secure):
 def test_federated_provider_noise_is_secure_in_secure_mode():
     from privpca.federated.protocol import provider_noise_rng
 
-    assert not isinstance(provider_noise_rng(None, 0), SecureGenerator)
+    assert is_os_keyed(provider_noise_rng(None, 0))  # secure by default
+    assert not isinstance(provider_noise_rng(7, 0), SecureGenerator)  # seeded: reproducible
+    with privpca.config_context(secure_mode=False):
+        assert not isinstance(provider_noise_rng(None, 0), SecureGenerator)
     with privpca.config_context(secure_mode=True):
         assert isinstance(provider_noise_rng(None, 0), SecureGenerator)
         assert isinstance(provider_noise_rng(None, 3, "mean"), SecureGenerator)
@@ -172,8 +234,6 @@ def test_federated_provider_noise_is_secure_in_secure_mode():
 # =============================================================================================
 
 from privpca._registry import PRIVATE_ESTIMATORS  # noqa: E402
-from privpca._validation import check_noise_rng  # noqa: E402
-from privpca.mechanisms.secure_noise import is_os_keyed  # noqa: E402
 
 
 def _seeded_sources():
@@ -214,6 +274,7 @@ def test_secure_mode_refuses_every_seeded_source(kind):
 
 def _releasing_calls():
     """Every public function that takes an ``rng`` and releases something from its input."""
+    from privpca.mechanisms.bingham_sampler import sample_bingham_exact, sample_bingham_gibbs
     from privpca.mechanisms.gaussian import GaussianMechanism, symmetric_gaussian_noise
     from privpca.mechanisms.histogram import StabilityHistogram
     from privpca.mechanisms.quantile import PrivateQuantile
@@ -221,7 +282,6 @@ def _releasing_calls():
     from privpca.protocols import LocalCovarianceRandomiser
     from privpca.protocols.local_covariance import simulate_report_sum
     from privpca.protocols.local_preprocessing import LocalMeanRandomiser, LocalNormRandomiser
-    from privpca.solvers.bingham import sample_bingham_exact, sample_bingham_gibbs
 
     x = np.array([0.3, -0.2, 0.1])
     X = np.tile(x, (4, 1))

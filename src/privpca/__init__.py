@@ -19,6 +19,7 @@ from privpca.exceptions import (
     BudgetExceededError,
     DataDependentWarning,
     NonFiniteInputError,
+    NonPrivatePreprocessingWarning,
     PrivacyLeakWarning,
     PrivacyWarning,
     RowClippingWarning,
@@ -39,9 +40,9 @@ if TYPE_CHECKING:
         PrivateOjaPCA,
         SparsePCA,
     )
+    from privpca.mechanisms.bingham_sampler import ProposalBudgetExceededError
     from privpca.mechanisms.shuffling import ShufflingBoundError
     from privpca.pca import PCA
-    from privpca.solvers.bingham import ProposalBudgetExceededError
 
 __version__ = "0.1.0"
 
@@ -56,7 +57,7 @@ _LAZY: dict[str, str] = {
         "privpca.decomposition",
     ),
     "ShufflingBoundError": "privpca.mechanisms.shuffling",
-    "ProposalBudgetExceededError": "privpca.solvers.bingham",
+    "ProposalBudgetExceededError": "privpca.mechanisms.bingham_sampler",
 }
 
 #: Subpackages and modules reachable as attributes (``privpca.plot``) without an import.
@@ -96,6 +97,7 @@ __all__ = [
     "ModSuLQPCA",
     "NoisyPowerPCA",
     "NonFiniteInputError",
+    "NonPrivatePreprocessingWarning",
     "OjaPCA",
     "PrivacyLeakWarning",
     "PrivacyLedger",

@@ -1,22 +1,29 @@
 """Global configuration: ``get_config``, ``set_config`` and ``config_context``.
 
 scikit-learn's pattern: a process-wide default (from the environment) overridden per thread.
-The only option today is ``secure_mode``:
+The only option today is ``secure_mode``, which says where privacy noise comes from:
 
-* ``False`` (default): noise from NumPy's PCG64, continuous Gaussian and Laplace samplers;
-  an integer ``random_state`` makes a fit reproducible (and warns once, with
-  :class:`ReproducibleNoiseWarning`, that its noise can be rebuilt from the seed).
-* ``True``: noise from a cryptographically secure generator (ChaCha20 keyed from the OS),
-  floating-point-safe discrete samplers for the Gaussian and Laplace noise
-  (:mod:`privpca.mechanisms.secure_noise`), and every ``random_state`` other than ``None``
-  refused with a ValueError. See ``docs/SECURITY.md``.
+* ``"auto"`` (default): **secure unless seeded.** A fit with ``random_state=None`` draws its
+  privacy noise on the secure path (a cryptographic generator keyed from the OS, each value
+  snapped to a grid and given exact discrete noise: :mod:`privpca.mechanisms.secure_noise`,
+  :mod:`privpca.mechanisms.noise`). A seeded fit (an int, a SeedSequence or a Generator) is a
+  *reproducible run* for tests and experiments: NumPy's float path bit for bit, warned once
+  (:class:`ReproducibleNoiseWarning`), and its ``privacy_.noise_mode`` is
+  ``"reproducible"``: not a release.
+* ``True`` (strict): as ``"auto"``, and every ``random_state`` other than ``None`` is refused
+  with a ValueError, before anything is charged.
+* ``False`` (opt-out): NumPy's PCG64 with continuous float samplers even without a seed
+  (Mironov 2012's floating-point attacks are not answered); recorded as
+  ``privacy_.noise_mode == "float"``.
 
-The environment variable ``PRIVPCA_SECURE_MODE=1`` (or ``true``/``yes``/``on``) turns secure
-mode on for every thread of the process unless a thread overrides it.
+The environment variable ``PRIVPCA_SECURE_MODE`` sets the process default: ``1``/``true``/
+``yes``/``on`` for strict, ``0``/``false``/``no``/``off`` for the opt-out, ``auto`` or unset for
+the default. See ``docs/SECURITY.md``.
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 from collections.abc import Iterator
@@ -28,19 +35,29 @@ from privpca.exceptions import PrivacyWarning
 __all__ = ["ReproducibleNoiseWarning", "config_context", "get_config", "set_config"]
 
 _TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
 
 
 class ReproducibleNoiseWarning(PrivacyWarning):
     """A private fit was given a ``random_state``: its noise can be rebuilt from the seed.
 
     Anyone who learns the seed can subtract the noise and recover the exact statistic, so a
-    seeded fit is for tests and experiments, never for a release. Secure mode refuses seeds.
+    seeded fit is for tests and experiments, never for a release. Strict secure mode
+    (``secure_mode=True``) refuses seeds.
     """
 
 
-def _default_config() -> dict[str, Any]:
+def _mode_from_environment() -> bool | str:
     env = os.environ.get("PRIVPCA_SECURE_MODE", "").strip().lower()
-    return {"secure_mode": env in _TRUE}
+    if env in _TRUE:
+        return True
+    if env in _FALSE:
+        return False
+    return "auto"
+
+
+def _default_config() -> dict[str, Any]:
+    return {"secure_mode": _mode_from_environment()}
 
 
 _global_config: dict[str, Any] = _default_config()
@@ -55,27 +72,30 @@ def _thread_config() -> dict[str, Any]:
 
 
 def get_config() -> dict[str, Any]:
-    """The configuration in force in this thread (a copy): ``{"secure_mode": bool}``."""
+    """The configuration in force in this thread (a copy): ``{"secure_mode": "auto"}`` by
+    default (``True`` strict, ``False`` opted out)."""
     return dict(_thread_config())
 
 
-def set_config(secure_mode: bool | None = None) -> None:
+def set_config(secure_mode: bool | str | None = None) -> None:
     """Set options for this thread; ``None`` leaves an option unchanged.
 
     Parameters
     ----------
-    secure_mode : bool, optional
-        Cryptographically secure, floating-point-safe noise; seeds refused. The default comes
-        from the environment variable ``PRIVPCA_SECURE_MODE``.
+    secure_mode : {"auto", True, False}, optional
+        ``"auto"``: secure noise unless a fit is seeded (the default); ``True``: secure noise
+        and seeds refused; ``False``: float noise (an explicit opt-out, recorded in every
+        fit's ``privacy_``). The process default comes from ``PRIVPCA_SECURE_MODE``.
     """
     if secure_mode is not None:
-        if not isinstance(secure_mode, bool):
-            raise ValueError(f"secure_mode must be a bool. Got {secure_mode!r} instead.")
+        if not (isinstance(secure_mode, bool) or secure_mode == "auto"):
+            raise ValueError(f"secure_mode must be 'auto', True or False. Got {secure_mode!r} "
+                             "instead.")
         _thread_config()["secure_mode"] = secure_mode
 
 
 @contextmanager
-def config_context(*, secure_mode: bool | None = None) -> Iterator[None]:
+def config_context(*, secure_mode: bool | str | None = None) -> Iterator[None]:
     """Set options inside a ``with`` block (this thread only), restoring them after.
 
     Examples
@@ -94,5 +114,34 @@ def config_context(*, secure_mode: bool | None = None) -> Iterator[None]:
 
 
 def secure_mode() -> bool:
-    """Whether secure mode is on in this thread."""
-    return bool(_thread_config()["secure_mode"])
+    """Whether strict secure mode (seeds refused) is on in this thread."""
+    return _thread_config()["secure_mode"] is True
+
+
+def secure_by_default() -> bool:
+    """Whether an unseeded draw is secure in this thread (unless opted out with ``False``)."""
+    return _thread_config()["secure_mode"] is not False
+
+
+#: How the fit being run draws its privacy noise ("secure", "reproducible" or "float"); read
+#: by the privacy records made during the fit (:class:`privpca.accounting.PrivacyRecord`).
+_FIT_NOISE_MODE: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "privpca_fit_noise_mode", default=None)
+
+
+@contextmanager
+def fit_noise_mode(mode: str) -> Iterator[None]:
+    """Inside the block, records say their noise was drawn in ``mode``."""
+    token = _FIT_NOISE_MODE.set(mode)
+    try:
+        yield
+    finally:
+        _FIT_NOISE_MODE.reset(token)
+
+
+def current_noise_mode() -> str:
+    """The noise mode of the fit being run, else what an unseeded draw would be now."""
+    mode = _FIT_NOISE_MODE.get()
+    if mode is not None:
+        return mode
+    return "secure" if secure_by_default() else "float"

@@ -316,14 +316,16 @@ def check_random_state(random_state: Any, *, stream: str = "estimator") -> np.ra
     Returns
     -------
     numpy.random.Generator
-        In secure mode (:func:`privpca.config_context`) with ``stream="estimator"``, a
-        :class:`~privpca.mechanisms.secure_noise.SecureGenerator` (ChaCha20 keyed from the
-        OS, floating-point-safe Gaussian and Laplace noise).
+        For an estimator's ``None``, a :class:`~privpca.mechanisms.secure_noise.SecureGenerator`
+        (AES-128-CTR keyed from the OS; its draws select the secure noise path) unless the
+        user opted out with ``privpca.set_config(secure_mode=False)``; then, and for the data
+        stream, NumPy's PCG64 on fresh OS entropy.
 
     Raises
     ------
     ValueError
-        In secure mode, for any ``random_state`` of an estimator other than ``None`` or a
+        In strict secure mode (``secure_mode=True``), for any ``random_state`` of an
+        estimator other than ``None`` or a
         :class:`~privpca.mechanisms.secure_noise.SecureGenerator` that privpca keyed from the
         OS itself (one handed down by a fit, or ``spawn``-ed): an int, a SeedSequence, a
         Generator, a RandomState, a BitGenerator, or a SecureGenerator built on a caller's
@@ -332,8 +334,8 @@ def check_random_state(random_state: Any, *, stream: str = "estimator") -> np.ra
     Warns
     -----
     ReproducibleNoiseWarning
-        Once per process, outside secure mode, when an estimator is given a seed or a
-        generator: its noise can be rebuilt by anyone who learns the seed.
+        Once per process, outside strict secure mode, when an estimator is given a seed or a
+        generator: its noise is NumPy's float path, rebuilt by anyone who learns the seed.
 
     The global NumPy RNG is never used. A legacy ``RandomState`` is refused, because
     mixing it in would make runs irreproducible in a way users do not expect.
@@ -341,16 +343,12 @@ def check_random_state(random_state: Any, *, stream: str = "estimator") -> np.ra
     if stream not in RANDOM_STREAM_KEYS:
         raise ValueError(f"stream must be one of {sorted(RANDOM_STREAM_KEYS)}; got {stream!r}.")
     if stream == "estimator":
-        from privpca._config import secure_mode
-        from privpca.mechanisms.secure_noise import SecureGenerator, is_os_keyed
+        from privpca.mechanisms.secure_noise import is_os_keyed
 
-        if secure_mode():
-            check_secure_random_state(random_state)
-            return SecureGenerator() if random_state is None else random_state
-        if is_os_keyed(random_state):
-            return random_state
-        if random_state is not None:  # a SecureGenerator on a caller's key included
-            _warn_reproducible()
+        check_secure_random_state(random_state)
+        if random_state is None or is_os_keyed(random_state):
+            return check_noise_rng(random_state)
+        _warn_reproducible()  # a SecureGenerator on a caller's key included
     if random_state is None:
         return np.random.default_rng()
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
@@ -370,14 +368,16 @@ def check_random_state(random_state: Any, *, stream: str = "estimator") -> np.ra
 
 def check_secure_random_state(random_state: Any, *, what: str = "random_state",
                               owner: object | None = None) -> None:
-    """In secure mode, refuse every source of randomness but ``None`` and an OS-keyed one.
+    """In strict secure mode, refuse every source of randomness but ``None`` and an OS-keyed
+    one.
 
-    The rule of secure mode, in one place: only ``None`` (privpca draws a fresh OS key) or a
+    The rule of strict secure mode (``secure_mode=True``), in one place: only ``None``
+    (privpca draws a fresh OS key) or a
     :class:`~privpca.mechanisms.secure_noise.SecureGenerator` keyed from the OS by privpca
     itself (:func:`~privpca.mechanisms.secure_noise.is_os_keyed`: made with no bit generator,
     or ``spawn``-ed) may pass. Refused with a ValueError: ints, SeedSequences, Generators,
     RandomStates, BitGenerators, and a SecureGenerator built on a caller's bit generator
-    (seeded ChaCha included). Outside secure mode: nothing (no warning either).
+    (seeded ChaCha included). Otherwise: nothing (no warning either).
 
     Estimators call it before they book a ledger (``BasePrivatePCA._book``)
     as well as in :func:`check_random_state`, so a refused fit spends nothing.
@@ -397,28 +397,41 @@ def check_secure_random_state(random_state: Any, *, what: str = "random_state",
     )
 
 
-def check_noise_rng(rng: Any, *, owner: object | None = None) -> np.random.Generator:
-    """The generator a public releasing function (``report``, ``randomise``, ``release_*``)
-    draws its noise from, through secure mode's rule.
+def noise_mode_of(random_state: Any) -> str:
+    """How a fit given ``random_state`` draws its noise, in the configuration in force.
 
-    Secure mode: ``None`` gives a fresh :class:`~privpca.mechanisms.secure_noise.SecureGenerator`,
-    an OS-keyed SecureGenerator passes, anything else is refused
-    (:func:`check_secure_random_state`). Otherwise ``None`` gives ``default_rng()`` (fresh OS
-    entropy) and anything else is returned as given (no reproducibility warning: the caller
-    chose the stream).
+    ``"secure"`` for ``None`` (unless opted out) and an OS-keyed SecureGenerator,
+    ``"float"`` for ``None`` after ``set_config(secure_mode=False)``, ``"reproducible"`` for
+    anything seeded. What :attr:`privpca.accounting.PrivacyRecord.noise_mode` records.
     """
-    from privpca._config import secure_mode
+    from privpca._config import secure_by_default
+    from privpca.mechanisms.secure_noise import is_os_keyed
 
-    if secure_mode():
-        check_secure_random_state(rng, what="rng", owner=owner)
-        if rng is None:
-            from privpca.mechanisms.secure_noise import SecureGenerator
+    if random_state is None:
+        return "secure" if secure_by_default() else "float"
+    return "secure" if is_os_keyed(random_state) else "reproducible"
 
-            return SecureGenerator()
+
+def check_noise_rng(rng: Any, *, owner: object | None = None) -> np.random.Generator:
+    """The generator a releasing function (``report``, ``randomise``, ``release_*``, the
+    noise module) draws its noise from, through the secure rule.
+
+    ``None`` gives a fresh :class:`~privpca.mechanisms.secure_noise.SecureGenerator` (the
+    secure path) unless the user opted out (``secure_mode=False``: ``default_rng()``). In
+    strict secure mode anything but ``None`` and an OS-keyed SecureGenerator is refused
+    (:func:`check_secure_random_state`); otherwise a given generator is returned as given
+    (no reproducibility warning: the caller chose the stream).
+    """
+    from privpca._config import secure_by_default
+
+    check_secure_random_state(rng, what="rng", owner=owner)
+    if rng is not None:
         return rng
-    if rng is None:
-        return np.random.default_rng()
-    return rng
+    if secure_by_default():
+        from privpca.mechanisms.secure_noise import SecureGenerator
+
+        return SecureGenerator()
+    return np.random.default_rng()
 
 
 _warned_reproducible = False
@@ -433,10 +446,11 @@ def _warn_reproducible() -> None:
     from privpca._config import ReproducibleNoiseWarning
 
     warnings.warn(
-        "A private fit was given a random_state: its noise can be rebuilt by anyone who knows "
-        "the seed, who can then subtract it. Use seeds for tests and experiments only; for a "
-        "release pass random_state=None, or turn on privpca.config_context(secure_mode=True). "
-        "(This warning is shown once per process.)",
+        "A private fit was given a random_state: a reproducible run (NumPy's float noise, "
+        "privacy_.noise_mode == 'reproducible'), whose noise can be rebuilt and subtracted by "
+        "anyone who knows the seed. Use seeds for tests and experiments only; for a release "
+        "leave random_state=None (secure noise, the default). (This warning is shown once "
+        "per process.)",
         ReproducibleNoiseWarning,
         stacklevel=caller_stacklevel(),
     )

@@ -11,6 +11,7 @@ __all__ = [
     "BudgetExceededError",
     "DataDependentWarning",
     "NonFiniteInputError",
+    "NonPrivatePreprocessingWarning",
     "PrivacyLeakWarning",
     "PrivacyWarning",
     "RowClippingWarning",
@@ -48,6 +49,21 @@ class RowClippingWarning(PrivacyWarning, DataDependentWarning):
     Clipping keeps the privacy guarantee intact but biases the estimate. The message says no
     count (how many rows were clipped is not private), but whether it fires at all depends on
     the data: a :class:`DataDependentWarning`, for the data holder only.
+    """
+
+
+class NonPrivatePreprocessingWarning(PrivacyWarning, DataDependentWarning):
+    """The input looks standardised by a fitted transformer whose statistics are not private.
+
+    ``Pipeline([StandardScaler(), privpca.PCA()])`` runs, but the scaler's means and standard
+    deviations are exact statistics of the table: whoever sees the scaler (its ``mean_``,
+    ``scale_``) or its output learns them, and ``privacy_`` covers only the estimator's own
+    releases. ``scale=True`` gives the same correlation PCA with private scales inside the
+    fit's (ε, δ). Raised by the estimators whose fit sees the whole table in memory when every
+    column has mean 0 and standard deviation 1 (ddof 0 or 1) to within rounding.
+
+    Whether it fires depends on the data, so it is also a :class:`DataDependentWarning`: for
+    the data holder only (``privpca fit`` drops it unless ``--show-data-warnings``).
     """
 
 

@@ -40,6 +40,7 @@ from privpca.accounting.ledger import Booking, resolve_ledger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.mechanisms.gaussian import analytic_gaussian_sigma
 from privpca.mechanisms.noise import gaussian_release, laplace_release
+from privpca.mechanisms.sensitivity import Neighbouring
 
 __all__ = ["loadings", "scores", "scree"]
 
@@ -347,8 +348,30 @@ def loadings(
 #: record leaves one bin for another, so two counts change by 1.
 SCORES_L1_SENSITIVITY = 2.0
 SCORES_L2_SENSITIVITY = math.sqrt(2.0)
-#: The neighbouring relation of :func:`scores` (the number of rows is public).
+#: The same under add/remove-one neighbours: one count changes by 1 (L1 and L2).
+SCORES_ADD_REMOVE_SENSITIVITY = 1.0
+#: The neighbouring relation of :func:`scores` after a fit whose n is public.
 SCORES_NEIGHBOURING = "replace one record (any two records; n public)"
+
+
+def _n_private_relation(est: Any) -> str | None:
+    """The fit's neighbouring relation (its record's text) when it keeps n private, else None.
+
+    A fit under add/remove-one neighbours (``privacy_.n_samples`` is None, or its relation is
+    :attr:`~privpca.mechanisms.sensitivity.Neighbouring.ADD_REMOVE_ONE`) does not release the
+    number of rows; its score plot must not either, and states the same relation, so that
+    the two guarantees compose.
+    """
+    record = getattr(est, "privacy_", None)
+    if record is None:
+        return None
+    text = getattr(record, "neighbouring", None)
+    relation = next((m for m in Neighbouring if m.description == text), None)
+    n_private = (relation is not None and not relation.n_public) or (
+        getattr(record, "n_samples", 0) is None and getattr(record, "model", "") != "non-private")
+    if not n_private:
+        return None
+    return str(text) if text else Neighbouring.ADD_REMOVE_ONE.description
 
 
 def _score_box(est: Any, bound: Any) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -376,14 +399,29 @@ def _score_box(est: Any, bound: Any) -> tuple[tuple[float, float], tuple[float, 
 
 def _scores_record(
     est: Any, epsilon: float, delta: float, bins: int, box: tuple[tuple[float, float], ...],
-    n_samples: int | None,
+    n_samples: int | None, n_private: str | None = None,
 ) -> PrivacyRecord:
-    """The record of a score histogram: Laplace (δ = 0) or analytic Gaussian noise per count."""
+    """The record of a score histogram: Laplace (δ = 0) or analytic Gaussian noise per count.
+
+    ``n_private``: the fit's relation when it keeps n private (:func:`_n_private_relation`):
+    the record then states it, one count moves by 1 and ``n_samples`` is not recorded.
+    """
     what = f"2-D histogram of the projections on PC1, PC2 ({bins}×{bins} bins)"
-    if delta == 0.0:
+    if n_private is not None:
+        # Add or remove one record: one count moves by 1 (L1 and L2 sensitivity 1).
+        sensitivity = SCORES_ADD_REMOVE_SENSITIVITY
+        if delta == 0.0:
+            scale = sensitivity / epsilon
+            event: Any = dp_accounting.LaplaceDpEvent(scale / sensitivity)
+            mechanism, calibration = f"laplace: {what}, L1 sensitivity 1", "laplace"
+        else:
+            scale = analytic_gaussian_sigma(epsilon, delta, sensitivity)
+            event = dp_accounting.GaussianDpEvent(scale / sensitivity)
+            mechanism, calibration = f"gaussian: {what}, L2 sensitivity 1", "analytic"
+    elif delta == 0.0:
         # Two counts move by 1: two Laplace mechanisms of L1 sensitivity 1 each.
         scale = SCORES_L1_SENSITIVITY / epsilon
-        event: Any = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(scale), 2)
+        event = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(scale), 2)
         sensitivity, mechanism, calibration = (
             SCORES_L1_SENSITIVITY, f"laplace: {what}, L1 sensitivity 2", "laplace")
     else:
@@ -394,15 +432,21 @@ def _scores_record(
     spend = PrivacySpend(mechanism=mechanism, epsilon=epsilon, delta=delta,
                          sensitivity=sensitivity, noise_scale=scale, dp_event=event)
     (x0, x1), (y0, y1) = box
+    notes = (f"Score plot of {type(est).__name__}: a release of its own, composed with the "
+             f"fit's. Projections clipped to the public box [{x0:.4g}, {x1:.4g}] × "
+             f"[{y0:.4g}, {y1:.4g}] before counting; negative noisy counts are drawn as 0 "
+             "(post-processing).")
+    if n_private is not None:
+        notes += (" The fit keeps the number of records private (add or remove one record): "
+                  "so does the plot, under the same relation. n is not recorded; the noisy "
+                  "counts' sum is its only trace, as private as the counts.")
     return PrivacyRecord(
-        epsilon=epsilon, delta=delta, model="central", neighbouring=SCORES_NEIGHBOURING,
+        epsilon=epsilon, delta=delta, model="central",
+        neighbouring=SCORES_NEIGHBOURING if n_private is None else n_private,
         sensitivity=sensitivity, noise_scale=scale, calibration=calibration,
-        data_norm=float(max(abs(x0), abs(x1), abs(y0), abs(y1))), n_samples=n_samples,
-        spends=(spend,), target_epsilon=epsilon,
-        notes=(f"Score plot of {type(est).__name__}: a release of its own, composed with the "
-               f"fit's. Projections clipped to the public box [{x0:.4g}, {x1:.4g}] × "
-               f"[{y0:.4g}, {y1:.4g}] before counting; negative noisy counts are drawn as 0 "
-               "(post-processing)."),
+        data_norm=float(max(abs(x0), abs(x1), abs(y0), abs(y1))),
+        n_samples=None if n_private is not None else n_samples,
+        spends=(spend,), target_epsilon=epsilon, notes=notes,
     )
 
 
@@ -445,6 +489,13 @@ def scores(
        one row moves one count out of one cell into another (L1 sensitivity 2, L2 √2):
        Laplace noise of scale ``2/ε`` per count when ``delta == 0`` (pure ε-DP), else
        Gaussian noise with the analytic calibration for (ε, δ) and Δ₂ = √2.
+
+    The plot's guarantee is stated under the fit's neighbouring relation. After a fit under
+    add/remove-one neighbours (``neighbouring="add-remove"``: n is private, and
+    ``privacy_.n_samples`` is None), the plot keeps n private too: its record states the
+    fit's relation and no ``n_samples``, and adding or removing one row moves one count by 1
+    (sensitivity 1: Laplace scale ``1/ε``, or the analytic Gaussian for Δ₂ = 1). After any
+    other fit, n is public and the relation is replace-one.
 
     The noisy counts are drawn with negatives shown as 0 (post-processing). The title states
     the guarantee and the clipping box. Whether some projection was actually clipped depends
@@ -528,7 +579,8 @@ def scores(
                            integer=True, owner="scores"))
     box = _score_box(est, bound)
     rng = check_random_state(random_state)  # secure mode refuses a seed before the charge
-    planned = _scores_record(est, epsilon, delta, m, box, None)
+    n_private = _n_private_relation(est)
+    planned = _scores_record(est, epsilon, delta, m, box, None, n_private)
     target = resolve_ledger(est, ledger)
     target.spend(planned, label=f"{type(est).__name__} score plot")
     booking = Booking(target, planned)
@@ -543,7 +595,8 @@ def scores(
     counts, edges = _clipped_histogram(_projections(est, Xv, comps), box, m,
                                        warn=bound is not None)
     noisy = _noisy_counts(counts, planned, rng)
-    record = booking.settle(_scores_record(est, epsilon, delta, m, box, int(Xv.shape[0])))
+    record = booking.settle(_scores_record(est, epsilon, delta, m, box, int(Xv.shape[0]),
+                                           n_private))
     if ax is None:
         ax = _new_axes((6.0, 5.0))
     _draw_scores(ax, est, noisy, edges, record, box)

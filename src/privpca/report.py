@@ -9,7 +9,8 @@ Everything on the page is read from released attributes (``privacy_``, ``compone
 ``explained_variance_``, ``noise_level_``, ``expected_error_``, ...), so writing it costs no
 privacy, except the private score plot, which is a release of its own with its own charged
 budget (:func:`privpca.plot.scores`); its spend is shown beside the fit's, and the page states
-the two composed.
+the two composed when both are stated under the same neighbouring relation (else each is shown
+on its own, and the page says why there is no total).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from matplotlib.axes import Axes
 from privpca import plot
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import NOISE_LABELS, PrivacyRecord, PrivacySpend
+from privpca.mechanisms.sensitivity import Neighbouring
 
 __all__ = ["render_release_report", "write_release_report"]
 
@@ -239,6 +241,49 @@ def _versions() -> list[tuple[str, str]]:
     return rows
 
 
+def _relation(record: PrivacyRecord) -> str:
+    """The neighbouring relation ``record``'s guarantee is stated under, up to its wording.
+
+    Records of different estimator families word replace-one differently
+    (:class:`~privpca.mechanisms.sensitivity.Neighbouring`); one user's record (local model)
+    and one record of one provider (distributed model) are one record of the table too, so
+    all of these are ``"replace"``: guarantees under it compose. ``"add-remove"`` (n private)
+    is another relation: a replace-one release may publish n, which add/remove protects, so
+    the two never compose into one (ε, δ). A wording no member has is its own relation.
+
+    Parameters
+    ----------
+    record : PrivacyRecord
+
+    Returns
+    -------
+    str
+        ``"replace"``, ``"add-remove"``, ``"none"`` (not private), or the record's own text.
+    """
+    member = next((m for m in Neighbouring if m.description == record.neighbouring), None)
+    if member is None:
+        return str(record.neighbouring)
+    return "replace" if member.relation.startswith("replace") else member.relation
+
+
+def _total(record: PrivacyRecord, score_records: list[PrivacyRecord]) -> str:
+    """The page's total of the fit and the score plot, or why there is none."""
+    relations = [_relation(r) for r in [record, *score_records]]
+    if len(set(relations)) == 1:
+        eps, delta = _composed([record, *score_records])
+        return (f'<p id="total">Together with the private score plot below, this page '
+                f"releases <strong>(ε = {_e(_num(eps))}, δ = {_e(_num(delta))})</strong> in "
+                "total (the two releases composed).</p>")
+    plots = "; ".join(f"“{_e(r.neighbouring)}”" for r in score_records)
+    return (
+        '<p id="total" class="missing">No total for this page: the fit\'s guarantee is stated '
+        f"under the neighbouring relation “{_e(record.neighbouring)}” and the score plot's "
+        f"under {plots}. Guarantees under different neighbouring relations do not compose "
+        "into one (ε, δ): under add/remove one record the number of records is private, under "
+        "replace one it is public, so what one release may publish the other protects. Each "
+        "guarantee holds on its own, under its own relation: read them separately.</p>")
+
+
 def _composed(records: list[PrivacyRecord]) -> tuple[float, float]:
     """(ε, δ) of ``records`` composed (dp-accounting, at the sum of their δ)."""
     ledger = PrivacyLedger()
@@ -332,11 +377,7 @@ def render_release_report(
         _record_table(record, "guarantee-table"),
     ]
     if score_records:
-        eps, delta = _composed([record, *score_records])
-        parts.append(
-            f'<p id="total">Together with the private score plot below, this page releases '
-            f"<strong>(ε = {_e(_num(eps))}, δ = {_e(_num(delta))})</strong> in total "
-            "(the two releases composed).</p>")
+        parts.append(_total(record, score_records))
     parts += [
         "</section>",
         '<section id="released"><h2>What was released</h2>',

@@ -12,12 +12,15 @@ stated in each :class:`~privpca.accounting.PrivacyRecord`.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 import dp_accounting
 from dp_accounting import pld, rdp
+
+import privpca.mechanisms.calibration as calibration
 
 __all__ = [
     "compose_epsilon",
@@ -134,8 +137,8 @@ def epsilon_curve(
     if not rest and not pairs:
         if inverse == 0:
             return lambda delta: 0.0
-        return lambda delta: (float(dp_accounting.get_epsilon_gaussian(multiplier, delta))
-                              if delta > 0 else math.inf)
+        return lambda delta: (calibration.certified_epsilon(multiplier, delta) if delta > 0
+                              else math.inf)
     scale = sum(e for e, _ in pairs) + sum(c / float(e.noise_multiplier) for e, c in rest)
     if inverse > 0:
         scale += 0.5 * inverse + 10.0 * math.sqrt(inverse)  # mean and spread of the loss
@@ -148,7 +151,7 @@ def epsilon_curve(
             return pure if delta >= pair_delta else math.inf
         if delta <= pair_delta:
             return math.inf
-        return pure + float(dp_accounting.get_epsilon_gaussian(multiplier, delta - pair_delta))
+        return pure + calibration.certified_epsilon(multiplier, delta - pair_delta)
 
     if scale > PLD_MAX_SCALE:
         return basic  # ε in the thousands: nothing private left for a tighter bound to save
@@ -232,7 +235,7 @@ def compose_epsilon(
     # so iterating from ε = 0 increases monotonically to the smallest consistent ε.
     eps = 0.0
     for _ in range(50):
-        new = curve(delta - (1.0 + math.exp(min(eps, 700.0))) * tail)
+        new = curve(calibration.noise_delta(eps, delta, tail))
         if not math.isfinite(new) or new <= eps * (1 + 1e-9):
             return max(new, eps) if math.isfinite(new) else math.inf
         eps = new
@@ -244,36 +247,10 @@ def gaussian_noise_multiplier_for_composition(
 ) -> float:
     """The noise multiplier σ/Δ such that ``count`` Gaussian releases compose to (ε, δ).
 
-    The adaptive composition of ``count`` Gaussian mechanisms with multiplier ``m`` has exactly
-    the privacy curve of one Gaussian mechanism with multiplier ``m/√count`` (the privacy-loss
-    random variables are Gaussian and add). So the answer is ``√count·σ₁(ε, δ)`` with ``σ₁`` from
-    ``dp_accounting.get_sigma_gaussian`` (exact, no accountant discretisation).
-
-    Parameters
-    ----------
-    epsilon, delta : float
-        Target of the whole composition.
-    count : int
-        Number of releases.
-    accountant : {"pld", "rdp"} or None, default=None
-        ``None`` uses the exact identity above. ``"pld"``/``"rdp"`` instead bisect with
-        ``dp_accounting.calibrate_dp_mechanism`` on that accountant (slower, slightly more
-        noise; useful to check the identity, which the tests do).
+    :func:`privpca.mechanisms.calibration.composed_gaussian_multiplier`: exactly
+    ``√count·σ₁(ε, δ)`` for ``accountant=None``; ``"pld"``/``"rdp"`` instead bisect on that
+    accountant of this module (slower, slightly more noise; the tests check the identity).
     """
-    if not isinstance(count, int) or count < 1:
-        raise ValueError(f"count must be a positive int. Got {count!r} instead.")
-    single = float(dp_accounting.get_sigma_gaussian(epsilon, delta))
-    exact = single * math.sqrt(count)
-    if accountant is None or count == 1:
-        return exact
-    bracket = dp_accounting.ExplicitBracketInterval(0.999 * exact, 1.5 * exact)
-    return float(
-        dp_accounting.calibrate_dp_mechanism(
-            lambda: _make_accountant(accountant),
-            lambda m: dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(m), count),
-            epsilon,
-            delta,
-            bracket,
-            tol=1e-6,
-        )
-    )
+    return calibration.composed_gaussian_multiplier(
+        epsilon, delta, count,
+        None if accountant is None else functools.partial(_make_accountant, accountant))

@@ -8,9 +8,9 @@ from typing import Any
 
 import dp_accounting
 
-from privpca._config import secure_mode
+from privpca._config import current_noise_mode
 from privpca.accounting.composition import compose_epsilon
-from privpca.mechanisms.noise import SECURE_NOISE_NOTE
+from privpca.mechanisms.noise import NOISE_MODE_NOTES
 from privpca.mechanisms.sensitivity import Neighbouring
 
 __all__ = ["NOISE_LABELS", "PrivacyRecord", "PrivacySpend"]
@@ -101,6 +101,14 @@ class PrivacyRecord:
         different value, e.g. classic calibration or the paper's sensitivity).
     notes : str
         Anything a reader of the guarantee must know.
+    noise_mode : {"secure", "reproducible", "float", "none"}
+        How the noise was drawn (:data:`privpca.mechanisms.noise.NOISE_MODE_NOTES` says what
+        each means; the note is appended to ``notes``): ``"secure"`` (an unseeded fit: OS-keyed
+        cryptographic generator, values snapped to a grid with exact discrete noise),
+        ``"reproducible"`` (a seeded fit: NumPy's float noise, rebuilt by whoever knows the
+        seed; for tests and experiments, not a release), ``"float"`` (the explicit opt-out
+        ``secure_mode=False``), ``"none"`` (a non-private fit). Filled in from the fit being
+        run when not given.
 
     The record carries no exact count computed from the data (how many rows were clipped
     is such a count: a non-private release). The ``n_clipped`` argument of older callers is
@@ -120,14 +128,18 @@ class PrivacyRecord:
     spends: tuple[PrivacySpend, ...] = ()
     target_epsilon: float | None = None
     notes: str = ""
+    noise_mode: str = ""
 
     def __post_init__(self, n_clipped: int | None) -> None:
         del n_clipped  # an exact count of the data: never stored, never released
 
-        # A record made during a secure fit says how its noise was drawn (public rule).
-        if secure_mode() and self.model != "non-private" and SECURE_NOISE_NOTE not in self.notes:
-            notes = f"{self.notes} {SECURE_NOISE_NOTE}".strip()
-            object.__setattr__(self, "notes", notes)
+        # Every record says how its noise was drawn (a public rule), in a field and a note.
+        mode = self.noise_mode or ("none" if self.model == "non-private"
+                                   else current_noise_mode())
+        object.__setattr__(self, "noise_mode", mode)
+        note = NOISE_MODE_NOTES.get(mode, "")
+        if note and note not in self.notes:
+            object.__setattr__(self, "notes", f"{self.notes} {note}".strip())
 
     @classmethod
     def from_spends(

@@ -9,6 +9,12 @@ Three parts, one family:
   ``config_context(secure_mode=True)``) — and, for ``all`` or ``mechanisms``, of the noise
   mechanisms themselves (:data:`MECHANISMS`) in both modes, plus a *control* (issue 26's leaky
   ``value + σ·2^-30·K``) that the probe must detect and that is not part of the family;
+* with ``--lattice``, the **lattice probe** (:func:`~privpca.audit.lattice_probe`) of each
+  estimator in both modes (cells of the family: does a release proportional to a short
+  integer vector tell the neighbours apart?) and the **generator lattice probe**
+  (:func:`~privpca.audit.generator_lattice_probe`) of the generator an unseeded fit draws
+  from in each mode, with a control (issue 35's ``standard_normal``, ``2^-30·K``) that it
+  must flag; the generator rows are checks, not cells of the family (no ε claim);
 * the **family-wise** reading: every cell's bound at the per-cell level ``confidence`` and at
   the Bonferroni level ``1 − (1 − confidence)/m`` over the ``m`` cells planned, and Holm's
   decisions on the cells' p-values (:mod:`privpca.audit.family`).
@@ -16,6 +22,7 @@ Three parts, one family:
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,13 +31,21 @@ from typing import Any
 import click
 import numpy as np
 
-from privpca.audit import audit, audit_with_probe, float_probe
+from privpca.audit import (
+    audit,
+    audit_with_probe,
+    float_probe,
+    generator_lattice_probe,
+    lattice_probe,
+)
 from privpca.audit.family import bonferroni_confidence, family_wise
 from privpca.mechanisms import GaussianMechanism, analytic_gaussian_sigma
+from privpca.mechanisms.noise import laplace_release
 from privpca.mechanisms.secure_noise import discrete_gaussian
 
-__all__ = ["AUDITED", "MECHANISMS", "Levels", "audit_command", "audit_table", "format_row",
-           "format_table", "iter_audit_rows", "plan_cells", "summary"]
+__all__ = ["AUDITED", "LATTICE_CONTROL", "MECHANISMS", "Issue35Generator", "Levels",
+           "audit_command", "audit_table", "format_row", "format_table", "iter_audit_rows",
+           "plan_cells", "summary"]
 
 #: The private estimators the table covers (the non-private OjaPCA/SparsePCA are excluded).
 AUDITED: tuple[str, ...] = (
@@ -47,6 +62,20 @@ CONTROL = "f + σ·2^-30·K"
 #: times per dataset (a run costs microseconds).
 MECHANISM_RUNS = 2000
 MECHANISM_RUNS_FACTOR = 20
+#: The lattice control: issue 35's ``standard_normal`` (must be flagged by the generator probe).
+LATTICE_CONTROL = "standard_normal = 2^-30·K"
+#: Row kinds that are cells of the family (the others are controls and generator checks).
+FAMILY_KINDS: tuple[str, ...] = ("audit", "probe", "lattice")
+
+
+class Issue35Generator(np.random.Generator):
+    """PCG64 whose ``standard_normal`` is issue 35's: ``2^-30·K``, ``K`` an integer (the
+    generator probe's control; never used for a release)."""
+
+    def standard_normal(self, size: Any = None, dtype: Any = np.float64,
+                        out: Any = None) -> Any:
+        z = np.ldexp(np.rint(np.ldexp(super().standard_normal(size), 30)), -30)
+        return float(z) if size is None else z
 
 
 @dataclass(frozen=True)
@@ -64,11 +93,12 @@ class Levels:
 
 
 def plan_cells(methods: list[str], epsilons: list[float], *, probe: bool,
-               mechanisms: bool) -> int:
-    """The number of cells of the family (controls excluded): per (method, ε) one threshold
-    audit and, with ``probe``, two float probes; with ``mechanisms`` (and ``probe``) two
-    probes per (noise mechanism, ε)."""
-    per_method = 1 + (len(MODES) if probe else 0)
+               mechanisms: bool, lattice: bool = False) -> int:
+    """The number of cells of the family (controls and generator checks excluded): per
+    (method, ε) one threshold audit, with ``probe`` two float probes and with ``lattice``
+    two lattice probes; with ``mechanisms`` (and ``probe``) two probes per (noise mechanism,
+    ε)."""
+    per_method = 1 + (len(MODES) if probe else 0) + (len(MODES) if lattice else 0)
     cells = len(methods) * len(epsilons) * per_method
     if probe and mechanisms:
         cells += len(MECHANISMS) * len(epsilons) * len(MODES)
@@ -78,12 +108,12 @@ def plan_cells(methods: list[str], epsilons: list[float], *, probe: bool,
 def audit_table(methods: list[str], epsilons: list[float], *, delta: float, runs: int,
                 setting: str, seed: int | None, progress: bool, probe: bool = False,
                 probe_runs: int | None = None, mechanisms: bool = False,
-                confidence: float = 0.95) -> list[dict[str, Any]]:
+                confidence: float = 0.95, lattice: bool = False) -> list[dict[str, Any]]:
     """Every row of :func:`iter_audit_rows`, as a list."""
     return list(iter_audit_rows(methods, epsilons, delta=delta, runs=runs, setting=setting,
                                 seed=seed, progress=progress, probe=probe,
                                 probe_runs=probe_runs, mechanisms=mechanisms,
-                                confidence=confidence))
+                                confidence=confidence, lattice=lattice))
 
 
 def _error(kind: str, name: str, eps: float, exc: Exception, mode: str = "default"
@@ -95,13 +125,16 @@ def _error(kind: str, name: str, eps: float, exc: Exception, mode: str = "defaul
 def iter_audit_rows(methods: list[str], epsilons: list[float], *, delta: float, runs: int,
                     setting: str, seed: int | None, progress: bool, probe: bool = False,
                     probe_runs: int | None = None, mechanisms: bool = False,
-                    confidence: float = 0.95) -> Iterator[dict[str, Any]]:
+                    confidence: float = 0.95, lattice: bool = False
+                    ) -> Iterator[dict[str, Any]]:
     """The rows, one at a time (printed as they come by the CLI).
 
-    Each row is a dict with ``kind`` (``"audit"``, ``"probe"`` or ``"control"``), ``method``,
-    ``mode``, ``epsilon``, ``runs``, ``seconds`` and ``report`` (an
-    :class:`~privpca.audit.AuditReport` or :class:`~privpca.audit.FloatProbeReport`), or
-    ``error`` when the cell could not run (it still counts in the family).
+    Each row is a dict with ``kind`` (``"audit"``, ``"probe"``, ``"lattice"``, ``"control"``,
+    ``"generator"`` or ``"generator-control"``), ``method``, ``mode``, ``epsilon``, ``runs``,
+    ``seconds`` and ``report`` (an :class:`~privpca.audit.AuditReport`,
+    :class:`~privpca.audit.FloatProbeReport`, :class:`~privpca.audit.LatticeProbeReport` or
+    :class:`~privpca.audit.GeneratorLatticeReport`), or ``error`` when the cell could not run
+    (it still counts in the family).
     """
     import privpca
 
@@ -145,10 +178,69 @@ def iter_audit_rows(methods: list[str], epsilons: list[float], *, delta: float, 
                     yield {"kind": "probe", "method": name, "mode": "secure", "epsilon": eps,
                            "report": prb, "runs": p_runs,
                            "seconds": time.perf_counter() - start}
+            if lattice:
+                yield from _lattice_rows(est, name, eps, delta=delta, runs=p_runs,
+                                         setting=setting, seed=seed, confidence=confidence,
+                                         progress=progress)
+    if lattice:
+        yield from _generator_rows(seed)
     if probe and mechanisms:
         yield from _mechanism_rows(epsilons, delta=delta,
                                    runs=max(MECHANISM_RUNS, MECHANISM_RUNS_FACTOR * p_runs),
                                    seed=seed, confidence=confidence)
+
+
+def _lattice_rows(est: Any, name: str, eps: float, *, delta: float, runs: int, setting: str,
+                  seed: int | None, confidence: float, progress: bool
+                  ) -> Iterator[dict[str, Any]]:
+    """The lattice probe of one (estimator, ε) in both modes (fresh fits each: the probe runs
+    on the built-in neighbours lifted to more features, see
+    :func:`~privpca.audit.probe.lattice_neighbours`)."""
+    import privpca
+
+    for mode in MODES:
+        start = time.perf_counter()
+        try:
+            with privpca.config_context(secure_mode=True if mode == "secure" else None):
+                r = lattice_probe(est, epsilon=eps, delta=delta, runs=runs, setting=setting,
+                                  random_state=seed if mode == "default" else None,
+                                  confidence=confidence, progress=progress)
+        except Exception as exc:  # report and go on, as the other cells do
+            yield _error("lattice", name, eps, exc, mode=mode)
+            continue
+        yield {"kind": "lattice", "method": name, "mode": mode, "epsilon": eps, "report": r,
+               "runs": runs, "seconds": time.perf_counter() - start}
+
+
+def _generator_rows(seed: int | None) -> Iterator[dict[str, Any]]:
+    """The generator lattice probe: the generator a fit draws from in each mode (default:
+    the seeded stream of ``--seed``, else an unseeded fit's), and the control."""
+    import warnings
+
+    import privpca
+    from privpca._validation import check_random_state
+
+    jobs: list[tuple[str, str, str]] = [("generator", mode, "generator") for mode in MODES]
+    jobs.append(("generator-control", "default", LATTICE_CONTROL))
+    for kind, mode, label in jobs:
+        start = time.perf_counter()
+        try:
+            with privpca.config_context(secure_mode=True if mode == "secure" else None):
+                if kind == "generator-control":
+                    rng: Any = Issue35Generator(np.random.PCG64(seed))
+                elif mode == "default" and seed is not None:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        rng = check_random_state(seed)
+                else:
+                    rng = None
+                r = generator_lattice_probe(rng)
+        except Exception as exc:
+            yield _error(kind, label, math.nan, exc, mode=mode)
+            continue
+        yield {"kind": kind, "method": label if kind == "generator-control" else r.generator,
+               "mode": mode, "epsilon": math.nan, "report": r, "runs": r.draws,
+               "seconds": time.perf_counter() - start}
 
 
 def _mechanism(name: str, epsilon: float, delta: float
@@ -166,10 +258,13 @@ def _mechanism(name: str, epsilon: float, delta: float
     if name == "Laplace":
         scale = 1.0 / epsilon
 
+        # The library's Laplace release (snapped, exact discrete noise in secure mode); a
+        # generator's own ``laplace(loc, b)`` is a continuous sampler that no release uses.
         def laplace(X: Any, rng: Any) -> Any:
-            return rng.laplace(np.asarray(X, dtype=np.float64), scale)
+            return laplace_release(np.asarray(X, dtype=np.float64), scale, rng,
+                                   sensitivity=1.0)
 
-        return laplace, {f"b={scale:.6g}": scale}, 0.0, "rng.laplace(f, 1/ε)"
+        return laplace, {f"b={scale:.6g}": scale}, 0.0, "laplace_release(f, 1/ε)"
     if name == CONTROL:
 
         sigma = analytic_gaussian_sigma(epsilon, delta, 1.0)
@@ -227,14 +322,29 @@ def probe_header(levels: Levels) -> str:
             "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- | ---: |")
 
 
+def lattice_header(levels: Levels) -> str:
+    return (f"| method | mode | ε claimed | ε_lower ({_pct(levels.confidence)}) | ε_lower "
+            f"FW ({_pct(levels.cell_confidence)}) | p | accuracy | statistic | on a lattice "
+            "(D, D') | lowest score (D, D') | runs | verdict | seconds |\n"
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | ---: | --- | "
+            "---: |")
+
+
+GENERATOR_HEADER = ("| generator | mode | methods flagged (share of vectors on a lattice, "
+                    "median score) | vectors per method | verdict | seconds |\n"
+                    "| --- | --- | --- | ---: | --- | ---: |")
+
+
 #: Kept for callers of the previous table (the threshold audit's header at 95 %, one cell).
 HEADER = audit_header(Levels(0.95, 1))
 
 
 def _verdict(r: dict[str, Any], levels: Levels) -> str:
     report = r["report"]
-    if r["kind"] == "control":
+    if r["kind"] in ("control", "generator-control"):
         return "detected (expected)" if report.violated else "MISSED (probe too weak)"
+    if r["kind"] == "generator":
+        return "LATTICE: " + ", ".join(report.flagged) if report.violated else "ok"
     if report.epsilon_lower_at(levels.cell_confidence) > report.epsilon:
         return "VIOLATION"
     if report.violated:
@@ -245,7 +355,28 @@ def _verdict(r: dict[str, Any], levels: Levels) -> str:
 def format_row(r: dict[str, Any], levels: Levels | None = None) -> str:
     """One Markdown table row (the threshold audit's or the probe's table, by ``kind``)."""
     levels = Levels(0.95, 1) if levels is None else levels
-    name = r["method"] + (" (control)" if r["kind"] == "control" else "")
+    control = r["kind"] in ("control", "generator-control")
+    name = r["method"] + (" (control)" if control else "")
+    if r["kind"] in ("generator", "generator-control"):
+        if "error" in r:
+            return f"| {name} | {r['mode']} | {r['error']} | – | not run | – |"
+        g = r["report"]
+        shown = "; ".join(f"{m} {f:.2f} ({sc:+.1f})" for m, f, sc in g.methods
+                          if f > 0.0 or m in g.flagged) or "none"
+        return (f"| {name} | {r['mode']} | {shown} | {g.draws} | {_verdict(r, levels)} | "
+                f"{r['seconds']:.1f} |")
+    if r["kind"] == "lattice":
+        if "error" in r:
+            return (f"| {name} | {r['mode']} | {r['epsilon']:g} | – | – | – | – | "
+                    f"{r['error']} | – | – | – | not run | – |")
+        lp = r["report"]
+        chosen = lp.statistic if lp.selection_epsilon > 0.0 else "none found"
+        return (f"| {name} | {r['mode']} | {r['epsilon']:g} | {lp.epsilon_lower:.3f} | "
+                f"{lp.epsilon_lower_at(levels.cell_confidence):.3f} | {lp.p_value:.2g} | "
+                f"{lp.accuracy:.3f} | {chosen} | {lp.on_lattice[0]:.2f}, "
+                f"{lp.on_lattice[1]:.2f} | {lp.lowest_score[0]:+.1f}, "
+                f"{lp.lowest_score[1]:+.1f} | {r['runs']} | {_verdict(r, levels)} | "
+                f"{r['seconds']:.1f} |")
     if r["kind"] == "audit":
         if "error" in r:
             return (f"| {name} | {r['epsilon']:g} | – | – | – | – | – | {r['error']} | "
@@ -283,12 +414,14 @@ def preamble(levels: Levels) -> str:
 def summary(rows: list[dict[str, Any]], levels: Levels) -> str:
     """The family-wise reading of every non-control row (Bonferroni and Holm)."""
 
-    cells = [r for r in rows if r["kind"] != "control" and "error" not in r]
-    not_run = sum(1 for r in rows if r["kind"] != "control" and "error" in r)
+    cells = [r for r in rows if r["kind"] in FAMILY_KINDS and "error" not in r]
+    not_run = sum(1 for r in rows if r["kind"] in FAMILY_KINDS and "error" in r)
     fw = family_wise([r["report"] for r in cells], levels.confidence, cells=levels.cells)
 
     def label(r: dict[str, Any]) -> str:
-        what = "threshold audit" if r["kind"] == "audit" else f"float probe, {r['mode']} mode"
+        what = ("threshold audit" if r["kind"] == "audit"
+                else f"{'lattice' if r['kind'] == 'lattice' else 'float'} probe, "
+                f"{r['mode']} mode")
         return f"{r['method']} ({what}, ε={r['epsilon']:g})"
 
     lines = [f"Family-wise at {_pct(levels.confidence)} over {levels.cells} cells "
@@ -304,7 +437,15 @@ def summary(rows: list[dict[str, Any]], levels: Levels) -> str:
     lines.append(f"- Holm (family-wise error {1 - levels.confidence:.3g}): "
                  + ("no claim rejected." if not rej else "claims rejected: " + "; ".join(rej)
                     + "."))
-    controls = [r for r in rows if r["kind"] == "control"]
+    gens = [r for r in rows if r["kind"] == "generator"]
+    if gens:
+        flagged = [f"{r['method']} ({r['mode']} mode): {', '.join(r['report'].flagged)}"
+                   for r in gens if "error" not in r and r["report"].violated]
+        failed = sum(1 for r in gens if "error" in r)
+        lines.append("- Generators (not in the family): " + (
+            "draws on a lattice: " + "; ".join(flagged) + "." if flagged else
+            "no continuous draw on a lattice.") + (f" {failed} not run." if failed else ""))
+    controls = [r for r in rows if r["kind"] in ("control", "generator-control")]
     if controls:
         ok = sum(1 for r in controls if "error" not in r and r["report"].violated)
         lines.append(f"- Controls (not in the family): {ok} of {len(controls)} detected.")
@@ -314,14 +455,22 @@ def summary(rows: list[dict[str, Any]], levels: Levels) -> str:
 def format_table(rows: list[dict[str, Any]], levels: Levels | None = None) -> str:
     """The threshold-audit table, the float-probe table (if any) and the summary."""
     if levels is None:
-        levels = Levels(0.95, max(sum(1 for r in rows if r["kind"] != "control"), 1))
+        levels = Levels(0.95, max(sum(1 for r in rows if r["kind"] in FAMILY_KINDS), 1))
     audits = [r for r in rows if r["kind"] == "audit"]
-    probes = [r for r in rows if r["kind"] != "audit"]
+    probes = [r for r in rows if r["kind"] in ("probe", "control")]
+    lattices = [r for r in rows if r["kind"] == "lattice"]
+    gens = [r for r in rows if r["kind"] in ("generator", "generator-control")]
     out = [preamble(levels), "", audit_header(levels),
            *(format_row(r, levels) for r in audits)]
     if probes:
         out += ["", "Float probe:", "", probe_header(levels),
                 *(format_row(r, levels) for r in probes)]
+    if lattices:
+        out += ["", "Lattice probe:", "", lattice_header(levels),
+                *(format_row(r, levels) for r in lattices)]
+    if gens:
+        out += ["", "Generator lattice probe:", "", GENERATOR_HEADER,
+                *(format_row(r, levels) for r in gens)]
     out += ["", summary(rows, levels)]
     return "\n".join(out)
 
@@ -342,6 +491,10 @@ def format_table(rows: list[dict[str, Any]], levels: Levels | None = None) -> st
                    "of 'all'; claims above that need more.")
 @click.option("--probe/--no-probe", default=True, show_default=True,
               help="Run the floating-point probe (both modes).")
+@click.option("--lattice/--no-lattice", default=False, show_default=True,
+              help="Also run the lattice probe (both modes, --probe-runs runs per dataset, "
+                   "on the built-in neighbours lifted to 6 features) and the generator "
+                   "lattice probe with its control (issue 35).")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Per-cell confidence, and the family-wise confidence of the Bonferroni "
                    "columns and Holm's decisions.")
@@ -352,15 +505,16 @@ def format_table(rows: list[dict[str, Any]], levels: Levels | None = None) -> st
               help="Seed the default-mode runs (a reproducible audit; secure mode never is).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 def audit_command(method: str, epsilons: tuple[float, ...], delta: float, runs: int,
-                  probe_runs: int, probe: bool, confidence: float, setting: str,
-                  seed: int | None, progress: bool) -> None:
+                  probe_runs: int, probe: bool, lattice: bool, confidence: float,
+                  setting: str, seed: int | None, progress: bool) -> None:
     """Audit METHOD (an estimator name, "all", or "mechanisms": the noise mechanisms' float
     probes only) on its built-in worst-case neighbours.
 
     Prints the threshold audit (per claimed ε: the ε its runs prove at the per-cell and at the
     Bonferroni family-wise level, and the power), the floating-point probe in default and
-    secure mode (the best grid, the attack's accuracy, the ε it proves), and the family-wise
-    summary (Bonferroni and Holm over every cell).
+    secure mode (the best grid, the attack's accuracy, the ε it proves), with --lattice the
+    lattice probe and the generator lattice probe, and the family-wise summary (Bonferroni
+    and Holm over every cell).
     """
     import privpca
 
@@ -380,20 +534,26 @@ def audit_command(method: str, epsilons: tuple[float, ...], delta: float, runs: 
         raise click.BadParameter("must be in (0, 1).", param_hint="--confidence")
     mechanisms = method in ("all", "mechanisms")
     levels = Levels(confidence, max(plan_cells(methods, list(epsilons), probe=probe,
-                                               mechanisms=mechanisms), 1))
+                                               mechanisms=mechanisms, lattice=lattice), 1))
     click.echo(preamble(levels))
     rows: list[dict[str, Any]] = []
     probes: list[str] = []
+    lattices: list[str] = []
+    gens: list[str] = []
     if methods:
         click.echo("")
         click.echo(audit_header(levels))
     for row in iter_audit_rows(methods, list(epsilons), delta=delta, runs=runs,
                                setting=setting, seed=seed, progress=progress, probe=probe,
                                probe_runs=probe_runs, mechanisms=mechanisms,
-                               confidence=confidence):
+                               confidence=confidence, lattice=lattice):
         rows.append(row)
         if row["kind"] == "audit":
             click.echo(format_row(row, levels))
+        elif row["kind"] == "lattice":
+            lattices.append(format_row(row, levels))
+        elif row["kind"] in ("generator", "generator-control"):
+            gens.append(format_row(row, levels))
         else:
             probes.append(format_row(row, levels))
     if probes:
@@ -403,5 +563,14 @@ def audit_command(method: str, epsilons: tuple[float, ...], delta: float, runs: 
         click.echo(probe_header(levels))
         for line in probes:
             click.echo(line)
+    for title, header, lines in (("Lattice probe:", lattice_header(levels), lattices),
+                                 ("Generator lattice probe:", GENERATOR_HEADER, gens)):
+        if lines:
+            click.echo("")
+            click.echo(title)
+            click.echo("")
+            click.echo(header)
+            for line in lines:
+                click.echo(line)
     click.echo("")
     click.echo(summary(rows, levels))

@@ -43,6 +43,18 @@ The mechanism runs ``runs`` times on each neighbour; the runs are split as in
 
 The report gives the best grid, the statistic, the balanced accuracy of the chosen test as a
 classifier on the evaluation runs, ``epsilon_lower`` and whether it exceeds the claimed ε.
+
+The lattice probe
+-----------------
+A grid read coordinate by coordinate does not survive a nonlinear post-processing: issue 35's
+Bingham sampler released ``U·z/‖z‖`` with ``z`` on the lattice ``2^-30·s∘ℤ^p``.
+:func:`lattice_probe` asks whether released vectors are proportional to short integer vectors
+(an LLL reduction, :mod:`privpca.audit.lattice`), directly or through linear maps the auditor
+rebuilds from each neighbour, and whether that tells the neighbours apart (the same
+selection/evaluation split and bound as above). :func:`generator_lattice_probe` asks it of
+the continuous draws of the generator a fit gets, before any mechanism maps them: the general
+guard, which needs no knowledge of the mechanism. Each says in its docstring what it cannot
+see.
 """
 
 from __future__ import annotations
@@ -72,11 +84,21 @@ from privpca.audit.neighbours import release_features
 
 __all__ = [
     "DEFAULT_BITS",
+    "GENERATOR_BITS",
+    "GENERATOR_METHODS",
+    "LATTICE_FEATURES",
     "FloatProbeReport",
+    "GeneratorLatticeReport",
     "Grid",
+    "LatticeProbeReport",
     "audit_with_probe",
     "candidate_grids",
     "float_probe",
+    "generator_lattice_probe",
+    "lattice_neighbours",
+    "lattice_probe",
+    "lattice_probe_releases",
+    "lattice_vectors",
     "noise_scales",
     "probe_features",
     "probe_releases",
@@ -586,3 +608,445 @@ def audit_with_probe(
                            mode="secure" if secure_mode() else "default",
                            description=f"{type(su.estimator).__name__}: {su.description}")
     return report, probe
+
+
+# --------------------------------------------------------------------------- lattice probe
+#
+# Issue 35: the float probe reads each released number modulo a grid, so it cannot see a
+# lattice that a *nonlinear* post-processing hides (Bingham's exact sampler released
+# U·z/‖z‖ with z on the lattice 2^-30·s∘ℤ^p). The lattice probe asks instead whether released
+# vectors are proportional to short integer vectors (privpca.audit.lattice), and whether that
+# tells the neighbours apart; the generator probe asks it of the draws themselves.
+
+#: Features of the neighbours the lattice probe builds by default (the built-in neighbours
+#: have 2; a 2-vector carries too few bits to show a 2^30 lattice, see privpca.audit.lattice).
+LATTICE_FEATURES = 6
+#: The statistic of a vector whose score is NaN in a run (too few nonzero coordinates): high,
+#: i.e. "not on a lattice", and the same on both neighbours.
+_NO_SCORE = 16.0
+#: The precisions of the generator probe (the draws are as precise as floats: 52 is the
+#: sharpest; 24 and 40 catch coarser lattices at once).
+GENERATOR_BITS: tuple[int, ...] = (24, 40, 52)
+#: Continuous draws the generator probe tests (those a mechanism may transform nonlinearly).
+GENERATOR_METHODS: dict[str, Callable[[np.random.Generator, int], Any]] = {
+    "standard_normal": lambda g, n: g.standard_normal(n),
+    "normal(0, 1)": lambda g, n: g.normal(0.0, 1.0, n),
+    "random": lambda g, n: g.random(n),
+    "standard_exponential": lambda g, n: g.standard_exponential(n),
+    "laplace(0, 1)": lambda g, n: g.laplace(0.0, 1.0, n),
+    "standard_gamma(2)": lambda g, n: g.standard_gamma(2.0, n),
+    "vonmises(0, 1)": lambda g, n: g.vonmises(0.0, 1.0, n),
+}
+
+
+@dataclass(frozen=True)
+class LatticeProbeReport(CellBounds):
+    """The outcome of :func:`lattice_probe`.
+
+    Attributes
+    ----------
+    epsilon, delta, epsilon_lower, runs, threshold, upper, swap, counts, accuracy,
+    confidence, mode, description, selection_epsilon :
+        As in :class:`FloatProbeReport`: the one test chosen on the selection runs,
+        evaluated on the others (``epsilon_lower > epsilon``: the lattice structure tells the
+        neighbours apart beyond the claim).
+    statistic : str
+        The chosen statistic: ``"score[v]"`` (the lattice score of released vector ``v``),
+        ``"lowest score"`` (over the vectors), or ``"M: score@D' − score@D [v]"`` (``v``
+        through the auditor's map ``M`` rebuilt on each neighbour).
+    on_lattice : tuple of float
+        The fraction of runs on D and on D' with a released vector (raw) scoring below
+        ``−LATTICE_THRESHOLD``: structure is *present*. Not a leak by itself: a
+        data-independent lattice (secure mode's snapped releases, a mean of them divided by
+        n) puts both neighbours' releases on the same lattice.
+    lowest_score : tuple of float
+        The median over runs of the lowest raw score, on D and on D'.
+    vectors : tuple of str
+        The released vectors tested (and, after ``" via "``, the maps).
+    """
+
+    epsilon: float
+    delta: float
+    epsilon_lower: float
+    runs: int
+    statistic: str
+    threshold: float
+    upper: bool
+    swap: bool
+    counts: tuple[int, int, int]
+    accuracy: float
+    confidence: float
+    mode: str
+    description: str
+    selection_epsilon: float
+    on_lattice: tuple[float, float]
+    lowest_score: tuple[float, float]
+    vectors: tuple[str, ...]
+
+    @property
+    def structure(self) -> bool:
+        """Whether most runs of either neighbour release a vector on a lattice."""
+        return max(self.on_lattice) > 0.5
+
+    def __str__(self) -> str:
+        return (f"lattice probe ({self.mode} mode), claimed eps={self.epsilon:g}: eps_lower="
+                f"{self.epsilon_lower:.3f}, accuracy={self.accuracy:.3f}, statistic "
+                f"{self.statistic}, on a lattice {self.on_lattice[0]:.2f}/"
+                f"{self.on_lattice[1]:.2f}, runs={self.runs} [{self._verdict}]")
+
+
+def lattice_vectors(estimator: Any) -> dict[str, NDArray[np.float64]]:
+    """The released vectors of a fitted estimator the lattice probe tests: each component,
+    ``explained_variance_``, ``mean_`` and, when there is a variance per component, the
+    released matrix ``Σ λᵢcᵢcᵢᵀ`` (packed upper triangle), each as released."""
+    comps = np.atleast_2d(np.asarray(estimator.components_, dtype=np.float64))
+    out = {f"components_[{i}]": comps[i].copy() for i in range(comps.shape[0])}
+    variance = getattr(estimator, "explained_variance_", None)
+    if variance is not None:
+        lam = np.asarray(variance, dtype=np.float64).ravel()
+        out["explained_variance_"] = lam
+        if lam.size == comps.shape[0]:
+            M = (comps.T * lam) @ comps
+            out["released matrix"] = M[np.triu_indices(M.shape[0])]
+    mean = getattr(estimator, "mean_", None)
+    if mean is not None:
+        out["mean_"] = np.asarray(mean, dtype=np.float64).ravel()
+    return out
+
+
+def lattice_neighbours(estimator: Any, setting: str = "paper",
+                       n_features: int = LATTICE_FEATURES) -> tuple[Any, Any, dict[str, Any],
+                                                                     str]:
+    """The built-in neighbours (:func:`~privpca.audit.builtin_neighbours`) lifted to
+    ``n_features`` features: the public records get ``n_features − 2`` more deterministic
+    columns (small multiples of permuted copies of their second column; rows stay within
+    the paper setting's unit bound), the differing records zeros there. Returns
+    ``(X, X_neighbour, params, description)``."""
+    from privpca.audit.neighbours import builtin_neighbours
+
+    nb = builtin_neighbours(estimator, setting)
+    extra = int(n_features) - nb.X.shape[1]
+    if extra <= 0:
+        return nb.X, nb.X_neighbour, nb.params, nb.description
+    base = nb.X[:-1]
+    m = base.shape[0]
+    cols = []
+    for j in range(extra):
+        perm = (np.arange(m) * (7919 + 104729 * j) + 13 * j) % max(m, 1)
+        cols.append((0.5 / (j + 2)) * base[perm, 1] if m else np.zeros(0))
+    lifted = np.column_stack([base, *cols]) if m else np.zeros((0, nb.X.shape[1] + extra))
+    pad = np.zeros(extra)
+    X = np.vstack([lifted, np.concatenate([nb.X[-1], pad])])
+    Xn = np.vstack([lifted, np.concatenate([nb.X_neighbour[-1], pad])])
+    return X, Xn, nb.params, f"{nb.description}; lifted to {int(n_features)} features"
+
+
+def _vector_scores(vectors: Sequence[Mapping[str, NDArray[np.float64]]],
+                   maps: Sequence[Mapping[str, NDArray[np.float64]]], bits: Sequence[int]
+                   ) -> dict[str, NDArray[np.float64]]:
+    """Per statistic name, its value in each run: ``score[v]`` for every released vector,
+    ``lowest score``, and for every map pair ``score@D' − score@D`` (positive: D)."""
+    from privpca.audit.lattice import vector_lattice_score
+
+    names = list(vectors[0])
+    out: dict[str, list[float]] = {}
+    for run in vectors:
+        raw = []
+        for name in names:
+            sc = vector_lattice_score(run[name], bits) if name in run else math.nan
+            raw.append(sc)
+            out.setdefault(f"score[{name}]", []).append(sc if math.isfinite(sc) else _NO_SCORE)
+        finite = [s for s in raw if math.isfinite(s)]
+        out.setdefault("lowest score", []).append(min(finite) if finite else _NO_SCORE)
+        if maps:
+            m0, m1 = maps
+            for label in m0:
+                for name in names:
+                    v = run.get(name)
+                    A0, A1 = m0[label], m1[label]
+                    if v is None or A0.shape[1] != v.size:
+                        continue
+                    s0 = vector_lattice_score(A0 @ v, bits)
+                    s1 = vector_lattice_score(A1 @ v, bits)
+                    diff = (s1 - s0) if math.isfinite(s0) and math.isfinite(s1) else 0.0
+                    out.setdefault(f"{label}: score@D' − score@D [{name}]", []).append(diff)
+    return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+
+
+def lattice_probe_releases(
+    V0: Sequence[Mapping[str, ArrayLike]],
+    V1: Sequence[Mapping[str, ArrayLike]],
+    *,
+    epsilon: float,
+    delta: float,
+    maps: tuple[Mapping[str, ArrayLike], Mapping[str, ArrayLike]] | None = None,
+    confidence: float = 0.95,
+    selection_fraction: float = 0.3,
+    bits: Sequence[int] | None = None,
+    mode: str = "default",
+    description: str = "",
+) -> LatticeProbeReport:
+    """The lattice probe on releases already drawn: ``V0`` (runs on D) and ``V1`` (on D'),
+    one mapping ``name → vector`` per run, the same names in every run.
+
+    ``maps``: optional ``({label: M_D}, {label: M_D'})``, matrices the auditor rebuilt from
+    each neighbour; every released vector of matching length is also tested through both.
+    The statistics are scored on the selection runs (threshold search), the chosen one is
+    evaluated on the others, as in :func:`probe_releases`.
+    """
+    from privpca.audit.lattice import DEFAULT_LATTICE_BITS, LATTICE_THRESHOLD
+
+    runs = len(V0)
+    if len(V1) != runs:
+        raise ValueError(f"V0 and V1 must hold as many runs; got {runs} and {len(V1)}.")
+    if runs < 20:
+        raise ValueError(f"runs must be at least 20. Got {runs} instead.")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1). Got {confidence!r} instead.")
+    if not 0.0 < selection_fraction < 1.0:
+        raise ValueError(f"selection_fraction must be in (0, 1). Got {selection_fraction!r}.")
+    bits = DEFAULT_LATTICE_BITS if bits is None else tuple(int(b) for b in bits)
+    A0 = [{k: np.ravel(np.asarray(v, dtype=np.float64)) for k, v in r.items()} for r in V0]
+    A1 = [{k: np.ravel(np.asarray(v, dtype=np.float64)) for k, v in r.items()} for r in V1]
+    mats: list[Mapping[str, NDArray[np.float64]]] = []
+    labels: list[str] = []
+    if maps is not None:
+        mats = [{k: np.atleast_2d(np.asarray(M, dtype=np.float64)) for k, M in m.items()}
+                for m in maps]
+        if set(mats[0]) != set(mats[1]):
+            raise ValueError("maps must give the same labels for both neighbours.")
+        labels = sorted(mats[0])
+    st0 = _vector_scores(A0, mats, bits)
+    st1 = _vector_scores(A1, mats, bits)
+    n_sel = max(1, min(runs - 1, round(selection_fraction * runs)))
+    n_eval = runs - n_sel
+    low0, low1 = st0["lowest score"], st1["lowest score"]
+    on = (float(np.mean(low0 < -LATTICE_THRESHOLD)), float(np.mean(low1 < -LATTICE_THRESHOLD)))
+    lowest = (float(np.median(low0)), float(np.median(low1)))
+    names = tuple(list(A0[0]) + [f"{n} via {lab}" for lab in labels for n in A0[0]])
+    level = max(confidence, SELECTION_CONFIDENCE)
+    best: tuple[float, str, ThresholdTest] | None = None
+    for name in st0:
+        if name not in st1:
+            continue
+        s0, s1 = st0[name][:n_sel], st1[name][:n_sel]
+        if np.ptp(np.concatenate([s0, s1])) == 0:
+            continue  # constant on the selection runs: tells nothing
+        sc, test = best_threshold(s0, s1, delta, level)
+        # The natural threshold competes and wins ties (as the classifier at 0 does in
+        # probe_releases: a searched threshold sits at the edge of the selection values):
+        # 0 for a difference (which neighbour's map puts the release on a lattice), the
+        # lattice threshold for a score.
+        t = 0.0 if "score@D" in name else -LATTICE_THRESHOLD
+        fixed = _zero_tests(int((s0 > t).sum()), int((s1 > t).sum()), n_sel, delta, level)
+        f_eps, f_test = max(((float(e), ft) for e, ft in fixed), key=lambda o: o[0])
+        if f_eps >= sc:
+            sc, test = f_eps, ThresholdTest(t, f_test.upper, f_test.swap)
+        if best is None or sc > best[0]:
+            best = (sc, name, test)
+    if best is None:
+        return LatticeProbeReport(float(epsilon), float(delta), 0.0, runs, "none", math.nan,
+                                  True, False, (0, 0, n_eval), 0.5, float(confidence), mode,
+                                  description, 0.0, on, lowest, names)
+    sel_eps, name, test = best
+    k0, k1 = test.counts(st0[name][n_sel:], st1[name][n_sel:])
+    eps_lower = float(epsilon_bound(k0, n_eval, k1, n_eval, delta, confidence))
+    accuracy = (k0 + n_eval - k1) / (2.0 * n_eval)
+    return LatticeProbeReport(float(epsilon), float(delta), eps_lower, runs, name,
+                              test.threshold, test.upper, test.swap, (k0, k1, n_eval),
+                              accuracy, float(confidence), mode, description,
+                              float(sel_eps), on, lowest, names)
+
+
+def lattice_probe(
+    mechanism: Any,
+    X: ArrayLike | None = None,
+    X_neighbour: ArrayLike | None = None,
+    *,
+    epsilon: float,
+    delta: float,
+    runs: int,
+    maps: Callable[[NDArray[np.float64]], Mapping[str, ArrayLike]] | None = None,
+    random_state: Any = None,
+    setting: str = "paper",
+    n_features: int = LATTICE_FEATURES,
+    confidence: float = 0.95,
+    selection_fraction: float = 0.3,
+    bits: Sequence[int] | None = None,
+    progress: bool = False,
+) -> LatticeProbeReport:
+    """Probe ``mechanism`` for a lattice in its released vectors (``runs`` runs per
+    neighbour, in the mode in force).
+
+    Every released vector (for an estimator: :func:`lattice_vectors`; for a callable
+    ``(X, rng) -> release``: its flattened output) gets the LLL short-vector score of
+    :mod:`privpca.audit.lattice` — ``log₂`` of the shortest integer vector proportional to it
+    (to the float precision) over the expected length — on consecutive blocks of up to
+    ``MAX_DIM`` coordinates (so every ratio of coordinates within a block is covered). The
+    scores, and through ``maps`` the scores of auditor-rebuilt linear images, are the
+    candidate statistics of a threshold test chosen on the selection runs and evaluated on the
+    others: ``epsilon_lower`` is valid at ``confidence`` for any (ε, δ)-DP mechanism.
+
+    What it sees: a release that is (a block of it) proportional to an integer vector of
+    fewer than about ``(d−1)/d·50`` bits, ``d ≥ 3`` its length — the sampler's lattice
+    surviving a public *linear* map — and, when that differs between the neighbours, a
+    violation. ``on_lattice`` reports structure even when it does not differ.
+
+    What it cannot see: a lattice hidden behind a *data-dependent* map the auditor does not
+    rebuild. Issue 35 is such a case: Bingham's exact sampler released ``U·(s∘K)/‖s∘K‖``
+    with ``U`` and the scales ``s`` functions of the table, so the released component is on
+    no lattice by itself, and with unknown per-coordinate scales no linear lattice test can
+    find it from the outputs alone. Pass ``maps`` (here, ``diag(1/s)·Uᵀ`` of each neighbour,
+    :func:`privpca.audit.lattice.kgm_map`) to test such a hypothesis; the general guard is
+    :func:`generator_lattice_probe`, which tests the draws before any map. Nor does it see a
+    lattice with an offset (``c + g·K``: :func:`float_probe`), 2-vectors (too few bits), or
+    lattices finer than about ``2^(−50·(d−1)/d)`` of the vector's size.
+
+    Parameters
+    ----------
+    mechanism : estimator or callable
+        As in :func:`float_probe`. An estimator without ``X`` runs on its built-in neighbours
+        lifted to ``n_features`` features (:func:`lattice_neighbours`).
+    X, X_neighbour : array-like, optional
+        The neighbours.
+    epsilon, delta : float
+        The claim.
+    runs : int
+        Runs per dataset (at least 20).
+    maps : callable, optional
+        ``X -> {label: matrix}``: linear maps the auditor rebuilds from a dataset; each
+        released vector whose length matches a matrix's columns is also tested through the
+        matrix of each neighbour (the statistic ``score@D' − score@D``).
+    random_state : None, int, SeedSequence or Generator
+        Seeds the runs (default mode only).
+    setting : {"paper", "release"}
+        The built-in neighbours' setting.
+    n_features : int
+        Features of the lifted built-in neighbours.
+    confidence, selection_fraction : float
+        As in :func:`~privpca.audit.audit`.
+    bits : sequence of int, optional
+        The precisions of the lattice test (default
+        :data:`~privpca.audit.lattice.DEFAULT_LATTICE_BITS`).
+    progress : bool
+        A progress bar over the runs.
+    """
+    runs = int(runs)
+    mode = "secure" if secure_mode() else "default"
+    if secure_mode() and random_state is not None:
+        raise ValueError("Secure mode refuses random_state: probe with random_state=None.")
+    if _is_estimator(mechanism):
+        if X is None:
+            from sklearn.base import clone
+
+            X0, X1, params, desc = lattice_neighbours(mechanism, setting, n_features)
+            est = clone(mechanism).set_params(**params)
+            su = _estimator_setup(est, X0, X1, float(epsilon), float(delta), setting)
+            desc = f"{type(est).__name__}: {desc}"
+        else:
+            su = _estimator_setup(mechanism, X, X_neighbour, float(epsilon), float(delta),
+                                  setting)
+            desc = f"{type(su.estimator).__name__}: {su.description}"
+        states = _run_states(random_state, 2 * runs)
+        name = type(su.estimator).__name__
+        V0 = [lattice_vectors(f) for f in _fit_runs(su.estimator, su.X, states[:runs],
+                                                     progress, f"{name} on X")]
+        V1 = [lattice_vectors(f) for f in _fit_runs(su.estimator, su.X_neighbour,
+                                                     states[runs:], progress, f"{name} on X'")]
+        D0, D1 = su.X, su.X_neighbour
+    else:
+        if not callable(mechanism):
+            raise TypeError(f"mechanism must be an estimator or a callable. Got {mechanism!r}.")
+        if X is None or X_neighbour is None:
+            raise ValueError("A callable mechanism needs X and X_neighbour.")
+        rng = _callable_rng(random_state)
+        O0 = _sample_callable(mechanism, X, rng, runs, progress, "runs on X")
+        O1 = _sample_callable(mechanism, X_neighbour, rng, runs, progress, "runs on X'")
+        V0 = [{"output": o} for o in O0]
+        V1 = [{"output": o} for o in O1]
+        D0, D1 = np.asarray(X, dtype=np.float64), np.asarray(X_neighbour, dtype=np.float64)
+        desc = "user-supplied neighbours"
+    pair = None if maps is None else (maps(D0), maps(D1))
+    return lattice_probe_releases(V0, V1, epsilon=epsilon, delta=delta, maps=pair,
+                                  confidence=confidence, selection_fraction=selection_fraction,
+                                  bits=bits, mode=mode, description=desc)
+
+
+@dataclass(frozen=True)
+class GeneratorLatticeReport:
+    """The outcome of :func:`generator_lattice_probe`.
+
+    Attributes
+    ----------
+    mode : str
+        ``"secure"`` (strict secure mode in force) or ``"default"``.
+    generator : str
+        The class of the generator probed.
+    draws, dim : int
+        Vectors tested per method, and their length.
+    methods : tuple of (str, float, float)
+        Per method: its name, the fraction of its vectors scoring below
+        ``−LATTICE_THRESHOLD``, and their median score.
+    """
+
+    mode: str
+    generator: str
+    draws: int
+    dim: int
+    methods: tuple[tuple[str, float, float], ...]
+
+    @property
+    def flagged(self) -> tuple[str, ...]:
+        """The methods whose draws lie on a lattice (most vectors below the threshold)."""
+        return tuple(name for name, frac, _ in self.methods if frac > 0.5)
+
+    @property
+    def violated(self) -> bool:
+        """Whether some continuous draw lies on a lattice."""
+        return bool(self.flagged)
+
+    def __str__(self) -> str:
+        parts = ", ".join(f"{n} {f:.2f} ({s:+.1f})" for n, f, s in self.methods)
+        verdict = "LATTICE: " + ", ".join(self.flagged) if self.violated else "ok"
+        return f"generator lattice probe ({self.mode} mode, {self.generator}): {parts} [{verdict}]"
+
+
+def generator_lattice_probe(rng: np.random.Generator | None = None, *, draws: int = 16,
+                            dim: int = 8, bits: Sequence[int] | None = None,
+                            methods: Mapping[str, Callable[[np.random.Generator, int], Any]]
+                            | None = None) -> GeneratorLatticeReport:
+    """Do the continuous draws a fit would make lie on a lattice?
+
+    ``rng=None`` probes the generator an unseeded estimator gets in the mode in force
+    (:func:`privpca._validation.check_random_state`). Each method of
+    :data:`GENERATOR_METHODS` draws ``draws`` vectors of ``dim`` values, each scored by
+    :func:`privpca.audit.lattice.lattice_score`; a method is flagged when most of its vectors
+    are proportional to a short integer vector. Issue 35's ``standard_normal`` (``2^-30·K``)
+    scores about −12 at ``dim = 8``; independent continuous draws score about 0.
+
+    This needs no knowledge of any mechanism, and is the check that would have caught issue
+    35 from its source: a lattice in the draws is not a leak by itself (an additive release
+    snapped to a public grid is safe), but any mechanism that passes the draws through a
+    data-dependent map (Bingham's sampler: ``U·(s∘z)/‖s∘z‖``) leaks the map, and through it
+    the data, to a lattice reduction. It sees only lattices through 0 (``g·K``; the standard
+    draws have no reason for an offset) coarser than about ``2^(−45)`` relative to the draws:
+    NumPy's ``random()`` (multiples of 2⁻⁵³) is not flagged, and need not be.
+    """
+    from privpca._validation import check_random_state
+    from privpca.audit.lattice import LATTICE_THRESHOLD, lattice_score
+
+    if rng is None:
+        rng = check_random_state(None)
+    bits = GENERATOR_BITS if bits is None else tuple(int(b) for b in bits)
+    table = GENERATOR_METHODS if methods is None else methods
+    rows = []
+    for name, draw in table.items():
+        scores = []
+        for _ in range(int(draws)):
+            v = np.ravel(np.asarray(draw(rng, int(dim)), dtype=np.float64))
+            sc = lattice_score(v, bits)
+            scores.append(sc if math.isfinite(sc) else _NO_SCORE)
+        arr = np.asarray(scores)
+        rows.append((name, float(np.mean(arr < -LATTICE_THRESHOLD)), float(np.median(arr))))
+    return GeneratorLatticeReport("secure" if secure_mode() else "default",
+                                  type(rng).__name__, int(draws), int(dim), tuple(rows))

@@ -16,8 +16,8 @@ from typing import Any
 
 import click
 
-__all__ = ["MissingPolicy", "describe", "identifier_columns", "resolve_columns",
-           "suggest_columns"]
+__all__ = ["MissingPolicy", "check_feature_names", "describe", "identifier_columns",
+           "resolve_columns", "suggest_columns"]
 
 #: Names that say "key or row number", not "feature": ``id``, ``*_id``, ``customerId``,
 #: ``CustomerID``, ``index``, pandas' ``Unnamed: 0`` and ``__index_level_0__``.
@@ -54,6 +54,46 @@ def identifier_columns(names: Sequence[str], blank_first: bool = False) -> list[
     the first header cell is empty, as pandas writes its index)."""
     return [j for j, name in enumerate(names)
             if _IDENTIFIER.fullmatch(name) or (j == 0 and blank_first)]
+
+
+def check_feature_names(names: Sequence[str], chosen: Sequence[int], what: str) -> None:
+    """Refuse fitted columns whose header names are empty or repeated.
+
+    The names are the table's public schema and go into the JSON, the plots and the report as
+    the feature names: each fitted column needs one, and no two the same.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Every column's name, from the header line.
+    chosen : sequence of int
+        The columns to fit.
+    what : str
+        The table, for the message (its file name).
+
+    Raises
+    ------
+    click.ClickException
+        An empty name, or a name shared by two fitted columns.
+    """
+    header = "line 1, the header,"
+    blank = [j for j in chosen if not names[j]]
+    if blank:
+        plural = len(blank) > 1
+        raise click.ClickException(
+            f"{what}: {header} gives no name to column{'s' if plural else ''} "
+            f"{describe([str(j) for j in blank])} (0-based). Every fitted column needs a name "
+            "(it is the feature's name in the JSON): name "
+            f"{'them' if plural else 'it'}, leave {'them' if plural else 'it'} out with "
+            "--columns, or give --no-header if line 1 is a record.")
+    seen: dict[str, int] = {}
+    for j in chosen:
+        if names[j] in seen:
+            raise click.ClickException(
+                f"{what}: {header} names columns {seen[names[j]]} and {j} (0-based) both "
+                f"{names[j]!r}. Feature names must be distinct: rename one, or leave one out "
+                "with --columns.")
+        seen[names[j]] = j
 
 
 def resolve_columns(spec: str, names: Sequence[str], what: str = "the table") -> list[int]:

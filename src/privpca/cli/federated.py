@@ -85,17 +85,24 @@ def _tls_args(insecure: bool, root_certificates: Path | None) -> list[str]:
               show_default=True,
               help="Seconds between polls of the SuperLink while a run is active "
               "(--isolation process; idle, it backs off to Flower's 3 s).")
+@click.option("--show-data-warnings", is_flag=True,
+              help="Log this provider's failures in full (the error and its traceback, which "
+              "may quote a cell of DATA) and the warnings whose presence depends on the data: "
+              "for the data holder's eyes only, NOT for a shared log. Without it the log has "
+              "each failure's code only. The server never gets more than the code.")
 def provider(
     data: Path, superlink: str, provider_id: str | None, n_components: int, epsilon: float,
     delta: float, n_rounds: int, centering: str, data_norm: float | str,
     budget_shares: str | None, state_path: Path | None,
     noise_seed: int | None, stream: bool, port: int, insecure: bool,
-    root_certificates: Path | None, isolation: str, poll: float,
+    root_certificates: Path | None, isolation: str, poll: float, show_data_warnings: bool,
 ) -> None:
     """Serve DATA as a DPS-PCA provider: a Flower SuperNode that answers at most T queries.
 
     DATA (.npy, .parquet or CSV without header) stays on this machine; only noised answers
-    leave it.
+    leave it. A provider that cannot answer (its table refused, its budget spent, a malformed
+    message) replies with a fixed code (input-refused, over-budget, query-refused,
+    bad-agreement, no-bound, internal-error), never with its error's text.
     """
     if data.suffix not in {".npy", ".csv", ".txt", ".parquet"}:
         raise click.BadParameter(f"{data}: expected a .npy, .parquet or .csv file",
@@ -110,6 +117,8 @@ def provider(
         cfg["noise-seed"] = noise_seed
     if stream:
         cfg["stream"] = True
+    if show_data_warnings:
+        cfg["show-data-warnings"] = True
     node_config = " ".join(f"{k}={json.dumps(v)}" for k, v in cfg.items())
     if budget_shares is not None:
         try:

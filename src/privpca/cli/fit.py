@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +122,15 @@ def _check_writable(path: Path) -> None:
     "over an index reading.",
 )
 @click.option(
+    "--header/--no-header",
+    default=None,
+    help="Whether a CSV's line 1 is its header (it names the features, published in the "
+    "JSON). Default: it is, and a line 1 with no name on it (only numbers or missing cells) "
+    "is refused as more likely a record. --no-header: line 1 is a record and the columns are "
+    "x0, x1, …; --header: line 1 is the header even if its names are numbers (pandas' "
+    "default labels 0, 1, …). Never decided from the values.",
+)
+@click.option(
     "--missing",
     type=MissingPolicy(),
     default="refuse",
@@ -230,8 +241,10 @@ def _check_writable(path: Path) -> None:
     is_flag=True,
     help="Also print the warnings whose presence depends on the data (a row above a public "
     "--data-norm was clipped, the exact Bingham sampler ran out of proposals, NumPy's "
-    "RuntimeWarnings): for the data holder's eyes only, NOT for publication (a shared log or "
-    "terminal). Without it they are dropped and stderr is the same whatever the data say.",
+    "RuntimeWarnings) and the diagnosis of a refused table (which columns, lines and cells): "
+    "for the data holder's eyes only, NOT for publication (a shared log or terminal). Without "
+    "it they are dropped: a refusal says only what kind of problem it is, and stderr is the "
+    "same whatever the data say.",
 )
 @click.pass_context
 def fit(
@@ -246,6 +259,7 @@ def fit(
     data_norm: str | float,
     holdout_fraction: str | float | None,
     columns: str | None,
+    header: bool | None,
     missing: float | None,
     scale: bool,
     calibration: str,
@@ -263,8 +277,9 @@ def fit(
     scores_bound: float | None,
     show_data_warnings: bool,
 ) -> None:
-    """Fit a private PCA on DATA: a CSV (header optional: it names the features), a .npy
-    array, or a Parquet file or folder (streamed), one record per row, numbers only.
+    """Fit a private PCA on DATA: a CSV (line 1 is the header, naming the features, unless
+    --no-header), a .npy array, or a Parquet file or folder (streamed), one record per row,
+    numbers only.
 
     On defaults it is the PCA you expect, with (ε, δ)-differential privacy for every record
     (one record replaced by another; the number of rows is public): the rows are centred on a
@@ -281,7 +296,8 @@ def fit(
     null. With --method auto it also has the model, the mechanism chosen and why. Warnings
     whose presence depends on the data (DataDependentWarning: e.g. rows above a public
     --data-norm were clipped) are not printed unless --show-data-warnings is given, so that
-    stdout, stderr and the JSON can be published as they are.
+    stdout, stderr and the JSON can be published as they are; nor are the columns, lines and
+    cells behind a refusal of the table.
     """
     if output is not None:
         _check_writable(output)  # before anything is read or fitted (nothing spent)
@@ -297,11 +313,16 @@ def fit(
     elif stream or scheduler is not None or data.suffix == ".parquet" or data.is_dir():
         raise click.UsageError("--scores-epsilon needs the table in memory: not with --stream, "
                                "--scheduler, Parquet or a folder.")
+    if header is not None and (data.suffix not in {".csv", ".txt"} or data.is_dir() or stream
+                               or scheduler is not None):
+        flag = "--header" if header else "--no-header"
+        raise click.UsageError(f"{flag} is for a CSV read into memory: a .npy file has no "
+                               "header (x0, x1, …), Parquet's names are in its schema.")
     name, reason = _select(method, model, delta, None)  # refuse a bad combination first
     _check_pure(name, delta, centering, data_norm, scale)
     X, names, client = _read_table(data, columns=columns, missing=missing, stream=stream,
                                    scheduler=scheduler, chunk_rows=chunk_rows,
-                                   show_data_warnings=show_data_warnings)
+                                   show_data_warnings=show_data_warnings, header=header)
     if method == "auto":  # the table's width (public) may change the choice
         name, reason = _select(method, model, delta, len(names))
     cls = PRIVATE_ESTIMATORS[name]
@@ -344,9 +365,8 @@ def fit(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            est.fit(X)
-        except (ValueError, BudgetExceededError) as exc:
-            raise click.ClickException(str(exc)) from exc
+            with _refusal_says_what_was_spent(show_data_warnings):
+                est.fit(X)
         finally:
             if client is not None:
                 client.close()
@@ -403,6 +423,50 @@ def fit(
         written.append(str(report_path))
     if written:
         click.echo(f"Wrote {', '.join(written)}", err=True)
+
+
+@contextlib.contextmanager
+def _refusal_says_what_was_spent(show_data_warnings: bool,
+                                 what: str = "the fit") -> Iterator[None]:
+    """Turn a refusal raised inside (``ValueError``, ``BudgetExceededError``) into a
+    ``click.ClickException`` that says whether any (ε, δ) was spent, its text data-free.
+
+    A fit books its whole (ε, δ) on the ledger (the process's default one here) before it
+    reads a value of the data, and withdraws the booking when it refuses the input before
+    releasing anything (:class:`~privpca.exceptions.NonFiniteInputError`). A refusal that
+    left the ledger as it was came before the booking (public parameters against the table's
+    shape, the budget) or is that withdrawal: its text is public and printed. One that left
+    the booking came after the data were read: its budget counts as spent, and its text,
+    which may be computed from the data, is printed only with ``--show-data-warnings``
+    (except a ``BoundNotFoundError``, a function of the noisy histogram the spend covers).
+
+    Parameters
+    ----------
+    show_data_warnings : bool
+        ``--show-data-warnings``: stderr is for the data holder only.
+    what : str, default="the fit"
+        What is refused, for the message.
+    """
+    from privpca.accounting.ledger import default_ledger
+    from privpca.pipeline.preprocessing import BoundNotFoundError
+
+    ledger = default_ledger()
+    booked = len(ledger)
+    try:
+        yield
+    except (ValueError, BudgetExceededError) as exc:
+        if len(ledger) == booked:  # refused before the booking, or the booking withdrawn
+            text = f"{exc} Nothing was spent: {what} released nothing and left no (ε, δ) booked."
+        elif isinstance(exc, BoundNotFoundError):
+            text = (f"{exc} The (ε, δ) of {what} counts as spent: it was booked before the "
+                    "data were read; nothing else was released.")
+        else:
+            text = (f"{what.capitalize()} failed after booking its (ε, δ), which counts as "
+                    "spent; nothing was released. The error's text may depend on the data: "
+                    + (f"for the data holder only: {type(exc).__name__}: {exc}"
+                       if show_data_warnings else "--show-data-warnings prints it (stderr is "
+                       "then for the data holder only)."))
+        raise click.ClickException(text) from exc
 
 
 def _select(method: str, model: str, delta: float, n_features: int | None) -> tuple[str, str]:
@@ -494,11 +558,9 @@ def _release_scores(est: Any, X: Any, epsilon: float, delta: float, bins: int,
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
+        with _refusal_says_what_was_spent(show_data_warnings, "the score plot"):
             ax = plot.scores(est, X, epsilon=epsilon, delta=delta, bins=bins, bound=bound,
                              random_state=_scores_stream(seed))
-        except (ValueError, BudgetExceededError) as exc:
-            raise click.ClickException(str(exc)) from exc
     for w in caught:
         if issubclass(w.category, DataDependentWarning | RuntimeWarning) \
                 and not show_data_warnings:

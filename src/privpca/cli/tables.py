@@ -1,11 +1,19 @@
-"""Reading a command's input table: CSV (delimiter and header sniffed), ``.npy``, or a streamed
-Parquet/Zarr/``.npy`` source (or a lazy Dask array on a cluster), with every refusal (ragged
-rows, text or missing cells, non-finite values) naming its column and line.
+"""Reading a command's input table: CSV (line 1 is the header unless ``--no-header``; the
+delimiter read off line 1), ``.npy``, or a streamed Parquet/Zarr/``.npy`` source (or a lazy Dask
+array on a cluster).
+
+Whether line 1 is a header is the user's to say, never read off its values: a first record
+taken for a header would be published as the feature names, and n would drop by one. A header
+line whose every cell is a number or a missing-cell marker is refused unless ``--header`` says
+it is one (it is more likely a record: give ``--no-header``).
 
 ``--columns`` selects the features (names, indices, ranges: :mod:`privpca.cli.columns`);
-without it, text columns and columns named as identifiers are refused, with the numeric
-columns listed and the ``--columns`` that fits them. ``--missing VALUE`` puts a public value
-in every missing cell (n stays public); how many were filled is said only by a
+without it, text columns and columns named as identifiers are refused. A refusal found by
+reading values (ragged rows, text or missing cells, non-finite values) is a
+:class:`DataRefusal`: its message says what kind of problem and the way out, with no count,
+line, cell or column found in the values; the diagnosis (which columns, lines and cells) is
+printed with ``--show-data-warnings`` only. ``--missing VALUE`` puts a public value in every
+missing cell (n stays public); how many were filled is said only by a
 :class:`~privpca.exceptions.DataDependentWarning`."""
 
 from __future__ import annotations
@@ -22,7 +30,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privpca._validation import caller_stacklevel
-from privpca.cli.columns import describe, identifier_columns, resolve_columns, suggest_columns
+from privpca.cli.columns import (
+    check_feature_names,
+    describe,
+    identifier_columns,
+    resolve_columns,
+    suggest_columns,
+)
 from privpca.exceptions import DataDependentWarning
 from privpca.streaming import ArraySource, ParquetSource, as_row_source, is_zarr_path
 
@@ -31,6 +45,35 @@ _MISSING_TOKENS = frozenset({"", "na", "nan", "n/a", "null", "none", "?", "-"})
 
 #: Data rows read to name the text columns when a table is refused early (before the rest).
 _SAMPLE_ROWS = 1000
+
+#: Said by every refusal of the table: it comes before the fit books anything.
+NOTHING_SPENT = "Nothing was fitted and nothing was spent (ε and δ untouched)."
+
+
+class DataRefusal(click.ClickException):
+    """A refusal of the table whose diagnosis depends on the data.
+
+    Parameters
+    ----------
+    message : str
+        What is printed on defaults: the kind of problem and the way out, with no count,
+        line number, cell, or column found by reading the values (stderr stays publishable).
+    detail : str
+        The diagnosis (the columns, lines and cells), printed with ``--show-data-warnings``
+        only: stderr is then for the data holder's eyes.
+    """
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+    def text(self, show_data_warnings: bool) -> str:
+        """The message to print, with the diagnosis only when ``show_data_warnings``."""
+        if show_data_warnings:
+            return (f"{self.message} {NOTHING_SPENT}\nDetails (they depend on the data: for "
+                    f"the data holder only): {self.detail}")
+        return (f"{self.message} {NOTHING_SPENT} Add --show-data-warnings to see where "
+                "(stderr is then for the data holder only).")
 
 
 def _is_number(cell: str) -> bool:
@@ -60,35 +103,43 @@ class _CsvHeader(NamedTuple):
     blank_first: bool
 
 
-def _looks_like_header(cells: list[str]) -> bool:
-    """A line of names: a cell that is not a number, or pandas' default column labels.
+def _is_name(cell: str) -> bool:
+    """A header cell that names something: neither a number nor a missing-cell marker."""
+    return bool(cell) and not _is_number(cell) and cell.lower() not in _MISSING_TOKENS
 
-    pandas writes ``0,1,2,…`` (and ``,0,1,…`` or ``Unnamed: 0,…`` with its index) as the
-    header of a frame without names: numbers, but a header.
+
+def _not_utf8(path: Path, exc: UnicodeDecodeError) -> DataRefusal:
+    return DataRefusal(f"{path}: not a UTF-8 text table.", f"{exc}.")
+
+
+def _csv_header(path: Path, header: bool | None = None) -> _CsvHeader:
+    """The feature names, whether line 1 is a header, and the delimiter of a CSV.
+
+    ``header``: True, line 1 is the header (``--header``); False, it is a record and the
+    columns are ``x0, x1, …`` (``--no-header``); None (the default), it is the header, but one
+    with no name on it (every cell a number or a missing-cell marker) is refused as more
+    likely a record. The delimiter is the one line 1 uses most (:func:`_sniff_delimiter`).
     """
-    stripped = [c.strip() for c in cells]
-    if any(c and not _is_number(c) for c in stripped):
-        return True
-    labels = stripped[1:] if stripped and stripped[0] == "" else stripped
-    return len(labels) > 0 and labels == [str(j) for j in range(len(labels))] and (
-        len(labels) > 1 or stripped[0] == "")
-
-
-def _csv_header(path: Path) -> _CsvHeader:
-    """The feature names, whether line 1 is a header, and the delimiter of a CSV."""
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             first_text = fh.readline()
     except UnicodeDecodeError as exc:
-        raise click.ClickException(f"{path}: not a UTF-8 text table ({exc}).") from exc
+        raise _not_utf8(path, exc) from None
     delimiter = _sniff_delimiter(first_text)
     first = next(csv.reader([first_text], delimiter=delimiter), None)
     if not first:
         raise click.ClickException(f"{path}: the file is empty.")
-    has_header = _looks_like_header(first)
-    names = ([cell.strip() or f"x{j}" for j, cell in enumerate(first)] if has_header
-             else [f"x{j}" for j in range(len(first))])
-    return _CsvHeader(names, has_header, delimiter, has_header and not first[0].strip())
+    if header is False:
+        return _CsvHeader([f"x{j}" for j in range(len(first))], False, delimiter, False)
+    names = [cell.strip() for cell in first]
+    if header is None and not any(_is_name(name) for name in names):
+        raise click.ClickException(
+            f"{path}: line 1 holds no name, only numbers (or missing cells): it looks like a "
+            "record, while privpca fit reads line 1 as the header (its cells are published "
+            "as the feature names). Give --no-header if line 1 is a record (the columns are "
+            "then x0, x1, …), or --header if it is the header (e.g. pandas' default labels 0, "
+            "1, …).")
+    return _CsvHeader(names, True, delimiter, not names[0])
 
 
 def _parse_csv_slowly(path: Path, head: _CsvHeader, usecols: Sequence[int] | None = None,
@@ -96,37 +147,46 @@ def _parse_csv_slowly(path: Path, head: _CsvHeader, usecols: Sequence[int] | Non
     """Read ``path`` cell by cell (``np.loadtxt`` refused it): ``(X, text cells)``.
 
     Only the columns ``usecols`` (default all) are converted; missing cells become NaN; ragged
-    rows are refused here, named. ``text cells``: column -> (its first non-numeric cell, its
-    line). ``limit``: stop after that many data rows (a sample to name the text columns).
+    rows are refused here (:func:`_ragged`). ``text cells``: column -> (its first non-numeric
+    cell, its line), for a diagnosis. ``limit``: stop after that many data rows (a sample to
+    name the text columns).
     """
     p = len(head.names)
     skip = int(head.has_header)
     cols = list(range(p)) if usecols is None else list(usecols)
     rows: list[list[float]] = []
     text_cells: dict[int, tuple[str, int]] = {}
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        for line_no, row in enumerate(csv.reader(fh, delimiter=head.delimiter), start=1):
-            if line_no <= skip or not row:
-                continue
-            if limit is not None and len(rows) >= limit:
-                break
-            if len(row) != p:
-                raise click.ClickException(
-                    f"{path}: line {line_no} has {len(row)} fields, expected {p} (as on line "
-                    f"{skip + 1}). privpca reads values separated by {head.delimiter!r}, one "
-                    "record per line."
-                )
-            values = []
-            for j in cols:
-                value = row[j].strip()
-                try:
-                    values.append(float(value))
-                except ValueError:
-                    values.append(math.nan)
-                    if value.lower() not in _MISSING_TOKENS and j not in text_cells:
-                        text_cells[j] = (value, line_no)
-            rows.append(values)
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            for line_no, row in enumerate(csv.reader(fh, delimiter=head.delimiter), start=1):
+                if line_no <= skip or not row:
+                    continue
+                if limit is not None and len(rows) >= limit:
+                    break
+                if len(row) != p:
+                    raise _ragged(path, head, line_no, len(row))
+                values = []
+                for j in cols:
+                    value = row[j].strip()
+                    try:
+                        values.append(float(value))
+                    except ValueError:
+                        values.append(math.nan)
+                        if value.lower() not in _MISSING_TOKENS and j not in text_cells:
+                            text_cells[j] = (value, line_no)
+                rows.append(values)
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc) from None
     return np.array(rows, dtype=np.float64).reshape(len(rows), len(cols)), text_cells
+
+
+def _ragged(path: Path, head: _CsvHeader, line_no: int, fields: int) -> DataRefusal:
+    """A line with another number of fields than line 1 (found by reading the lines)."""
+    p, first = len(head.names), "the header (line 1)" if head.has_header else "line 1"
+    return DataRefusal(
+        f"{path}: not every line has as many fields as {first}. privpca reads values "
+        f"separated by {head.delimiter!r}, one record per line.",
+        f"line {line_no} has {fields} fields, expected {p} (as on line 1).")
 
 
 def _text_items(text_cells: dict[int, tuple[str, int]], names: Sequence[str]) -> dict[int, str]:
@@ -135,20 +195,53 @@ def _text_items(text_cells: dict[int, tuple[str, int]], names: Sequence[str]) ->
 
 
 def _not_features(path: Path, names: Sequence[str], text: dict[int, str],
-                  blank_first: bool = False) -> click.ClickException:
-    """The refusal of a table with text columns or identifier columns and no ``--columns``:
-    names them, lists the numeric columns and gives the ``--columns`` that fits those."""
-    ids = [j for j in identifier_columns(names, blank_first) if j not in text]
+                  blank_first: bool = False, *, by_name: bool = False) -> DataRefusal:
+    """The refusal of a table with text columns or identifier columns and no ``--columns``.
+
+    On defaults it names only what the header says (the columns named as identifiers, and
+    the ``--columns`` of the others) and, unless the refusal is ``by_name`` (decided by the
+    header alone, ``text`` being a sample for the diagnosis), that some cells are text; the
+    diagnosis (:func:`_diagnosis`) names the text columns with a cell and its line."""
+    ids = identifier_columns(names, blank_first)
     parts = [f"{path}:"]
+    if text and not by_name:
+        parts.append("some cells are text (neither numbers nor missing-cell markers). "
+                     "privpca fit needs numbers only.")
+    if ids:
+        parts.append(_identifiers(names, ids, blank_first))
+    if text and not by_name:
+        parts.append("Choose the numeric feature columns with --columns SPEC (names, 0-based "
+                     "indices or inclusive ranges a:b), or encode the text as numbers first.")
+    else:
+        others = [j for j in range(len(names)) if j not in ids]
+        if others:
+            parts.append(f"The other columns are {describe([names[j] for j in others], 12)}: "
+                         f"fit them with --columns {suggest_columns(others, names)} (names, "
+                         "0-based indices or inclusive ranges a:b).")
+        else:
+            parts.append("No other column is left: encode the columns as numbers first.")
+    return DataRefusal(" ".join(parts), _diagnosis(names, text, blank_first))
+
+
+def _identifiers(names: Sequence[str], ids: Sequence[int], blank_first: bool) -> str:
+    """``Column 'id' looks like an identifier by name …`` (from the header alone)."""
+    named = [repr(names[j]) + (" (the blank first header cell: an index)"
+                               if j == 0 and blank_first else "") for j in ids]
+    verb = "look" if len(ids) > 1 else "looks"
+    return (f"Column{'s' if len(ids) > 1 else ''} {describe(named)} {verb} like an "
+            "identifier by name (a key or row number, not a feature).")
+
+
+def _diagnosis(names: Sequence[str], text: dict[int, str], blank_first: bool = False) -> str:
+    """The text columns (with a cell and its line), the identifier columns and the
+    ``--columns`` of the numeric ones: for the data holder only."""
+    ids = [j for j in identifier_columns(names, blank_first) if j not in text]
+    parts = []
     if text:
         parts.append(f"non-numeric column{'s' if len(text) > 1 else ''} "
                      f"{describe(list(text.values()))}. privpca fit needs numbers only.")
     if ids:
-        named = [repr(names[j]) + (" (the blank first header cell: an index)"
-                                   if j == 0 and blank_first else "") for j in ids]
-        verb = "look" if len(ids) > 1 else "looks"
-        parts.append(f"Column{'s' if len(ids) > 1 else ''} {describe(named)} {verb} like an "
-                     "identifier by name (a key or row number, not a feature).")
+        parts.append(_identifiers(names, ids, blank_first))
     numeric = [j for j in range(len(names)) if j not in text and j not in ids]
     if numeric:
         parts.append(f"The numeric feature columns are {describe([names[j] for j in numeric], 12)}"
@@ -157,43 +250,57 @@ def _not_features(path: Path, names: Sequence[str], text: dict[int, str],
                      + (", or encode the others as numbers first." if text else "."))
     else:
         parts.append("No numeric feature column is left: encode the columns as numbers first.")
-    return click.ClickException(" ".join(parts))
+    return " ".join(parts)
 
 
-def _selected_text(path: Path, text: dict[int, str]) -> click.ClickException:
+def _selected_text(path: Path, text: dict[int, str]) -> DataRefusal:
     plural = len(text) > 1
     pronoun = "them" if plural else "it"
-    return click.ClickException(
-        f"{path}: --columns selects non-numeric column{'s' if plural else ''} "
-        f"{describe(list(text.values()))}. privpca fit needs numbers only: leave {pronoun} out "
-        f"or encode {pronoun} as numbers first.")
+    return DataRefusal(
+        f"{path}: the columns selected with --columns hold text cells (neither numbers nor "
+        "missing-cell markers). privpca fit needs numbers only: leave those columns out or "
+        "encode them as numbers first.",
+        f"--columns selects non-numeric column{'s' if plural else ''} "
+        f"{describe(list(text.values()))}: leave {pronoun} out or encode {pronoun} as numbers "
+        "first.")
 
 
 def _choose(path: Path, names: Sequence[str], columns: str | None, *,
             text: dict[int, str] | None = None, blank_first: bool = False) -> list[int]:
     """The columns to fit: ``--columns`` resolved, or all of them when none is text or named
-    as an identifier (refused otherwise, with the numeric columns listed)."""
+    as an identifier (refused otherwise, with the numeric columns listed).
+
+    ``text``: the columns whose declared type is not numeric (a Parquet schema's: public, so
+    they are named on defaults; a CSV's text cells are found by reading values instead and
+    refused as a :class:`DataRefusal`)."""
     text = text or {}
     if columns is None:
         if text or identifier_columns(names, blank_first):
-            raise _not_features(path, names, text, blank_first)
+            raise click.ClickException(f"{path}: {_diagnosis(names, text, blank_first)}")
         return list(range(len(names)))
     chosen = resolve_columns(columns, names, path.name)
     picked_text = {j: text[j] for j in chosen if j in text}
     if picked_text:
-        raise _selected_text(path, picked_text)
+        raise click.ClickException(f"{path}: {_selected_text(path, picked_text).detail}")
     return chosen
 
 
-def _load_csv(path: Path, columns: str | None) -> tuple[np.ndarray, list[str], int]:
-    """``(X, feature names, first data line)`` of the selected columns of a CSV."""
-    head = _csv_header(path)
+def _load_csv(path: Path, columns: str | None,
+              header: bool | None = None) -> tuple[np.ndarray, list[str], int]:
+    """``(X, feature names, first data line)`` of the selected columns of a CSV (``header``:
+    see :func:`_csv_header`)."""
+    head = _csv_header(path, header)
     names = head.names
     chosen = None if columns is None else _choose(path, names, columns)
     if chosen is None and identifier_columns(names, head.blank_first):
-        # Refused by name: the first rows only, to say which columns are text.
-        _, text_cells = _parse_csv_slowly(path, head, limit=_SAMPLE_ROWS)
-        raise _not_features(path, names, _text_items(text_cells, names), head.blank_first)
+        # Refused by name; the first rows only, to say which columns are text (diagnosis).
+        try:
+            _, text_cells = _parse_csv_slowly(path, head, limit=_SAMPLE_ROWS)
+        except DataRefusal:  # ragged or not UTF-8: found when the columns are chosen
+            text_cells = {}
+        raise _not_features(path, names, _text_items(text_cells, names), head.blank_first,
+                            by_name=True)
+    check_feature_names(names, range(len(names)) if chosen is None else chosen, str(path))
     first_line = 2 if head.has_header else 1
     try:
         with warnings.catch_warnings():
@@ -212,10 +319,7 @@ def _load_csv(path: Path, columns: str | None) -> tuple[np.ndarray, list[str], i
                    else _selected_text(path, text)) from None
     else:
         if X.shape[0] and X.shape[1] != len(names):  # loadtxt checks rows against each other
-            raise click.ClickException(
-                f"{path}: line {first_line} has {X.shape[1]} fields, expected {len(names)} "
-                f"(as on line 1). privpca reads values separated by {head.delimiter!r}, one "
-                "record per line.")
+            raise _ragged(path, head, first_line, X.shape[1])
         if chosen is not None:
             X = X[:, chosen]
     if X.shape[0] == 0:
@@ -247,21 +351,21 @@ def _load_npy(path: Path, columns: str | None) -> tuple[np.ndarray, list[str]]:
     return np.asarray(data[:, chosen], dtype=np.float64), [names[j] for j in chosen]
 
 
-def _load_table(path: Path, columns: str | None = None,
-                missing: float | None = None) -> tuple[np.ndarray, list[str], bool]:
-    """``(X, feature names, has_header)`` from a CSV (header optional) or a ``.npy`` file.
+def _load_table(path: Path, columns: str | None = None, missing: float | None = None,
+                header: bool | None = None) -> tuple[np.ndarray, list[str], bool]:
+    """``(X, feature names, has_header)`` from a CSV or a ``.npy`` file.
 
-    A CSV's first line is a header when any of its cells is not a number; its cells name the
-    features (``x0, x1, …`` otherwise, scikit-learn's names). ``columns``: the ``--columns``
-    selection. Missing cells (empty, ``NA``, ``NaN``, …) are refused with their columns
-    named, or set to ``missing`` (a public value) when one is given; infinities and text are
-    refused.
+    A CSV's line 1 is its header, whose cells name the features, unless ``header`` is False
+    (``--no-header``: ``x0, x1, …``, scikit-learn's names); never decided from its values
+    (:func:`_csv_header`). ``columns``: the ``--columns`` selection. Missing cells (empty,
+    ``NA``, ``NaN``, …) are refused, or set to ``missing`` (a public value) when one is given;
+    infinities and text are refused (:class:`DataRefusal`).
     """
     if path.suffix == ".npy":
         X, names = _load_npy(path, columns)
         has_header, first_line, unit = False, 1, "row"
     elif path.suffix in {".csv", ".txt"}:
-        X, names, first_line = _load_csv(path, columns)
+        X, names, first_line = _load_csv(path, columns, header)
         has_header, unit = first_line == 2, "line"
     else:
         raise click.BadParameter(f"{path}: expected a .csv or .npy file", param_hint="DATA")
@@ -286,19 +390,20 @@ def _fill_missing(path: Path, X: np.ndarray, names: Sequence[str], missing: floa
     if missing is None:
         bad = ~np.isfinite(X)
         if bad.any():
-            hint = ("give --missing VALUE to put a public value of your choice in every "
-                    "missing cell (no row dropped, n stays public), or drop or fill those rows "
-                    "first." if nan.any() else "drop or fix those rows first.")
-            raise click.ClickException(
-                f"{path}: missing or non-finite values (empty, NaN or infinity) in "
-                f"{_cells(bad, names, first_line, unit)}. privpca does not impute unless told: "
-                + hint)
+            raise DataRefusal(
+                f"{path}: the table has missing or non-finite cells (empty, NA, NaN or "
+                "infinity). privpca does not impute unless told: give --missing VALUE to put "
+                "a public value of your choice in every missing cell (no row dropped, n stays "
+                "public); infinities must be fixed first.",
+                f"missing or non-finite values (empty, NaN or infinity) in "
+                f"{_cells(bad, names, first_line, unit)}.")
         return X
     infinite = np.isinf(X)
     if infinite.any():
-        raise click.ClickException(
-            f"{path}: infinite values in {_cells(infinite, names, first_line, unit)}. "
-            "--missing fills missing cells only: replace the infinities first.")
+        raise DataRefusal(
+            f"{path}: the table has infinite cells. --missing fills missing cells only: "
+            "replace the infinities first.",
+            f"infinite values in {_cells(infinite, names, first_line, unit)}.")
     if nan.any():
         counts = nan.sum(axis=0)
         X[nan] = missing
@@ -352,11 +457,11 @@ def _parquet_source(path: Path, columns: str | None,
         if nulls:
             items = [f"{name!r} ({count} null{'s' if count != 1 else ''})"
                      for name, count in nulls.items()]
-            raise click.ClickException(
-                f"{path}: missing cells in column{'s' if len(items) > 1 else ''} "
-                f"{describe(items)}. privpca does not impute unless told: give --missing "
-                "VALUE to put a public value of your choice in every missing cell (no row "
-                "dropped, n stays public), or fill them first.")
+            raise DataRefusal(
+                f"{path}: the selected columns have missing cells (nulls). privpca does not "
+                "impute unless told: give --missing VALUE to put a public value of your choice "
+                "in every missing cell (no row dropped, n stays public), or fill them first.",
+                f"missing cells in column{'s' if len(items) > 1 else ''} {describe(items)}.")
     return source, selected
 
 
@@ -443,21 +548,32 @@ def _is_parquet(path: Path) -> bool:
 
 
 def _read_table(data: Path, *, columns: str | None, missing: float | None, stream: bool,
-                scheduler: str | None, chunk_rows: int,
-                show_data_warnings: bool) -> tuple[Any, list[str], Any]:
+                scheduler: str | None, chunk_rows: int, show_data_warnings: bool,
+                header: bool | None = None) -> tuple[Any, list[str], Any]:
     """``(X, feature names, Dask client or None)`` for ``privpca fit``: a cluster's lazy
-    table, a streamed source, or an array in memory. Warnings raised while reading (the
-    count of filled cells) follow the rule of ``fit``'s own: data-dependent ones only with
-    ``--show-data-warnings``."""
+    table, a streamed source, or an array in memory. ``header``: whether a CSV's line 1 is
+    its header (:func:`_csv_header`). Warnings raised while reading (the count of filled
+    cells) follow the rule of ``fit``'s own: data-dependent ones only with
+    ``--show-data-warnings``; so do the diagnoses of refusals (:class:`DataRefusal`)."""
     client = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if scheduler is not None:
-            X, names, client = _cluster_table(data, scheduler, chunk_rows, columns, missing)
-        elif stream or data.suffix == ".parquet" or data.is_dir():
-            X, names = _streamed_table(data, columns, missing)
-        else:
-            X, names, _ = _load_table(data, columns, missing)
+        try:
+            if scheduler is not None:
+                X, names, client = _cluster_table(data, scheduler, chunk_rows, columns,
+                                                  missing)
+            elif stream or data.suffix == ".parquet" or data.is_dir():
+                X, names = _streamed_table(data, columns, missing)
+            else:
+                X, names, _ = _load_table(data, columns, missing, header)
+        except DataRefusal as exc:
+            raise click.ClickException(exc.text(show_data_warnings)) from None
+        except click.UsageError:
+            raise
+        except click.ClickException as exc:  # refused before the fit: say so
+            if NOTHING_SPENT in exc.message:
+                raise
+            raise click.ClickException(f"{exc.message} {NOTHING_SPENT}") from exc
     _echo_warnings(caught, show_data_warnings)
     return X, names, client
 

@@ -18,7 +18,8 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from privpca._validation import check_random_state, check_secure_random_state
+from privpca._config import fit_noise_mode
+from privpca._validation import check_random_state, check_secure_random_state, noise_mode_of
 from privpca.accounting.ledger import Booking
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.exceptions import NonFiniteInputError
@@ -80,7 +81,13 @@ class BasePrivatePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
 
         A step that refuses the input before anything is released raises
         :class:`~privpca.exceptions.NonFiniteInputError`; the booking is then withdrawn.
+        Every record made during the fit states how its noise is drawn
+        (``privacy_.noise_mode``: secure unless seeded, :mod:`privpca._config`).
         """
+        with fit_noise_mode(noise_mode_of(getattr(self, "random_state", None))):
+            return self._fit_steps(data)
+
+    def _fit_steps(self, data: Any) -> Any:
         plan = self._plan(data)
         rng = check_random_state(self.random_state)
         pre_rng = self._preprocessing_rng(rng)

@@ -161,6 +161,7 @@ from privpca.decomposition._base import BasePrivatePCA, Plan, Release
 from privpca.decomposition._records import RecordStream, table_records
 from privpca.mechanisms.quantile import PrivateQuantile
 from privpca.mechanisms.sensitivity import Neighbouring
+from privpca.mechanisms.shuffling import secret_permutation
 from privpca.pipeline.budget import DEFAULT_SHARES, HISTOGRAM_PARTS, PART_NAMES
 from privpca.pipeline.preprocessing import BoundNotFoundError
 from privpca.pipeline.release import (
@@ -171,6 +172,7 @@ from privpca.pipeline.release import (
     Statistic,
     check_centering,
     validated_table,
+    warn_if_standardised,
 )
 from privpca.pipeline.spectrum import feasible_spectrum
 from privpca.solvers.eigen import fix_signs
@@ -356,6 +358,7 @@ class StochasticPCA(BasePrivatePCA):
             mode = Mode.PAPERS_STREAM if self._paper_mode(rows.n_features) else Mode.TABLE_STREAM
             return StreamInput(mode, rows, False)
         Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
+        warn_if_standardised(self, Xv, np.einsum("ij,ij->i", Xv, Xv))
         paper = self._paper_mode(Xv.shape[1])
         shuffle = self._resolve_shuffle(streamed=False)
         # NaN/inf: one pass first, unless the fit's own passes refuse them before anything
@@ -561,7 +564,7 @@ class StochasticPCA(BasePrivatePCA):
         # In memory, the fit's own passes refuse NaN/inf (_table_checks_finite): the held-out
         # rows here, before their preprocessing; the stream's by its compiled passes.
         verify = not split.pairs and self._table_checks_finite()
-        perm = pre_rng.permutation(split.n)
+        perm = secret_permutation(split.n, pre_rng)
         held_rows = X[perm[: split.n_held]]
         if verify:
             refuse_non_finite(held_rows, "X")

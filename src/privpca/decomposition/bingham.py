@@ -10,8 +10,8 @@ most ``Δq = D²``, and sampling ``∝ exp(ε q / (2Δq))`` is ε-DP (pure, δ =
 replace-one neighbours (McSherry & Talwar 2007). With ``D = 1`` this is the paper's
 ``exp((nε/2) tr(VᵀAV))``.
 
-Sampling is by :mod:`privpca.solvers.bingham`: Hoff's Gibbs sampler for any ``k``, or the exact
-rejection sampler of Kent, Ganeiber & Mardia for ``k = 1`` at low concentration.
+Sampling is by :mod:`privpca.mechanisms.bingham_sampler`: Hoff's Gibbs sampler for any ``k``,
+or the exact rejection sampler of Kent, Ganeiber & Mardia for ``k = 1`` at low concentration.
 """
 
 from __future__ import annotations
@@ -38,15 +38,16 @@ from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.decomposition._constraints import DELTA_OR_ZERO, GRAM_PIPELINE, positive_int
 from privpca.exceptions import DataDependentWarning, PrivacyLeakWarning
-from privpca.mechanisms.sensitivity import Neighbouring
-from privpca.pipeline.release import ReleasePipeline, Statistic, Table
-from privpca.solvers.bingham import (
+from privpca.mechanisms.bingham_sampler import (
     UPDATES,
     ProposalBudgetExceededError,
     mixing_diagnostics,
     sample_bingham_exact,
     sample_bingham_gibbs,
+    sample_haar,
 )
+from privpca.mechanisms.sensitivity import Neighbouring
+from privpca.pipeline.release import ReleasePipeline, Statistic, Table
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.gram import gram_matrix
 
@@ -129,20 +130,20 @@ class BinghamPCA(PipelinePCA):
         rest (``"auto"``: 2 % from 10⁷ rows on).
     sampler : {"auto", "gibbs", "exact"}, default="auto"
         ``"exact"``: Kent–Ganeiber–Mardia rejection sampling (``k = 1`` only); raises
-        :class:`~privpca.solvers.bingham.ProposalBudgetExceededError` after ``max_proposals``
-        rejections. ``"gibbs"``: Hoff's Gibbs sampler. ``"auto"``: for ``k = 1`` the
-        ``"exact-or-gibbs"`` sampler (the exact sampler within ``max_proposals`` and, if the
-        budget runs out, Hoff's Gibbs sampler, with a
+        :class:`~privpca.mechanisms.bingham_sampler.ProposalBudgetExceededError` after
+        ``max_proposals`` rejections. ``"gibbs"``: Hoff's Gibbs sampler. ``"auto"``: for
+        ``k = 1`` the ``"exact-or-gibbs"`` sampler (the exact sampler within ``max_proposals``
+        and, if the budget runs out, Hoff's Gibbs sampler, with a
         :class:`~privpca.exceptions.DataDependentWarning` for the data holder only; nothing
         published changes, see **What is published** above); Gibbs for ``k > 1``.
         In our measurements the exact sampler accepted 3–30 % of proposals even at
         ``εn/2 ≈ 2·10³`` (p = 50 to 800), so the fallback is rare at the default budget.
     update : {"row", "column"}, default="row"
-        Gibbs block scheme (see :mod:`privpca.solvers.bingham`). ``"column"`` is Hoff's and
-        rstiefel's (each column given the others; an ``O(p³)`` eigendecomposition per column);
-        ``"row"`` applies the same coordinate updates to the rows of ``V`` in the eigenbasis
-        of ``XᵀX`` (``O(p k³)`` per sweep). Both leave the Bingham law invariant; for ``k = 1``
-        they are the same algorithm.
+        Gibbs block scheme (see :mod:`privpca.mechanisms.bingham_sampler`). ``"column"`` is
+        Hoff's and rstiefel's (each column given the others; an ``O(p³)``
+        eigendecomposition per column); ``"row"`` applies the same coordinate updates to the
+        rows of ``V`` in the eigenbasis of ``XᵀX`` (``O(p k³)`` per sweep). Both leave the
+        Bingham law invariant; for ``k = 1`` they are the same algorithm.
     burn_in : int, default=100
         Gibbs sweeps run before the diagnostic window. The released basis is the state after
         ``burn_in + n_iter`` sweeps, so privacy depends on that total (see above).
@@ -198,8 +199,9 @@ class BinghamPCA(PipelinePCA):
         Only when ``diagnostic_chains > 0``: ``tr(VᵀAV)`` (in ``[0, k·D²]``) after every sweep;
         row 0 is the released chain. Not private.
     mixing_ : dict
-        Only when ``diagnostic_chains > 0``: :func:`~privpca.solvers.bingham.mixing_diagnostics`
-        of ``trace_[:, burn_in:]``. Read it as: ``split_rhat`` ≤ 1.01 (chains from different
+        Only when ``diagnostic_chains > 0``:
+        :func:`~privpca.mechanisms.bingham_sampler.mixing_diagnostics` of
+        ``trace_[:, burn_in:]``. Read it as: ``split_rhat`` ≤ 1.01 (chains from different
         random starts agree), ``ess`` in the hundreds or more, ``|geweke_z|`` ≲ 2 (the
         window's start and end agree), ``flags`` empty. A failed check means ``burn_in`` is
         too short; passing them detects no problem but certifies nothing. Not private.
@@ -207,7 +209,8 @@ class BinghamPCA(PipelinePCA):
 
     See Also
     --------
-    privpca.solvers.bingham.sample_bingham_gibbs, privpca.solvers.bingham.sample_bingham_exact
+    privpca.mechanisms.bingham_sampler.sample_bingham_gibbs
+    privpca.mechanisms.bingham_sampler.sample_bingham_exact
 
     References
     ----------
@@ -415,7 +418,7 @@ class BinghamPCA(PipelinePCA):
         self.n_sweeps_ = 0 if sampler in ("exact", "uniform") else n_sweeps
         self.noise_level_ = math.nan
         if sampler == "uniform":
-            V = scipy.linalg.qr(rng.standard_normal((p, p)))[0]
+            V = sample_haar(p, rng)
             return self._finish(run, prepared, np.asarray(fix_signs(V).T), eps, sampler, pre_rng)
 
         inv_temp = eps / (2.0 * data_norm**2)

@@ -49,7 +49,6 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from privpca._config import secure_mode
 from privpca._validation import (
     check_data,
     check_in_range,
@@ -70,6 +69,7 @@ from privpca.federated.protocol import (
     paper_noise_scale,
     provider_privacy_record,
 )
+from privpca.mechanisms.secure_noise import is_os_keyed
 from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
 from privpca.metrics import sin_theta
 from privpca.pipeline.release import PipelineSettings, PreparedRows, ReleasePipeline, Statistic
@@ -419,9 +419,10 @@ default="random"
         parts = prepared.parts
         start, drawn = _start_and_seeds(rng, prepared.n_features, k, s_hat, self.init,
                                         len(parts))
-        # Secure mode: no seed may reach a provider (provider_noise_rng refuses one); each
-        # release draws from a fresh OS-keyed generator instead.
-        seeds: list[int | None] = [None] * len(parts) if secure_mode() else list(drawn)
+        # A secure fit hands no seed to a provider (a seed would make its noise reproducible;
+        # strict mode's provider_noise_rng refuses one): each release draws from a fresh
+        # OS-keyed generator instead.
+        seeds: list[int | None] = [None] * len(parts) if is_os_keyed(rng) else list(drawn)
         if run.paper_mode:
             record = self._run_paper(plan, prepared, seeds, start)
         else:

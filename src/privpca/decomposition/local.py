@@ -38,6 +38,7 @@ from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA, Plan, Release
 from privpca.decomposition._constraints import LOCAL, positive_int
+from privpca.mechanisms.calibration import analytic_multiplier, unary_encoding_flip_probability
 from privpca.mechanisms.gaussian import CALIBRATIONS
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.sensitivity import Neighbouring
@@ -414,8 +415,8 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         """
         eps, delta = float(self.epsilon), float(self.delta)
         nan = math.nan
-        q = 1.0 / (1.0 + math.exp(min(eps, 700.0)))
-        mult = float(dp_accounting.get_sigma_gaussian(eps, delta))
+        q = unary_encoding_flip_probability(eps)
+        mult = analytic_multiplier(eps, delta)
 
         def answers(part: str, what: str, users: int) -> PrivacySpend:
             # Replacing a record moves two bits of the one-hot: L1 sensitivity 2.

@@ -88,9 +88,10 @@ from privpca.decomposition._stochastic import (
     StreamRun,
 )
 from privpca.exceptions import RowClippingWarning
+from privpca.mechanisms.calibration import analytic_multiplier
 from privpca.mechanisms.noise import GaussianNoiseSteps
 from privpca.mechanisms.sensitivity import Neighbouring
-from privpca.mechanisms.shuffling import local_epsilon_for_shuffling
+from privpca.mechanisms.shuffling import local_epsilon_for_shuffling, secret_permutation
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.oja import (
     OJA_LEARNING_RATE,
@@ -341,7 +342,7 @@ class PrivateOjaPCA(StochasticPCA):
         else:
             eps0, delta0 = epsilon, delta
             certified, calibration = epsilon, "analytic (one step per record)"
-        alpha = float(dp_accounting.get_sigma_gaussian(eps0, delta0))
+        alpha = analytic_multiplier(eps0, delta0)
         return _Calibration(epsilon, delta, amplification, eps0, delta0, certified,
                             calibration, alpha, lr)
 
@@ -371,10 +372,10 @@ class PrivateOjaPCA(StochasticPCA):
             source = RecordStream(source.X)
         if isinstance(source, RecordStream):
             order = (None if source.is_streamed
-                     else (rng.permutation(n) if shuffle else np.arange(n)))
+                     else (secret_permutation(n, rng) if shuffle else np.arange(n)))
             return _private_oja_steps(W, source.blocks(order, _CHUNK), n, etas, noise_sd,
                                       beta, rng)
-        order = rng.permutation(n) if shuffle else np.arange(n)
+        order = secret_permutation(n, rng) if shuffle else np.arange(n)
         n_clipped = 0
         p = source.n_features
         noise = GaussianNoiseSteps(noise_sd, rng, (p, k), sensitivity=2.0 * beta)

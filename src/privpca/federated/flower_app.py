@@ -6,7 +6,12 @@
   ``query.variance`` (the variances along the final components). It rebuilds the provider's
   :class:`~privpca.federated.protocol.provider.ProviderState` from the SuperNode's
   ``--node-config`` (its data file, its (ε, δ, T) and pipeline settings, its state file) and
-  returns ``ProviderState.handle`` — or a Flower ``Error`` reply saying why it refused.
+  returns ``ProviderState.handle`` — or a Flower ``Error`` reply with one of the fixed codes
+  of :data:`~privpca.federated.protocol.failures.PROVIDER_FAILURES` (``input-refused``,
+  ``over-budget``, …), never the error's text: that names cells, rows and files of the
+  provider's data. The text goes to the provider's own log, and only when its node config has
+  ``show-data-warnings = true`` (``privpca provider --show-data-warnings``: its stderr is then
+  for the data holder only).
 * ``server_app`` (started by ``flwr run`` on the SuperLink) only loops: send the
   :class:`~privpca.federated.protocol.server.ServerState`'s next message to the providers still
   in the run, collect replies until a timeout, apply the dropout policy, let the server combine
@@ -27,7 +32,8 @@ Provider node config (``flower-supernode --node-config "..."``; ``privpca provid
 ``epsilon``, ``delta``, ``n-rounds``,
 ``n-components``, ``data-norm`` (a number or ``"auto"``; default 1.0), ``centering``
 (``"private"`` or ``"none"``; default ``"none"``), ``budget-shares`` (optional JSON object),
-``state-path``, and optionally ``noise-seed`` (experiments only). A node config without
+``state-path``, and optionally ``noise-seed`` (experiments only) and ``show-data-warnings``
+(log failures and data-dependent warnings in full). A node config without
 ``centering``/``data-norm`` keeps its meaning from before the release pipeline (the papers'
 setting). Server run config (``[tool.flwr.app.config]``, ``privpca server`` writes it):
 ``n-features``, ``n-components``, ``n-nonzero``, ``n-rounds``, ``n-providers``, ``seed``,
@@ -40,6 +46,7 @@ which steps the server runs; default the papers' setting), ``on-dropout``, ``rou
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 import traceback
@@ -53,15 +60,18 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
 from privpca._validation import check_random_state
-from privpca.exceptions import BudgetExceededError, DataDependentWarning
+from privpca.exceptions import DataDependentWarning, NonFiniteInputError
 from privpca.federated.flower_shim import shorten_pull_backoff
 from privpca.federated.protocol import (
+    PROVIDER_FAILURES,
     FileReleaseCounter,
     MeanQuery,
     MeanReply,
     PrepareMessage,
     PrepareReply,
+    ProviderConfigError,
     ProviderDropoutError,
+    ProviderInputError,
     ProviderState,
     Query,
     QueryRefusedError,
@@ -69,6 +79,8 @@ from privpca.federated.protocol import (
     ServerState,
     VarianceQuery,
     VarianceReply,
+    failure_code,
+    failure_reply,
     is_table_mode,
     provider_release_limits,
     select_replies,
@@ -88,14 +100,17 @@ MESSAGE_TYPE = "query"
 #: Flower message type of each protocol message ("query" is the power round, as before).
 MESSAGE_TYPES = {Query: "query", MeanQuery: "query.mean", PrepareMessage: "query.prepare",
                  VarianceQuery: "query.variance"}
-#: Error codes of refusals (Flower's own codes are below 100).
 #: The handshake: a provider says who it is and what it agreed to; it releases nothing.
 HELLO_TYPE = "query.hello"
 #: Seconds the handshake still waits, once n providers answered, for any further answer.
 HANDSHAKE_GRACE = 2.0
-REFUSED_MALFORMED = 101
-REFUSED_BUDGET = 102
-PROVIDER_FAILED = 103
+#: Error numbers of the failure codes (Flower's own are below 100; all of them:
+#: :data:`~privpca.federated.protocol.failures.PROVIDER_FAILURES`).
+REFUSED_MALFORMED = PROVIDER_FAILURES["query-refused"][0]
+REFUSED_BUDGET = PROVIDER_FAILURES["over-budget"][0]
+PROVIDER_FAILED = PROVIDER_FAILURES["internal-error"][0]
+#: The provider's log: a failure's code always, its text only with ``show-data-warnings``.
+LOG = logging.getLogger("privpca.federated.provider")
 #: Seconds between the server's polls of the SuperLink for replies (run config
 #: ``poll-interval``). Flower's own ``Grid.send_and_receive`` sleeps 3 s between polls; the
 #: server loop pulls replies itself instead.
@@ -264,7 +279,20 @@ _DATA_CACHE: dict[str, tuple[tuple[int, ...], np.ndarray]] = {}
 def _load_data(path: str, stream: bool = False) -> Any:
     """The provider's table: an array, or (a Parquet file or folder; a ``.npy`` with
     ``stream``) a streamed table read by one pass per release, never held in memory
-    (:mod:`privpca.federated.protocol.provider`)."""
+    (:mod:`privpca.federated.protocol.provider`).
+
+    A CSV has no header line (every line is a record). Raises
+    :class:`~privpca.federated.protocol.failures.ProviderInputError` when the table cannot be
+    read (its text, which may quote a cell, stays with the provider).
+    """
+    try:
+        return _read_data(path, stream)
+    except Exception as exc:  # unreadable, not numeric, ...: refused as input
+        raise ProviderInputError(f"The provider's table {path} could not be read: "
+                                 f"{exc!r}") from exc
+
+
+def _read_data(path: str, stream: bool) -> Any:
     p = Path(path).resolve()
     if p.suffix == ".parquet" or p.is_dir() or (stream and p.suffix == ".npy"):
         from privpca.streaming import as_row_source
@@ -303,10 +331,22 @@ def _data_norm_setting(value: Any) -> float | str:
 
 
 def load_provider(node_config: dict[str, Any]) -> ProviderState:
-    """The provider described by a SuperNode's node config (see the module docstring)."""
+    """The provider described by a SuperNode's node config (see the module docstring).
+
+    Raises
+    ------
+    ProviderConfigError
+        A setting is missing or invalid (a ``ValueError``).
+    ProviderInputError
+        The data file cannot be read as a table of numbers (a ``ValueError``).
+    NonFiniteInputError
+        The table holds NaN or infinity.
+    AgreementMismatchError
+        The state file records another agreement.
+    """
     try:
-        stream = str(node_config.get("stream", "false")).lower() in ("true", "1")
-        X = _load_data(str(node_config["data-path"]), stream)
+        stream = _flag(node_config.get("stream"))
+        data_path = str(node_config["data-path"])
         k = int(node_config["n-components"])
         epsilon, delta = float(node_config["epsilon"]), float(node_config["delta"])
         T = int(node_config["n-rounds"])
@@ -314,13 +354,17 @@ def load_provider(node_config: dict[str, Any]) -> ProviderState:
         centering = _centering_setting(node_config.get("centering", "none"))
         shares_text = node_config.get("budget-shares")
         shares = None if shares_text in (None, "") else json.loads(str(shares_text))
-        pid = str(node_config.get("provider-id", Path(str(node_config["data-path"])).stem))
+        pid = str(node_config.get("provider-id", Path(data_path).stem))
         state_path = str(node_config["state-path"])
     except KeyError as exc:
-        raise ValueError(f"Provider node config lacks {exc}; see privpca provider --help.") from exc
+        raise ProviderConfigError(
+            f"Provider node config lacks {exc}; see privpca provider --help.") from exc
+    except (TypeError, ValueError) as exc:  # a setting that is not a number, bad JSON
+        raise ProviderConfigError(f"Provider node config: {exc}") from exc
+    X = _load_data(data_path, stream)
     seed = node_config.get("noise-seed")
     agreement: dict[str, Any] = {
-        "data-path": str(Path(str(node_config["data-path"])).resolve()),
+        "data-path": str(Path(data_path).resolve()),
         "shape": [int(X.n_samples), int(X.n_features)] if hasattr(X, "n_samples")
         else list(X.shape), "epsilon": epsilon, "delta": delta, "n-rounds": T,
         "n-components": k, "data-norm": data_norm}
@@ -328,10 +372,40 @@ def load_provider(node_config: dict[str, Any]) -> ProviderState:
         agreement.update({"centering": centering or "none", "budget-shares": shares})
     limits = provider_release_limits(T, centering, data_norm)
     counter = FileReleaseCounter(state_path, limits, agreement)
-    return ProviderState(X, n_components=k, epsilon=epsilon, delta=delta, n_rounds=T,
-                         data_norm=data_norm, centering=centering, budget_shares=shares,
-                         noise_seed=None if seed is None else int(seed), provider_id=pid,
-                         counter=counter)
+    try:
+        return ProviderState(X, n_components=k, epsilon=epsilon, delta=delta, n_rounds=T,
+                             data_norm=data_norm, centering=centering, budget_shares=shares,
+                             noise_seed=None if seed is None else int(seed), provider_id=pid,
+                             counter=counter)
+    except NonFiniteInputError:
+        raise
+    except (TypeError, ValueError) as exc:  # its settings, checked against the table's shape
+        raise ProviderConfigError(str(exc)) from exc
+
+
+def _flag(value: Any) -> bool:
+    """A node config's boolean (``true``, ``"true"`` or ``1``)."""
+    return str(value).lower() in ("true", "1")
+
+
+def _failure(exc: Exception, msg: Message, node_config: dict[str, Any]) -> Message:
+    """The reply to ``msg`` when the provider cannot answer: a fixed public code only.
+
+    The server receives :func:`~privpca.federated.protocol.failures.failure_reply` (the
+    code's number and fixed wording). The provider's log gets the code and, with
+    ``show-data-warnings`` in its node config, the error's text and traceback (which may quote
+    the data).
+    """
+    number, reason = failure_reply(exc)
+    code = failure_code(exc)
+    if _flag(node_config.get("show-data-warnings")):
+        LOG.error("privpca provider: answered %s (%s); the error, for the data holder only:\n%s",
+                  code, number, "".join(traceback.format_exception(exc)))
+    else:
+        LOG.warning("privpca provider: answered %s (%s); the error's text may quote the data "
+                    "and is not logged (restart with --show-data-warnings to log it).",
+                    code, number)
+    return Message(Error(number, reason), reply_to=msg)
 
 
 def _answer(kind: str, msg: Message, context: Context) -> Message:
@@ -340,22 +414,21 @@ def _answer(kind: str, msg: Message, context: Context) -> Message:
     Warnings whose presence depends on the provider's data (a
     :class:`~privpca.exceptions.DataDependentWarning`: rows above a public data-norm were
     clipped; NumPy's RuntimeWarnings on the values) are dropped: a provider's stderr is a log
-    others may read.
+    others may read (unless its node config has ``show-data-warnings``). A failure is
+    answered with a fixed code (:func:`_failure`).
     """
+    node_config = dict(context.node_config)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DataDependentWarning)
-            warnings.simplefilter("ignore", RuntimeWarning)
-            provider = load_provider(dict(context.node_config))
+            if not _flag(node_config.get("show-data-warnings")):
+                warnings.simplefilter("ignore", DataDependentWarning)
+                warnings.simplefilter("ignore", RuntimeWarning)
+            provider = load_provider(node_config)
             message = _message_from_content(kind, msg.content)
             reply = provider.handle(message)
             content = _reply_to_content(reply, provider)
-    except QueryRefusedError as exc:
-        return Message(Error(REFUSED_MALFORMED, f"refused: {exc}"), reply_to=msg)
-    except BudgetExceededError as exc:
-        return Message(Error(REFUSED_BUDGET, f"refused: {exc}"), reply_to=msg)
-    except Exception as exc:  # the provider's own failure: say so, release nothing
-        return Message(Error(PROVIDER_FAILED, f"provider failed: {exc!r}"), reply_to=msg)
+    except Exception as exc:  # refused or failed: a fixed code, nothing released
+        return _failure(exc, msg, node_config)
     return Message(content, reply_to=msg)
 
 
@@ -376,13 +449,15 @@ def _hello_content(provider: ProviderState) -> RecordDict:
 @client_app.query("hello")
 def answer_hello(msg: Message, context: Context) -> Message:
     """The handshake: who this provider is and what it agreed to (no release, no budget)."""
+    node_config = dict(context.node_config)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DataDependentWarning)  # see _answer
-            warnings.simplefilter("ignore", RuntimeWarning)
-            content = _hello_content(load_provider(dict(context.node_config)))
-    except Exception as exc:  # its own failure: say so
-        return Message(Error(PROVIDER_FAILED, f"provider failed: {exc!r}"), reply_to=msg)
+            if not _flag(node_config.get("show-data-warnings")):  # see _answer
+                warnings.simplefilter("ignore", DataDependentWarning)
+                warnings.simplefilter("ignore", RuntimeWarning)
+            content = _hello_content(load_provider(node_config))
+    except Exception as exc:  # its own failure: a fixed code
+        return _failure(exc, msg, node_config)
     return Message(content, reply_to=msg)
 
 

@@ -148,6 +148,7 @@ class TaskWorker:
         )
 
         from privpca.federated.flower_app import client_app
+        from privpca.federated.protocol import failure_reply
 
         client = self._client([RuntimeVersionHttpInterceptor(component_name="flwr-clientapp"),
                                RuntimeTokenHttpInterceptor(token)])
@@ -170,11 +171,13 @@ class TaskWorker:
                 reply = client_app(message=message, context=context)
                 status, details = SubStatus.COMPLETED, ""
         except Exception as exc:  # Flower's transport failed: report it as flwr-clientapp does
+            # The provider's log has the error; the server gets a fixed code only (its text
+            # could quote what the provider holds, as its own failures can).
             log(ERROR, "privpca: ClientApp task failed: %r", exc)
+            number, reason = failure_reply(exc)
             if message is not None:
-                reply = Message(Error(ErrorCode.CLIENT_APP_RAISED_EXCEPTION,
-                                      f"{type(exc).__name__}: {exc}"), reply_to=message)
-            details = f"{type(exc).__name__}: {exc}"
+                reply = Message(Error(number, reason), reply_to=message)
+            details = reason
         finally:
             try:
                 if reply is not None and context is not None:

@@ -1,22 +1,19 @@
-"""The Gaussian mechanism: calibration, vector noise and symmetric-matrix noise.
+"""The Gaussian mechanism: checked calibration, vector noise and symmetric-matrix noise.
 
 A mechanism releases ``f(D) + Z`` with ``Z ~ N(0, σ² I)``. If ``f`` has L2 sensitivity ``Δ``
 under the chosen neighbouring relation (``‖f(D) − f(D')‖₂ ≤ Δ`` for all neighbours), then:
 
-* **analytic** calibration (Balle & Wang, 2018, Theorem 8; the default) uses the smallest
-  σ with ``Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ) ≤ δ``, which is exact: it is
-  (ε, δ)-DP for every ε > 0 and never needs more noise than the classic rule;
-* **classic** calibration (Dwork & Roth, 2014, Theorem A.1) uses
-  ``σ = Δ·√(2 ln(1.25/δ))/ε``, which certifies (ε, δ)-DP only for ε < 1.
+* **analytic** calibration (Balle & Wang, 2018, Theorem 8; the default) is exact: (ε, δ)-DP
+  for every ε > 0 and never more noise than the classic rule;
+* **classic** calibration (Dwork & Roth, 2014, Theorem A.1), ``σ = Δ·√(2 ln(1.25/δ))/ε``,
+  certifies (ε, δ)-DP only for ε < 1.
 
-The analytic σ is computed by Google's ``dp-accounting`` (``get_sigma_gaussian``, which solves
-Balle & Wang's condition to 1e-12); :func:`analytic_gaussian_delta` is the closed form itself,
-used by the tests to check it.
+The formulas are in :mod:`privpca.mechanisms.calibration`; the functions here check their
+arguments and warn where a calibration does not certify what was asked.
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Literal
@@ -24,7 +21,6 @@ from typing import Literal
 import dp_accounting
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import norm
 
 from privpca._validation import (
     caller_stacklevel,
@@ -35,6 +31,12 @@ from privpca._validation import (
     check_options,
 )
 from privpca.exceptions import PrivacyLeakWarning
+from privpca.mechanisms.calibration import (
+    analytic_gaussian_delta,
+    analytic_multiplier,
+    certified_epsilon,
+    classic_sigma,
+)
 from privpca.mechanisms.noise import gaussian_release, symmetric_noise
 
 __all__ = [
@@ -52,18 +54,6 @@ Calibration = Literal["analytic", "classic"]
 CALIBRATIONS: tuple[str, ...] = ("analytic", "classic")
 
 
-def analytic_gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
-    """The exact δ(ε) of the Gaussian mechanism (Balle & Wang 2018, Theorem 8).
-
-    ``δ = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ)``, computed in log space for stability.
-    """
-    a = sensitivity / (2.0 * sigma)
-    b = epsilon * sigma / sensitivity
-    first = norm.cdf(a - b)
-    second = math.exp(epsilon + norm.logcdf(-a - b))
-    return float(max(first - second, 0.0))
-
-
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """Smallest σ for which the Gaussian mechanism is (ε, δ)-DP (analytic calibration).
 
@@ -79,13 +69,13 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     Returns
     -------
     sigma : float
-        The noise standard deviation ``Δ · σ₁(ε, δ)``, where ``σ₁`` is the Δ = 1 value from
-        ``dp_accounting.get_sigma_gaussian``.
+        The noise standard deviation ``Δ · σ₁(ε, δ)``, where ``σ₁`` is the Δ = 1 value
+        (:func:`privpca.mechanisms.calibration.analytic_multiplier`).
     """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     sensitivity = check_in_range(sensitivity, "sensitivity", low=0.0)
-    return float(dp_accounting.get_sigma_gaussian(epsilon, delta)) * sensitivity
+    return analytic_multiplier(epsilon, delta) * sensitivity
 
 
 def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -108,7 +98,7 @@ def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.
             PrivacyLeakWarning,
             stacklevel=caller_stacklevel(),
         )
-    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    return classic_sigma(epsilon, delta, sensitivity)
 
 
 def gaussian_sigma(
@@ -119,11 +109,6 @@ def gaussian_sigma(
     if calibration == "analytic":
         return analytic_gaussian_sigma(epsilon, delta, sensitivity)
     return classic_gaussian_sigma(epsilon, delta, sensitivity)
-
-
-def certified_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> float:
-    """The smallest ε for which noise σ on a Δ-sensitive query is (ε, δ)-DP (exact)."""
-    return float(dp_accounting.get_epsilon_gaussian(sigma / sensitivity, delta))
 
 
 def symmetric_gaussian_noise(

@@ -53,12 +53,12 @@ from privpca._validation import (
     check_in_range,
     refuse_non_finite,
 )
+from privpca.mechanisms.calibration import analytic_multiplier, share_multiplier, threshold_tail
 from privpca.mechanisms.histogram import (
     StabilityHistogram,
     column_bin_counts,
     geometric_bin,
     geometric_bin_edges,
-    threshold_tail,
     window_bin_counts,
 )
 from privpca.mechanisms.noise import gaussian_release
@@ -271,9 +271,9 @@ class PrivateMean:
         check_in_range(bin_width, "bin_width", low=0, owner="PrivateMean")
         check_in_range(radius, "radius", low=0, owner="PrivateMean")
         check_in_range(zeta, "zeta", low=0, high=1, owner="PrivateMean")
-        m_total = float(dp_accounting.get_sigma_gaussian(epsilon, (1 - tail_fraction) * delta))
-        m_centre = m_total / math.sqrt(centre_fraction)
-        m_mean = m_total / math.sqrt(1.0 - centre_fraction)
+        m_total = analytic_multiplier(epsilon, (1 - tail_fraction) * delta)
+        m_centre = share_multiplier(m_total, centre_fraction)
+        m_mean = share_multiplier(m_total, 1.0 - centre_fraction)
         tail = threshold_tail(epsilon, delta, tail_fraction)
         hist = StabilityHistogram.gaussian(m_centre, n_histograms=int(n_coordinates), tail=tail)
         return cls(hist, m_mean, bin_width, radius, zeta)

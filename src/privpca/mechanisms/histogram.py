@@ -32,7 +32,6 @@ the noise of one, against ``H`` for Laplace.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -44,6 +43,11 @@ from scipy.stats import norm
 
 from privpca._validation import check_delta, check_epsilon, check_in_range, check_noise_rng
 from privpca.accounting.composition import compose_epsilon
+from privpca.mechanisms.calibration import (
+    analytic_multiplier,
+    composed_laplace_scale,
+    threshold_tail,
+)
 from privpca.mechanisms.noise import gaussian_release, laplace_release
 
 __all__ = [
@@ -155,26 +159,6 @@ def window_bin_counts(
     )
 
 
-def threshold_tail(epsilon: float, delta: float, tail_fraction: float) -> float:
-    """The tail ``t = f·δ/(1 + e^ε)`` that a stability histogram's threshold leaves out, for
-    the share ``f = tail_fraction`` of δ that pays for it (written so that a large ε cannot
-    overflow).
-
-    Raises
-    ------
-    ValueError
-        When ``t`` underflows float64 (ε above about 700).
-    """
-    tail = tail_fraction * delta * math.exp(-epsilon) / (1.0 + math.exp(-epsilon))
-    if not tail > 0:
-        raise ValueError(
-            f"epsilon={epsilon:g} is too large for a stability histogram: its tail "
-            "delta/(1 + e^epsilon) underflows float64 (epsilon > ~700 leaves nothing "
-            "private to protect; use a smaller epsilon)."
-        )
-    return tail
-
-
 @dataclass(frozen=True)
 class HistogramRelease:
     """What one call released, per histogram.
@@ -241,10 +225,10 @@ class StabilityHistogram:
         tail = threshold_tail(epsilon, delta, tail_fraction)
         per_hist = tail / n_histograms
         if noise == "laplace":
-            scale = _laplace_scale(epsilon, delta_noise, 2 * n_histograms)
+            scale = composed_laplace_scale(epsilon, delta_noise, 2 * n_histograms, compose_epsilon)
             threshold = scale * math.log(1.0 / (2.0 * per_hist))
         elif noise == "gaussian":
-            multiplier = float(dp_accounting.get_sigma_gaussian(epsilon, delta_noise))
+            multiplier = analytic_multiplier(epsilon, delta_noise)
             return cls.gaussian(multiplier, n_histograms=n_histograms, tail=tail)
         else:
             raise ValueError(f"noise must be 'laplace' or 'gaussian'. Got {noise!r} instead.")
@@ -377,31 +361,3 @@ def _column_counts(
     flat_start = col * n + pos
     run_end = np.append(flat_start[1:], h * n)  # every column's first entry starts a run
     return col, S[col, pos], (run_end - flat_start).astype(np.float64)
-
-
-@functools.lru_cache(maxsize=256)  # a pure function of public parameters: solve it once
-def _laplace_scale(epsilon: float, delta: float, count: int) -> float:
-    """Smallest Laplace scale ``b`` with ``count`` sensitivity-1 releases (ε, δ)-DP (PLD).
-
-    Bisection on privpca's bounded-grid PLD composition (:func:`compose_epsilon`): the grid
-    of dp-accounting's own calibration is fixed at 1e-4, so its memory grew with ε (a huge ε
-    asked for petabytes). The answer is certified (the PLD is pessimistic) and never above
-    basic composition's ``count/ε``.
-    """
-    pure = count / epsilon  # basic composition: always enough
-    if count == 1 or delta <= 0 or epsilon > 5.0 * count:
-        return pure  # (beyond ε = 5 per release composition gains nothing that matters)
-
-    def enough(b: float) -> bool:
-        event = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(b), count)
-        return compose_epsilon([event], delta) <= epsilon
-
-    low, high = pure / (4.0 * math.sqrt(count)), pure
-    if not enough(pure / 1.001):
-        return pure  # composition saves nothing here (few releases, small δ)
-    if enough(low):
-        return low
-    while high / low > 1.0 + 1e-3:  # geometric bisection, ~11 steps; ends on a valid b
-        mid = math.sqrt(low * high)
-        low, high = (low, mid) if enough(mid) else (mid, high)
-    return high

@@ -55,6 +55,7 @@ from privpca.mechanisms.secure_noise import (
 )
 
 __all__ = [
+    "NOISE_MODE_NOTES",
     "SECURE_NOISE_NOTE",
     "GaussianNoiseSteps",
     "gaussian_release",
@@ -70,6 +71,19 @@ SECURE_NOISE_NOTE = (
     "raised by the factor (Delta + L*sqrt(d))/Delta to cover the rounding (sensitivity "
     "Delta + L*sqrt(d) over d coordinates), so (epsilon, delta) is as stated."
 )
+
+#: The note each :attr:`~privpca.accounting.PrivacyRecord.noise_mode` adds to a record.
+NOISE_MODE_NOTES: dict[str, str] = {
+    "secure": SECURE_NOISE_NOTE,
+    "reproducible": (
+        "Reproducible run: random_state was given, so the noise is NumPy's float noise from "
+        "that seed, which anyone who knows it can rebuild and subtract. For tests and "
+        "experiments; not a release (leave random_state=None for one)."),
+    "float": (
+        "Float noise: secure_mode=False was set, so the noise is NumPy's continuous float "
+        "noise (PCG64, fresh OS entropy); floating-point attacks on the samplers (Mironov "
+        "2012) are not answered."),
+}
 
 
 def grid_step(scale: float) -> float:

@@ -24,6 +24,9 @@ so users give the central (ε, δ) they want and never an unspecified constant `
 condition on ``ε₀`` cannot be met for the requested ε, the bound does not apply and
 :class:`ShufflingBoundError` says so; Liu et al. state the same restriction as
 ``ε = O(√(log(n/δ)/n))``.
+
+:func:`secret_permutation` draws the shuffle itself (and the in-memory held-out split of the
+stochastic estimators): privacy randomness, so it is drawn here, in :mod:`privpca.mechanisms`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+from numpy.typing import NDArray
 from scipy.optimize import brentq
 
 from privpca._validation import check_delta, check_epsilon, check_in_range
@@ -39,6 +44,7 @@ __all__ = [
     "ShuffledGuarantee",
     "ShufflingBoundError",
     "local_epsilon_for_shuffling",
+    "secret_permutation",
     "shuffled_epsilon",
     "shuffling_condition",
 ]
@@ -154,3 +160,16 @@ def local_epsilon_for_shuffling(
     eps = shuffled_epsilon(eps0, n, delta_prime)
     delta0 = (delta - delta_prime) / ((math.exp(eps) + 1.0) * (1.0 + math.exp(-eps0) / 2.0) * n)
     return ShuffledGuarantee(eps, delta, eps0, delta0, delta_prime, int(n))
+
+
+def secret_permutation(n: int, rng: np.random.Generator) -> NDArray[np.int64]:
+    """A uniformly random order of ``range(n)`` from the mechanism's generator, never published.
+
+    Privacy randomness, not a numerical device: Private Oja's amplification by shuffling
+    (the bound above) holds only if the records' order is uniformly random and unknown to the
+    adversary, and the stochastic estimators' in-memory held-out split (the first rows of this
+    order) composes in parallel with the rest only through a secret, data-independent draw
+    (:mod:`privpca.streaming.holdout`). In strict secure mode ``rng`` is the fit's OS-keyed
+    :class:`~privpca.mechanisms.secure_noise.SecureGenerator`. ``rng.permutation(n)``, exactly.
+    """
+    return rng.permutation(int(n))

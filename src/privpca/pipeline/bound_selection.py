@@ -36,8 +36,10 @@ its top bin holds 17 τ rows; 2× the edge cost 0.004 against 0.001).
 
 Two pilot Gram matrices ``Ĝ_c = Σ clip_c(y) clip_c(y)ᵀ + N_c`` (upper triangle i.i.d.
 ``N(0, σ_c²)``, ``σ_c = m_c·√2·c²``, replace one; the "bound_select" part: two Gaussian
-releases, the high one getting ``1 −`` :data:`LOW_WEIGHT` of the part) are released. From
-them only (post-processing; ``P_k`` is the projector on the top-k eigenvectors):
+releases, the high one getting ``1 −`` :data:`LOW_WEIGHT` of the part, :func:`pilot_multipliers`)
+are released; the record lists each as its own spend (count 1, its own ``σ_c`` and ``Δ_c``), so
+an accountant composing the listed spends gets the fit's (ε, δ). From them only
+(post-processing; ``P_k`` is the projector on the top-k eigenvectors):
 
 * ``d = ‖P_k(Ĝ_low) − P_k(Ĝ_high)‖_F``, the pilots' distance;
 * ``ν_c``: the ``1 −`` :data:`NOISE_LEVEL` quantile of ``‖P_k(Ĝ_c + E) − P_k(Ĝ_c)‖_F`` over
@@ -94,6 +96,7 @@ import scipy.linalg
 from numpy.typing import NDArray
 
 from privpca.mechanisms.noise import symmetric_gaussian_release, symmetric_noise
+from privpca.mechanisms.secure_noise import fast_stream
 from privpca.mechanisms.sensitivity import gram_sensitivity
 
 __all__ = [
@@ -107,6 +110,7 @@ __all__ = [
     "BoundChoice",
     "choose_bound",
     "high_candidate",
+    "pilot_multipliers",
     "pilot_sigmas",
     "subspace_noise",
     "top_vectors",
@@ -255,14 +259,33 @@ def subspace_noise(released: NDArray[np.float64], sigma: float, k: int,
     return P, np.asarray(moved)
 
 
+def pilot_multipliers(multiplier: float) -> tuple[float, float]:
+    """The two pilots' noise multipliers σ_c/Δ_c, low then high: ``multiplier/√(2w)`` with
+    w = :data:`LOW_WEIGHT` and ``1 − LOW_WEIGHT``.
+
+    Two releases at ``multiplier`` each compose to ``2/m²``; this split keeps that total
+    (``2w/m² + 2(1 − w)/m²``, exact for Gaussian mechanisms), so the pilots compose to the
+    part's planned share. Public: a function of the plan only, known before any data is read
+    (the record lists each pilot with its own multiplier).
+
+    Examples
+    --------
+    >>> m_low, m_high = pilot_multipliers(10.0)
+    >>> round(m_low, 4), round(m_high, 4)
+    (14.1421, 8.165)
+    >>> round((m_low**-2 + m_high**-2) / (2 * 10.0**-2), 12)
+    1.0
+    """
+    return (multiplier / math.sqrt(2.0 * LOW_WEIGHT),
+            multiplier / math.sqrt(2.0 * (1.0 - LOW_WEIGHT)))
+
+
 def pilot_sigmas(multiplier: float, low: float, high: float) -> tuple[float, float]:
-    """The two pilots' noise standard deviations: Δ_c = √2·c² (replace one) times
-    ``multiplier/√(2w)`` with w = :data:`LOW_WEIGHT` and ``1 − LOW_WEIGHT``. Two releases at
-    ``multiplier`` each compose to ``2/m²``; this split keeps that total (exact for Gaussian
-    mechanisms), so the part's planned event is the pilots' event."""
+    """The two pilots' noise standard deviations: their multipliers
+    (:func:`pilot_multipliers`) times Δ_c = √2·c² (replace one)."""
     return tuple(  # type: ignore[return-value]
-        multiplier / math.sqrt(2.0 * weight) * gram_sensitivity(bound, "replace")
-        for bound, weight in ((low, LOW_WEIGHT), (high, 1.0 - LOW_WEIGHT)))
+        m * gram_sensitivity(bound, "replace")
+        for bound, m in zip((low, high), pilot_multipliers(multiplier), strict=True))
 
 
 def choose_bound(
@@ -303,17 +326,20 @@ def choose_bound(
                                            sensitivity=gram_sensitivity(bound, "replace"))
                 for gram, bound, sigma in zip(grams_at((low, high)), (low, high), sigmas,
                                               strict=True)]
-    P_low, moved_low = subspace_noise(released[0], sigmas[0], k, rng)
-    P_high, moved_high = subspace_noise(released[1], sigmas[1], k, rng)
+    # The bootstrap reads only the released pilots (post-processing): a fast stream keyed
+    # from the release's (the release's own on a seeded run, so its draws are unchanged).
+    boot = fast_stream(rng)
+    P_low, moved_low = subspace_noise(released[0], sigmas[0], k, boot)
+    P_high, moved_high = subspace_noise(released[1], sigmas[1], k, boot)
     distance = float(np.linalg.norm(P_low - P_high))
     # The rotation is what the distance keeps beyond an upper quantile of each pilot's noise
     # distance (a mean would call half of the noise's fluctuations a rotation).
     nu_low, nu_high = (float(np.quantile(m, 1.0 - NOISE_LEVEL)) for m in (moved_low,
                                                                            moved_high))
     final_low = float(np.mean(subspace_noise(
-        released[0], final_multiplier * gram_sensitivity(low, "replace"), k, rng)[1]))
+        released[0], final_multiplier * gram_sensitivity(low, "replace"), k, boot)[1]))
     final_high = float(np.mean(subspace_noise(
-        released[1], final_multiplier * gram_sensitivity(high, "replace"), k, rng)[1]))
+        released[1], final_multiplier * gram_sensitivity(high, "replace"), k, boot)[1]))
     choice = BoundChoice(float(low), float(high), float(low), distance, nu_low, nu_high,
                          final_low, final_high, released[0], sigmas[0], released[1],
                          sigmas[1])

@@ -10,11 +10,11 @@ Gaussian parts: an exact split
 The adaptive composition of Gaussian mechanisms with noise multipliers ``m₁, …, m_r``
 (``mᵢ = σᵢ/Δᵢ``) has exactly the privacy curve of one Gaussian mechanism with multiplier
 ``m = (Σ 1/mᵢ²)^(-1/2)``: the privacy-loss random variables are Gaussian and their means and
-variances add. So with ``m = σ₁(ε, δ_noise)`` (the analytic calibration, dp-accounting's
-``get_sigma_gaussian``) and weights ``wᵢ ≥ 0`` summing to 1, the multipliers ``mᵢ = m/√wᵢ``
-compose to exactly (ε, δ_noise). A part released ``T`` times (a power method) gets
-``m√T/√w`` per release. The weights are shares of ``1/m²`` (zCDP's ρ), not of ε; a 5 % share
-costs the statistic only 2.5 % more noise.
+variances add. So with ``m = σ₁(ε, δ_noise)`` (the analytic calibration) and weights
+``wᵢ ≥ 0`` summing to 1, the multipliers ``mᵢ = m/√wᵢ`` compose to exactly (ε, δ_noise). A
+part released ``T`` times (a power method) gets ``m√T/√w`` per release
+(:mod:`privpca.mechanisms.calibration` holds the formulas). The weights are shares of
+``1/m²`` (zCDP's ρ), not of ε; a 5 % share costs the statistic only 2.5 % more noise.
 
 Stability histograms (the private quantiles of :mod:`privpca.mechanisms.quantile`) are
 Gaussian on the counts, plus a *tail*: the probability ``t`` that an empty bin is released.
@@ -46,6 +46,7 @@ import dp_accounting
 import numpy as np
 
 from privpca._validation import check_in_range
+from privpca.mechanisms import calibration
 
 __all__ = [
     "DEFAULT_SHARES",
@@ -250,20 +251,17 @@ class BudgetPlan:
             gauss_delta = delta if statistic_pure else delta * pre
             weights = {name: w / pre for name, w in weights.items()}
 
-        tail_total = (TAIL_FRACTION * gauss_delta / (1.0 + math.exp(min(gauss_eps, 700.0)))
-                      if n_hist else 0.0)
-        delta_noise = gauss_delta - (1.0 + math.exp(min(gauss_eps, 700.0))) * tail_total
-        if n_hist == 0:
-            delta_noise = gauss_delta  # bitwise the single-mechanism calibration
-        m = _sigma(gauss_eps, delta_noise)
+        if n_hist:
+            tail_total, delta_noise = calibration.split_tail(gauss_eps, gauss_delta, TAIL_FRACTION)
+        else:
+            tail_total, delta_noise = 0.0, gauss_delta  # bitwise the single-mechanism one
+        m = calibration.analytic_multiplier(gauss_eps, delta_noise)
         parts = {}
         for name, w in weights.items():
             count = int(statistic_count) if name == "statistic" else PART_COUNTS.get(name, 1)
             if w <= 0.0:
                 raise ValueError(f"budget_shares[{name!r}] must be positive for an active part.")
-            mult = m if w == 1.0 else m / math.sqrt(w)
-            if count > 1:
-                mult = mult * math.sqrt(count)
+            mult = calibration.share_multiplier(m, w, count)
             tail = tail_total / n_hist / count if name in HISTOGRAM_PARTS else 0.0
             parts[name] = PartBudget(
                 name, w, mult, count, tail,
@@ -310,14 +308,8 @@ class BudgetPlan:
 
 
 @functools.lru_cache(maxsize=1024)
-def _sigma(epsilon: float, delta: float) -> float:
-    """dp-accounting's analytic multiplier, cached: refits reuse (ε, δ) many times."""
-    return float(dp_accounting.get_sigma_gaussian(epsilon, delta))
-
-
-@functools.lru_cache(maxsize=1024)
 def _single_epsilon(multiplier: float, delta: float) -> float:
     """ε of one Gaussian release of multiplier ``multiplier`` at ``delta`` (informative)."""
     if multiplier <= 0 or not np.isfinite(multiplier):
         return math.inf if multiplier <= 0 else 0.0
-    return float(dp_accounting.get_epsilon_gaussian(multiplier, delta))
+    return calibration.certified_epsilon(multiplier, delta)

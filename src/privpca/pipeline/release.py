@@ -55,16 +55,18 @@ from privpca._validation import (
     clip_rows,
 )
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.exceptions import NonPrivatePreprocessingWarning
 from privpca.mechanisms.noise import gaussian_release
-from privpca.mechanisms.sensitivity import Neighbouring
+from privpca.mechanisms.sensitivity import Neighbouring, gram_sensitivity
 from privpca.pipeline.bound_selection import (
     LOW_QUANTILE,
     choose_bound,
     high_candidate,
+    pilot_multipliers,
     pilot_sigmas,
 )
 from privpca.pipeline.bound_selection import MAX_FEATURES as SELECT_MAX_FEATURES
-from privpca.pipeline.budget import PART_NAMES, BudgetPlan, PartBudget
+from privpca.pipeline.budget import PART_NAMES, BudgetPlan, PartBudget, _single_epsilon
 from privpca.pipeline.preprocessing import (
     MeanRelease,
     check_finite_norms,
@@ -654,8 +656,12 @@ class ReleasePipeline:
         override the plan where an estimator calibrates its statistic itself (classic
         calibration, a theorem's noise level), which needs a public bound.
         """
-        spends = [self._spend(part, "planned", math.nan, math.nan) for part in self._all_parts()
-                  if part != "statistic"]
+        spends: list[PrivacySpend] = []
+        for part in self._all_parts():
+            if part == "bound_select":
+                spends += self._pilot_spends(None)
+            elif part != "statistic":
+                spends.append(self._spend(part, "planned", math.nan, math.nan))
         stat = self._planned_statistic_spend()
         if statistic_event is not None:  # an estimator-specific calibration (paper setting)
             stat = replace(stat, dp_event=statistic_event)
@@ -846,20 +852,55 @@ class ReleasePipeline:
             final = stat.multiplier if stat.gaussian else self.plan.total_multiplier
             choice = choose_bound(grams_at, self.statistic.subspace_rank, low, high,
                                   self._part("bound_select").multiplier, final, rng)
-            sigma_low, sigma_high = pilot_sigmas(self._part("bound_select").multiplier, low,
-                                                 high)
-            spends.append(self._spend(
-                "bound_select", "gaussian: two pilot Gram matrices Σ clip_c(y)clip_c(y)ᵀ at "
-                f"the candidate bounds c = D_low ({low:.6g}, noise std {sigma_low:.6g}) and "
-                f"D_high ({high:.6g}, noise std {sigma_high:.6g}); their top-k subspaces "
-                "choose D. Sensitivity and noise below: the high pilot's",
-                math.sqrt(2.0) * high ** 2, sigma_high))
+            spends += self._pilot_spends((low, high))
             D = choice.chosen
             # Nothing was released above the top bin: the high bound's estimate is 0.
             details["clipped_estimate"] = above_low if D == choice.low and low < high else 0.0
             details["bound_choice"] = choice
             details["pilot_grams"] = grams_at
         return float(D)
+
+    def _pilot_spends(self, bounds: tuple[float, float] | None) -> list[PrivacySpend]:
+        """The "bound_select" part's spends: one per pilot Gram, the low one first.
+
+        Each pilot is one Gaussian release with its own multiplier
+        (:func:`~privpca.pipeline.bound_selection.pilot_multipliers`), listed with count 1,
+        its sensitivity √2·c² and its noise std σ_c: an accountant that composes the listed
+        Gaussian mechanisms (σ/Δ, count) gets the part's share exactly, and so the fit's
+        (ε, δ). The two multipliers are public (the plan's), so the planned record
+        (``bounds=None``: sensitivity and noise not yet known, NaN) books the same events.
+
+        Parameters
+        ----------
+        bounds : tuple of float or None
+            The released candidates ``(D_low, D_high)``, or None for the planned record.
+
+        Returns
+        -------
+        list of PrivacySpend
+        """
+        b = self._part("bound_select")
+        multipliers = pilot_multipliers(b.multiplier)
+        sigmas = (math.nan, math.nan) if bounds is None else pilot_sigmas(b.multiplier, *bounds)
+        spends = []
+        for i, (which, m) in enumerate(zip(("low", "high"), multipliers, strict=True)):
+            if bounds is None:
+                what, sensitivity = f"planned ({which} pilot)", math.nan
+            else:
+                sensitivity = gram_sensitivity(bounds[i], "replace")
+                what = (f"gaussian: pilot Gram matrix Σ clip_c(y)clip_c(y)ᵀ at c = D_{which} = "
+                        f"{bounds[i]:.6g} (the {which} candidate bound, noise std "
+                        f"{sigmas[i]:.6g}); the two pilots' top-k subspaces choose D")
+            spends.append(PrivacySpend(
+                mechanism=f"bound_select: {what}",
+                epsilon=_single_epsilon(m, b.delta),
+                delta=b.delta,
+                sensitivity=float(sensitivity),
+                noise_scale=float(sigmas[i]),
+                count=1,
+                dp_event=dp_accounting.GaussianDpEvent(m),
+            ))
+        return spends
 
     def _selects_bound(self) -> bool:
         """Whether data_norm='auto' chooses between two candidates (the "bound_select" part)."""
@@ -1187,12 +1228,74 @@ def validated_table(owner: Any, X: Any) -> Table:
 
     if not is_streamed(X):
         Xv, sq = validated_rows(owner, X)
+        warn_if_standardised(owner, Xv, sq)
         return Table(Xv, sq, None, Xv.shape[0], Xv.shape[1])
     source = as_row_source(X)
     owner.n_features_in_ = source.n_features
     if hasattr(owner, "feature_names_in_"):
         del owner.feature_names_in_
     return Table(None, None, source, source.n_samples, source.n_features)
+
+
+#: A column counts as standardised when ``|mean| ≤ STANDARDISED_MEAN_TOL·(1 + sd)`` and
+#: ``|sd − 1| ≤ STANDARDISED_SD_TOL`` (:func:`warn_if_standardised`).
+STANDARDISED_MEAN_TOL = 1e-9
+STANDARDISED_SD_TOL = 1e-6
+
+
+def warn_if_standardised(owner: Any, X: NDArray[np.float64], sq: NDArray[np.float64]) -> None:
+    """Warn when ``X`` looks standardised by a fitted, non-private transformer.
+
+    ``Pipeline([StandardScaler(), privpca.PCA()])`` feeds the fit a table whose every column
+    has mean 0 and standard deviation 1 to rounding: the scaler's means and standard
+    deviations are exact statistics of the data, outside ``privacy_``. When every column's
+    mean is 0 (``|mean| ≤ 1e-9·(1 + sd)``) and every column's standard deviation is 1 to
+    ``1e-6`` (all with ddof 0, or all with ddof 1), this emits a
+    :class:`~privpca.exceptions.NonPrivatePreprocessingWarning` pointing to ``scale=True``.
+
+    Cheap: the squared row norms ``sq`` that the validation already computed give ``Σ‖x‖²/n``,
+    which is ``p`` (ddof 0) or ``p(n − 1)/n`` (ddof 1) for a standardised table; only a table
+    that passes this test gets the two column passes (means and second moments, without
+    temporaries). Whether it fires depends on the data: a
+    :class:`~privpca.exceptions.DataDependentWarning`, for the data holder only.
+
+    Parameters
+    ----------
+    owner : estimator
+        The estimator being fitted (named in the message).
+    X : ndarray of shape (n_samples, n_features)
+        The validated, finite rows.
+    sq : ndarray of shape (n_samples,)
+        Their squared norms.
+    """
+    n, p = X.shape
+    if n < 2 or p == 0:
+        return
+    second = float(np.sum(sq)) / n
+    slack = 4.0 * STANDARDISED_SD_TOL * p
+    if min(abs(second - p), abs(second - p * (n - 1) / n)) > slack:
+        return
+    mean = X.mean(axis=0)
+    var = np.maximum(np.einsum("ij,ij->j", X, X) / n - mean**2, 0.0)
+    sd = np.sqrt(var)
+    if np.any(np.abs(mean) > STANDARDISED_MEAN_TOL * (1.0 + sd)):
+        return
+    if not any(np.all(np.abs(s - 1.0) <= STANDARDISED_SD_TOL)
+               for s in (sd, np.sqrt(var * (n / (n - 1))))):
+        return
+    warnings.warn(
+        f"{type(owner).__name__}: the input looks standardised by a fitted transformer "
+        "(every column has mean 0 and standard deviation 1, as scikit-learn's StandardScaler "
+        "leaves it). That transformer's means and standard deviations are exact statistics "
+        "of the data, not private: whoever sees it or its output can learn them, and "
+        "privacy_ covers only this estimator's own releases. Fit the raw table with "
+        "scale=True instead (private per-feature scales inside the same (epsilon, delta); "
+        "privpca.PCA: options={'scale': True}; privpca fit: --scale), or with scales fixed "
+        "without looking at this table. (Whether this warning fires depends on the data: "
+        "it is for the data holder only.)",
+        NonPrivatePreprocessingWarning,
+        stacklevel=caller_stacklevel(),
+    )
 
 
 def validated_rows(owner: Any, X: ArrayLike) -> tuple[NDArray[np.float64],

@@ -10,14 +10,15 @@ and every user's guarantee is (ε, δ)-LDP:
    (:data:`THRESHOLDS`; bin b holds ``t_(b−1) < ‖x‖ ≤ t_b``) through **optimal unary
    encoding** (Wang, Blocki, Li & Jha, USENIX Security 2017): the one-hot vector of the bin,
    each 1-bit kept with probability 1/2, each 0-bit set with probability ``q = 1/(1 + e^ε)``
-   — pure ε-LDP, and every user informs every bin (a frequency oracle, where one threshold
-   question per user would leave each of the 121 thresholds a 121st of the users). The
-   server de-biases each bin's share, keeps the bins whose count an empty bin reaches with
-   probability below :data:`EMPTY_BIN_LEVEL`/(bins) (an exact binomial test), and reads R off
-   the kept bins: the first threshold above which at most 1 − :data:`LOCAL_QUANTILE` of the
-   kept mass lies (:meth:`LocalBinAggregator.quantile`). With probability ≥ 1 −
-   :data:`EMPTY_BIN_LEVEL` no empty bin is kept, so R is at most one grid step above the
-   largest norm: noise cannot push it up by orders of magnitude.
+   (:class:`~privpca.mechanisms.randomised_response.RandomisedResponse`, which owns ``q``
+   and draws the bits) — pure ε-LDP, and every user informs every bin (a frequency oracle,
+   where one threshold question per user would leave each of the 121 thresholds a 121st of
+   the users). The server de-biases each bin's share, keeps the bins whose count an empty
+   bin reaches with probability below :data:`EMPTY_BIN_LEVEL`/(bins) (an exact binomial
+   test), and reads R off the kept bins: the first threshold above which at most
+   1 − :data:`LOCAL_QUANTILE` of the kept mass lies (:meth:`LocalBinAggregator.quantile`).
+   With probability ≥ 1 − :data:`EMPTY_BIN_LEVEL` no empty bin is kept, so R is at most one
+   grid step above the largest norm: noise cannot push it up by orders of magnitude.
 2. ``mean`` users send ``clip_R(x) + N(0, σ²I)``; replacing a record moves the report by at most
    2R: **Δ = 2R**, σ the analytic Gaussian calibration. The server averages and projects the
    average onto the ball of radius R (where every clipped record, hence their mean, lies:
@@ -57,6 +58,7 @@ from privpca._validation import (
 )
 from privpca.mechanisms.gaussian import analytic_gaussian_sigma
 from privpca.mechanisms.noise import gaussian_release
+from privpca.mechanisms.randomised_response import RandomisedResponse
 
 __all__ = [
     "BOUND_QUANTILE",
@@ -125,7 +127,8 @@ class LocalNormRandomiser:
     Parameters
     ----------
     epsilon : float
-        ε of the answer; the bit is flipped with probability ``1/(1 + e^ε)``.
+        ε of the answer; the bit is flipped with probability ``1/(1 + e^ε)``
+        (:class:`~privpca.mechanisms.randomised_response.RandomisedResponse`, binary form).
     centre : array of shape (n_features,) or None
         A public centre: the question is about ``‖x − centre‖``.
     """
@@ -137,8 +140,13 @@ class LocalNormRandomiser:
         check_epsilon(self.epsilon, owner="LocalNormRandomiser")
 
     @property
+    def mechanism(self) -> RandomisedResponse:
+        """The randomised response that flips the answer (its calibration and privacy)."""
+        return RandomisedResponse(self.epsilon)
+
+    @property
     def flip_probability(self) -> float:
-        return 1.0 / (1.0 + math.exp(min(self.epsilon, 700.0)))
+        return self.mechanism.flip_probability
 
     def report_batch(
         self, X: ArrayLike, thresholds: ArrayLike, rng: np.random.Generator
@@ -152,8 +160,7 @@ class LocalNormRandomiser:
             raise ValueError("thresholds must give one threshold per user.")
         rows = Xv if self.centre is None else Xv - self.centre
         below = np.einsum("ij,ij->i", rows, rows) <= t * t
-        flip = rng.random(len(t)) < self.flip_probability
-        return (below ^ flip).astype(np.int8)
+        return self.mechanism.flip(below, rng).astype(np.int8)
 
 
 def window_thresholds(bound: float) -> NDArray[np.float64]:
@@ -336,7 +343,9 @@ class LocalBinRandomiser:
     Each user sends ``len(thresholds) + 1`` bits: the one-hot of their bin, each 1 kept with
     probability 1/2 and each 0 set to 1 with probability ``q = 1/(1 + e^ε)``. Replacing the
     record changes two bits of the one-hot; a report's probability changes by at most
-    ``(1/2)(1 − q) / ((1/2) q) = e^ε`` (Wang, Blocki, Li & Jha 2017, OUE).
+    ``(1/2)(1 − q) / ((1/2) q) = e^ε`` (Wang, Blocki, Li & Jha 2017, OUE). The bits are
+    randomised by :class:`~privpca.mechanisms.randomised_response.RandomisedResponse`
+    (its unary form), which owns ``q`` and the draws.
 
     Parameters
     ----------
@@ -353,13 +362,18 @@ class LocalBinRandomiser:
         check_epsilon(self.epsilon, owner="LocalBinRandomiser")
 
     @property
+    def mechanism(self) -> RandomisedResponse:
+        """The randomised response that encodes the bin (its calibration and privacy)."""
+        return RandomisedResponse(self.epsilon)
+
+    @property
     def keep_probability(self) -> float:
-        return 0.5
+        return self.mechanism.keep_probability
 
     @property
     def set_probability(self) -> float:
         """``q``: the probability that a 0-bit is reported as 1."""
-        return 1.0 / (1.0 + math.exp(min(self.epsilon, 700.0)))
+        return self.mechanism.set_probability
 
     def report_batch(
         self, X: ArrayLike, thresholds: ArrayLike, rng: np.random.Generator
@@ -372,9 +386,7 @@ class LocalBinRandomiser:
         bins = norm_bins(Xv, t, self.centre)
         onehot = np.zeros((Xv.shape[0], len(t) + 1), dtype=bool)
         onehot[np.arange(Xv.shape[0]), bins] = True
-        u = rng.random(onehot.shape)
-        return np.where(onehot, u < self.keep_probability,
-                        u < self.set_probability).astype(np.int8)
+        return self.mechanism.encode_unary(onehot, rng).astype(np.int8)
 
     def simulate_counts(
         self, bin_counts: ArrayLike, rng: np.random.Generator
@@ -386,11 +398,7 @@ class LocalBinRandomiser:
         simulation of many users inside one fit).
         """
         rng = check_noise_rng(rng, owner="LocalBinRandomiser")
-        counts = np.asarray(bin_counts, dtype=np.int64)
-        m = int(counts.sum())
-        ones = (rng.binomial(counts, self.keep_probability)
-                + rng.binomial(m - counts, self.set_probability))
-        return np.asarray(ones, dtype=np.float64)
+        return np.asarray(self.mechanism.unary_counts(bin_counts, rng), dtype=np.float64)
 
 
 class LocalBinAggregator:

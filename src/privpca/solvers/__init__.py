@@ -1,11 +1,9 @@
-"""Numerical solvers used by the estimators of :mod:`privpca` (pure numerics, no privacy)."""
+"""Numerical solvers used by the estimators of :mod:`privpca` (pure numerics, no privacy).
 
-from privpca.solvers.bingham import (
-    ProposalBudgetExceededError,
-    mixing_diagnostics,
-    sample_bingham_exact,
-    sample_bingham_gibbs,
-)
+The matrix Bingham samplers (the exponential mechanism's draws) are privacy randomness and live
+in :mod:`privpca.mechanisms.bingham_sampler`.
+"""
+
 from privpca.solvers.eigen import fix_signs, top_eigenvectors
 from privpca.solvers.fantope import (
     ADMMIterationInfo,
@@ -28,17 +26,13 @@ __all__ = [
     "ADMMIterationInfo",
     "ADMMResult",
     "FantopeState",
-    "ProposalBudgetExceededError",
     "fantope_admm",
     "fantope_projection",
     "fantope_threshold",
     "fix_signs",
     "gram_matrix",
-    "mixing_diagnostics",
     "power_step",
     "random_orthonormal_basis",
-    "sample_bingham_exact",
-    "sample_bingham_gibbs",
     "symmetrise_from_upper",
     "thin_qr",
     "top_eigenvectors",

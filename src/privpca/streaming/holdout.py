@@ -33,7 +33,7 @@ the estimator's own generator (:func:`random_row_split`), never from the data:
 * *The draw must stay secret* (it is part of the mechanism's randomness, like the noise): it is
   never published (only ``n_held``, a function of n and the public fraction, is), and in secure
   mode the generator is a :class:`~privpca.mechanisms.secure_noise.SecureGenerator`
-  (ChaCha20, OS-keyed). Under Dask the indices travel in the task graph to the workers, which
+  (AES-128-CTR, OS-keyed). Under Dask the indices travel in the task graph to the workers, which
   hold the data anyway.
 
 The indices are kept sorted (int64, 8 bytes per held-out row: 16 MB for 2 % of 10⁸ rows), so a

@@ -97,7 +97,9 @@ Modules
   providers' privacy records;
 * :mod:`.provider` — :class:`ProviderState` and its noise (:func:`provider_noise_rng`);
 * :mod:`.server` — :class:`ServerState`, the dropout policy (:func:`select_replies`,
-  :class:`ProviderDropoutError`).
+  :class:`ProviderDropoutError`);
+* :mod:`.failures` — what a provider that cannot answer tells the server: one of the fixed
+  codes of :data:`PROVIDER_FAILURES` (:func:`failure_reply`), never its error's text.
 
 This package re-exports their public names.
 """
@@ -108,6 +110,13 @@ from privpca.federated.protocol import messages
 from privpca.federated.protocol.agreement import is_table_mode as is_table_mode
 from privpca.federated.protocol.agreement import provider_release_limits
 from privpca.federated.protocol.counter import FileReleaseCounter, ReleaseCounter
+from privpca.federated.protocol.failures import (
+    PROVIDER_FAILURES,
+    ProviderConfigError,
+    ProviderInputError,
+    failure_code,
+    failure_reply,
+)
 from privpca.federated.protocol.messages import *  # noqa: F403
 from privpca.federated.protocol.privacy import STATISTIC_MECHANISM as STATISTIC_MECHANISM
 from privpca.federated.protocol.privacy import (
@@ -121,12 +130,17 @@ from privpca.federated.protocol.server import INITS as INITS
 from privpca.federated.protocol.server import ProviderDropoutError, ServerState, select_replies
 
 __all__ = [
+    "PROVIDER_FAILURES",
     "FileReleaseCounter",
+    "ProviderConfigError",
+    "ProviderInputError",
     "ProviderDropoutError",
     "ProviderState",
     "ReleaseCounter",
     "ServerState",
     "dpspca_noise_multiplier",
+    "failure_code",
+    "failure_reply",
     "paper_noise_scale",
     "provider_noise_rng",
     "provider_release_limits",

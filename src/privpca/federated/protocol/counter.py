@@ -24,6 +24,14 @@ from privpca.exceptions import BudgetExceededError
 RELEASE_KINDS: tuple[str, ...] = ("mean", "bound", "query", "variance")
 
 
+class AgreementMismatchError(BudgetExceededError):
+    """A state file records another agreement than the provider's: no second budget opens.
+
+    A :class:`~privpca.exceptions.BudgetExceededError` (what it was before it had a class of
+    its own), told apart so that the server hears ``bad-agreement``, not ``over-budget``.
+    """
+
+
 def _limits(limit: int | Mapping[str, int]) -> dict[str, int]:
     if isinstance(limit, Mapping):
         out = {str(k): int(v) for k, v in limit.items()}
@@ -164,7 +172,7 @@ class _LockedState:
             self.state: dict[str, Any] = json.loads(text)
             if self.state.get("agreement") != self.agreement:
                 self._release()
-                raise BudgetExceededError(
+                raise AgreementMismatchError(
                     f"The state file {self.path} records another agreement "
                     f"({self.state.get('agreement')}) than this provider's "
                     f"({self.agreement}); refusing rather than opening a second budget on the "

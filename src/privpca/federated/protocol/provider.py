@@ -42,6 +42,7 @@ from privpca._validation import (
     check_delta,
     check_epsilon,
     check_in_range,
+    check_noise_rng,
     check_norm_bound,
     row_norms,
     warn_clipped,
@@ -116,11 +117,11 @@ def provider_noise_rng(noise_seed: int | None, release: int,
     gives bitwise the same answers. The power answers use ``default_rng([seed, release])`` (the
     streams of the papers' setting, unchanged); the other kinds are spawned children
     ``SeedSequence(seed, spawn_key=(code, release))``, independent of those. A seed is for
-    experiments only: whoever knows it can subtract the noise. ``None`` draws fresh
-    operating-system entropy for every release: in secure mode (``PRIVPCA_SECURE_MODE=1`` in
-    the provider's environment, or :func:`privpca.config_context`) a ChaCha20
-    :class:`~privpca.mechanisms.secure_noise.SecureGenerator` with floating-point-safe noise,
-    and a seed is refused.
+    experiments only: whoever knows it can subtract the noise. ``None`` (the default) draws
+    every release from a fresh OS-keyed
+    :class:`~privpca.mechanisms.secure_noise.SecureGenerator` (the secure path), unless the
+    provider's process opted out (``PRIVPCA_SECURE_MODE=0``); in strict secure mode
+    (``PRIVPCA_SECURE_MODE=1``) a seed is refused.
     """
     from privpca._config import secure_mode
 
@@ -132,7 +133,7 @@ def provider_noise_rng(noise_seed: int | None, release: int,
 
         return SecureGenerator()
     if noise_seed is None:
-        return np.random.default_rng()
+        return check_noise_rng(None)  # secure unless the user opted out
     if kind == "query":
         return np.random.default_rng([int(noise_seed), int(release)])
     seq = np.random.SeedSequence(int(noise_seed), spawn_key=(_KIND_CODES[kind], int(release)))

@@ -1,11 +1,12 @@
 """Compiled (numba) Gibbs sweeps for the matrix Bingham sampler.
 
-Line-for-line ports of the reference sweeps in :mod:`privpca.solvers.bingham` (``_draw_theta``,
-``_vector_sweep``, ``_ball_sweep``, ``_row_sweep``): the same conditionals, envelopes and update
-rules, so the same stationary law. What goes is the interpreter's overhead per row and per
-coordinate, which dominated the sweeps (a row update is O(pk) arithmetic around a k × k
-eigendecomposition and k one-dimensional draws); the row sweep also stores ``W`` transposed
-and applies ``W ← W T`` as the rank-2 update it is, so its O(p) passes are contiguous.
+Line-for-line ports of the reference sweeps in :mod:`privpca.mechanisms.bingham_sampler`
+(``_draw_theta``, ``_vector_sweep``, ``_ball_sweep``, ``_row_sweep``): the same conditionals,
+envelopes and update rules, so the same stationary law. What goes is the interpreter's
+overhead per row and per coordinate, which dominated the sweeps (a row update is O(pk)
+arithmetic around a k × k eigendecomposition and k one-dimensional draws); the row sweep
+also stores ``W`` transposed and applies ``W ← W T`` as the rank-2 update it is, so its O(p)
+passes are contiguous.
 
 Randomness is the caller's ``numpy.random.Generator``, passed in and advanced in place (numba
 draws from its bit generator; the caller holds the bit generator's lock); nothing here seeds

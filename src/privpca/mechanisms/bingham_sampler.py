@@ -1,4 +1,11 @@
-"""Samplers for the matrix Bingham distribution on the Stiefel manifold (pure numerics).
+"""Samplers for the matrix Bingham distribution on the Stiefel manifold: the exponential
+mechanism's draws.
+
+BinghamPCA (:mod:`privpca.decomposition.bingham`) releases a basis drawn from the Bingham law
+of the clipped Gram matrix scaled by ``ε/(2D²)``: the exponential mechanism, whose privacy is
+the law these samplers draw from. They live in :mod:`privpca.mechanisms` because every draw
+here is privacy randomness (``tests/test_noise_release.py`` bans generator draws outside this
+package); the numerics below are unchanged from when they lived in ``privpca.solvers``.
 
 The target is the law on ``V_{k,p} = {V ∈ ℝ^{p×k} : VᵀV = I_k}`` with density
 
@@ -40,7 +47,7 @@ Samplers
     ``a = μⱼ − Σ_{l≠j} μ_l y_l² / (1 − yⱼ²)``; ``θ`` is drawn exactly by rejection
     (:func:`_draw_theta`), the sign of ``yⱼ`` uniformly, and the others are rescaled.
 
-    The sweeps run compiled (numba, :mod:`privpca.solvers._bingham_kernels`): line-for-line
+    The sweeps run compiled (numba, :mod:`privpca.mechanisms._bingham_kernels`): line-for-line
     ports of the pure-Python sweeps below (``_row_sweep``, ``_ball_sweep``, ``_vector_sweep``,
     ``_draw_theta``), which stay as the readable reference. Both draw the same numbers in the
     same order and use the same eigenbasis convention, so for a given Generator state the
@@ -79,6 +86,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 import scipy.optimize
 import scipy.special
 from numpy.typing import ArrayLike, NDArray
@@ -96,6 +104,7 @@ __all__ = [
     "mixing_diagnostics",
     "sample_bingham_exact",
     "sample_bingham_gibbs",
+    "sample_haar",
     "split_rhat",
 ]
 
@@ -394,7 +403,7 @@ def _run_chain(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``n_sweeps`` sweeps from ``W`` (eigen-coordinates); returns the state and the trace.
 
-    ``reference=False`` runs the compiled sweeps of :mod:`privpca.solvers._bingham_kernels`,
+    ``reference=False`` runs the compiled sweeps of :mod:`privpca.mechanisms._bingham_kernels`,
     ``True`` the pure-Python ones of this module (same update rules and stationary law; kept
     as the readable reference, and to test the compiled ones against).
     """
@@ -405,7 +414,7 @@ def _run_chain(
     shifted = lam - lam.max()
     vector_sweep: Callable[..., NDArray[np.float64]] = _vector_sweep
     if not reference:
-        from privpca.solvers import _bingham_kernels as kernels  # numba: imported on first use
+        from privpca.mechanisms import _bingham_kernels as kernels  # numba: imported on first use
 
         # The kernels draw from the Generator's bit generator without the GIL and without the
         # lock NumPy's own methods take: hold that lock, so that a Generator shared between
@@ -466,6 +475,16 @@ def _column_sweep(
         y = vector_sweep(np.ascontiguousarray(E.T @ (N.T @ W[:, j])), mu, rng)
         W[:, j] = N @ (E @ y)
     return W
+
+
+def sample_haar(p: int, rng: np.random.Generator | None = None) -> NDArray[np.float64]:
+    """A Haar-distributed orthogonal ``p × p`` matrix (Q of the QR of a Gaussian matrix).
+
+    The Bingham law when ``k = p``: ``tr(VᵀBV) = tr B`` for every orthogonal V, so the
+    exponential mechanism's output is this data-independent draw (0-DP).
+    """
+    rng = check_noise_rng(rng, owner="sample_haar")
+    return np.asarray(scipy.linalg.qr(rng.standard_normal((int(p), int(p))))[0])
 
 
 def _orthonormalise(W: NDArray[np.float64]) -> NDArray[np.float64]:
