@@ -260,15 +260,17 @@ class GaussianNoiseSteps:
         shape = (int(count), *self.shape)
         if self.secure:
             k = discrete_gaussian(self.rng, self._scale / self._lam, shape)
-            self._draws = k.astype(np.float64)
+            self._draws = k.astype(np.float64) * self._lam  # Λ·K: exact (Λ a power of two)
         else:
             self._draws = self.rng.standard_normal(shape)
 
     def release(self, value: NDArray[np.float64], j: int, step: float = 1.0
                 ) -> NDArray[np.float64]:
         """``step ×`` (the released value of step ``j`` of the current chunk)."""
-        if self.secure:
-            lam = self._lam
-            return step * (_snapped(np.asarray(value, dtype=np.float64), lam)
-                           + lam * self._draws[j])
+        if self.secure:  # step · (Λ·round(value/Λ) + Λ·K), in place on one temporary
+            out = np.round(np.asarray(value, dtype=np.float64) / self._lam)
+            out *= self._lam
+            out += self._draws[j]
+            out *= step
+            return out
         return np.asarray(step * value + (step * self.sigma) * self._draws[j])
