@@ -389,3 +389,23 @@ def test_in_process_dpspca_runs_in_secure_mode(paper, secure_table):
                              **_estimator_params(privpca.DPSPCA, paper)).fit(secure_table)
     assert len(ledger) == 1 and np.all(np.isfinite(est.components_))
     assert seen and all(seed is None and keyed for seed, keyed in seen)
+
+
+def test_records_made_outside_a_fit_state_how_their_noise_was_drawn():
+    """A score plot and a federated provider build their records outside the one fit: a
+    seeded one says "reproducible", an unseeded one "secure"."""
+    from privpca.federated.protocol import ProviderState
+    from privpca.plot import scores
+
+    X = _spiked(n=4000, p=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = privpca.AnalyzeGaussPCA(2, random_state=0, ledger=privpca.PrivacyLedger()).fit(X)
+        seeded = scores(est, X, epsilon=0.5, random_state=0, ledger=privpca.PrivacyLedger())
+        fresh = scores(est, X, epsilon=0.5, ledger=privpca.PrivacyLedger())
+    assert seeded.privacy_record.noise_mode == "reproducible"
+    assert fresh.privacy_record.noise_mode == "secure"
+    for seed, mode in ((3, "reproducible"), (None, "secure")):
+        provider = ProviderState(X, n_components=1, epsilon=1.0, delta=1e-5, n_rounds=2,
+                                 noise_seed=seed)
+        assert provider.privacy_record().noise_mode == mode

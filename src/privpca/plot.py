@@ -28,12 +28,14 @@ from matplotlib.figure import Figure
 from numpy.typing import NDArray
 from sklearn.exceptions import NotFittedError
 
+from privpca._config import fit_noise_mode
 from privpca._validation import (
     check_data,
     check_delta,
     check_epsilon,
     check_in_range,
     check_random_state,
+    noise_mode_of,
     warn_clipped,
 )
 from privpca.accounting.ledger import Booking, resolve_ledger
@@ -580,6 +582,16 @@ def scores(
     box = _score_box(est, bound)
     rng = check_random_state(random_state)  # secure mode refuses a seed before the charge
     n_private = _n_private_relation(est)
+    with fit_noise_mode(noise_mode_of(random_state)):  # the records state how it was drawn
+        return _score_plot(est, X, comps, epsilon, delta, m, box, bound, rng, n_private,
+                           ledger, ax)
+
+
+def _score_plot(est: Any, X: Any, comps: NDArray[np.float64], epsilon: float,
+                delta: float, m: int, box: tuple[tuple[float, float], ...],
+                bound: Any, rng: np.random.Generator, n_private: str | None,
+                ledger: Any, ax: Any) -> Any:
+    """:func:`scores` after its checks: charge, read X, release the counts, draw."""
     planned = _scores_record(est, epsilon, delta, m, box, None, n_private)
     target = resolve_ledger(est, ledger)
     target.spend(planned, label=f"{type(est).__name__} score plot")
@@ -600,9 +612,9 @@ def scores(
     if ax is None:
         ax = _new_axes((6.0, 5.0))
     _draw_scores(ax, est, noisy, edges, record, box)
-    ax.privacy_record = record  # type: ignore[attr-defined]
-    ax.noisy_counts = noisy  # type: ignore[attr-defined]
-    ax.bin_edges = edges  # type: ignore[attr-defined]
+    ax.privacy_record = record
+    ax.noisy_counts = noisy
+    ax.bin_edges = edges
     return ax
 
 

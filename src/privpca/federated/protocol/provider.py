@@ -37,6 +37,7 @@ import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from privpca._config import fit_noise_mode
 from privpca._validation import (
     check_data,
     check_delta,
@@ -44,6 +45,7 @@ from privpca._validation import (
     check_in_range,
     check_noise_rng,
     check_norm_bound,
+    noise_mode_of,
     row_norms,
     warn_clipped,
 )
@@ -701,6 +703,10 @@ class ProviderState:
         ``disclose_clipped`` is kept for compatibility and has no effect.
         """
         del disclose_clipped
+        with fit_noise_mode(noise_mode_of(self.noise_seed)):  # how its noise was drawn
+            return self._privacy_record(releases)
+
+    def _privacy_record(self, releases: int | None) -> PrivacyRecord:
         if self.plan is None:
             count = self.n_rounds if releases is None else int(releases)
             return provider_privacy_record(
