@@ -409,3 +409,16 @@ def test_records_made_outside_a_fit_state_how_their_noise_was_drawn():
         provider = ProviderState(X, n_components=1, epsilon=1.0, delta=1e-5, n_rounds=2,
                                  noise_seed=seed)
         assert provider.privacy_record().noise_mode == mode
+
+
+def test_the_discrete_laplace_is_not_truncated():
+    """Until issue 35 the geometric quotient was ⌊−ln(U)·t/M⌋ with a 53-bit U: never beyond
+    ~37 scales (≈ 7·10⁻¹⁷ of the mass per count, unreachable while the record said δ = 0).
+    It is now counted by Bernoulli trials: fed 100 successes, the sampler returns 100·M."""
+    from privpca.mechanisms._discrete_kernels import discrete_laplace_kernel
+
+    t = 3.5  # M = 3, remainders drawn from the top 2 bits of a word
+    words = np.array([0, 0] + [0] * 100 + [2**64 - 1, 0], dtype=np.uint64)
+    # b = 0 (accepted: 0 < e^0), 100 quotient successes, one failure, then a + sign.
+    k = discrete_laplace_kernel(words, SecureGenerator(), t, 1)
+    assert k[0] == 100 * 3

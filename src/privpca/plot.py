@@ -526,7 +526,7 @@ def scores(
         by looking at the data. ``None`` uses ``est.data_norm_`` (a ValueError if it is not a
         finite positive number, e.g. DP-PCA in the papers' setting).
     random_state : None, int, SeedSequence or Generator, default=None
-        The noise's stream (secure mode: None only).
+        The noise's stream (strict secure mode: None only).
     ledger : PrivacyLedger or None, default=None
         Where the spend is booked (None: the process-wide default ledger).
     ax : matplotlib.axes.Axes or None, default=None

@@ -74,7 +74,7 @@ BUDGET_SHARES: Constraints = [dict, None]
 #: ``"auto"``, None or the fraction of the rows held out for the preprocessing.
 HOLDOUT_FRACTION: Constraints = [StrOptions({"auto"}), None,
                                  Interval(Real, 0.0, 0.5, closed="right")]
-#: None (fresh OS entropy), a seed, a SeedSequence or a Generator (secure mode: None only,
+#: None (fresh OS entropy), a seed, a SeedSequence or a Generator (strict secure mode: None only,
 #: refused by the fit's booking with its own message).
 RANDOM_STATE: Constraints = [None, Interval(Integral, 0, None, closed="left"),
                              np.random.SeedSequence, np.random.Generator]

@@ -142,11 +142,11 @@ default="random"
         provider seeds as ``integers(0, 2**63)``). The provider seeds are never stored on the
         estimator (whoever knows them can subtract the noise from the providers' answers);
         a seeded run can be replayed across processes with :func:`dpspca_provider_seeds`,
-        which needs the seed itself. ``None`` (fresh entropy) in production. In secure mode
-        (:func:`privpca.config_context`) only ``None`` is accepted (refused before anything
-        is charged) and no provider seeds exist: every provider draws each release from a
-        fresh OS-keyed :class:`~privpca.mechanisms.secure_noise.SecureGenerator`, as a
-        ``privpca provider`` in secure mode does.
+        which needs the seed itself. ``None`` (the default, for a release) gives no provider
+        seeds: every provider draws each release from a fresh OS-keyed
+        :class:`~privpca.mechanisms.secure_noise.SecureGenerator`, as an unseeded
+        ``privpca provider`` does; strict secure mode (:func:`privpca.config_context`)
+        refuses anything but ``None`` before anything is charged.
     ledger : PrivacyLedger or None, default=None
         Where the spend is recorded (``None``: :func:`privpca.accounting.default_ledger`).
 
