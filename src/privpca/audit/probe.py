@@ -536,9 +536,10 @@ def float_probe(
     --------
     >>> import numpy as np, privpca
     >>> from privpca.audit import float_probe
-    >>> from privpca.mechanisms.secure_noise import SecureGenerator
+    >>> from privpca.mechanisms.secure_noise import SecureGenerator, discrete_gaussian
     >>> def leaky(X, rng, runs):  # issue 26: value + σ·z with z on the grid 2^-30
-    ...     return X.sum() + 5.0 * SecureGenerator().standard_normal(runs)
+    ...     z = np.ldexp(discrete_gaussian(SecureGenerator(), 2.0**30, runs), -30)
+    ...     return X.sum() + 5.0 * z
     >>> r = float_probe(leaky, np.array([[0.0]]), np.array([[1.0]]), epsilon=1.0,
     ...                 delta=1e-5, runs=1000, scales=[5.0])
     >>> r.violated, r.grid_label
