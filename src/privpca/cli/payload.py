@@ -9,6 +9,13 @@ from typing import Any
 
 import numpy as np
 
+#: The summary's gloss of ``privacy_.noise_mode`` (docs/SECURITY.md).
+_NOISE_MODE_WORDS = {
+    "secure": "OS-keyed cryptographic generator, exact discrete noise on a grid",
+    "reproducible": "seeded float noise: a reproducible run, not a release",
+    "float": "float noise: secure_mode=False",
+}
+
 
 def _finite_or_none(value: Any) -> Any:
     """JSON-safe numbers: arrays to lists, NaN and infinities to None (JSON ``null``)."""
@@ -91,4 +98,6 @@ def _summary(payload: dict[str, Any], est: Any) -> str:
         text = f"<= {error:.3g} with probability 95 % (maximum {cap:.3g})"
     lines.append(f"  expected subspace error ‖V̂V̂ᵀ − VVᵀ‖_F: {text}")
     lines.append(f"  privacy: {est.privacy_}")
+    mode = est.privacy_.noise_mode
+    lines.append(f"  noise: {mode} ({_NOISE_MODE_WORDS.get(mode, 'see privacy notes')})")
     return "\n".join(lines)
