@@ -40,6 +40,7 @@ from privpca._validation import (
 )
 from privpca.accounting.ledger import Booking, resolve_ledger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.mechanisms.calibration import laplace_scale
 from privpca.mechanisms.gaussian import analytic_gaussian_sigma
 from privpca.mechanisms.noise import gaussian_release, laplace_release
 from privpca.mechanisms.sensitivity import Neighbouring
@@ -413,7 +414,7 @@ def _scores_record(
         # Add or remove one record: one count moves by 1 (L1 and L2 sensitivity 1).
         sensitivity = SCORES_ADD_REMOVE_SENSITIVITY
         if delta == 0.0:
-            scale = sensitivity / epsilon
+            scale = laplace_scale(epsilon, sensitivity)
             event: Any = dp_accounting.LaplaceDpEvent(scale / sensitivity)
             mechanism, calibration = f"laplace: {what}, L1 sensitivity 1", "laplace"
         else:
@@ -422,7 +423,7 @@ def _scores_record(
             mechanism, calibration = f"gaussian: {what}, L2 sensitivity 1", "analytic"
     elif delta == 0.0:
         # Two counts move by 1: two Laplace mechanisms of L1 sensitivity 1 each.
-        scale = SCORES_L1_SENSITIVITY / epsilon
+        scale = laplace_scale(epsilon, SCORES_L1_SENSITIVITY)
         event = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(scale), 2)
         sensitivity, mechanism, calibration = (
             SCORES_L1_SENSITIVITY, f"laplace: {what}, L1 sensitivity 2", "laplace")

@@ -102,6 +102,7 @@ from privpca.decomposition._stochastic import (
     StreamPlan,
     StreamRun,
 )
+from privpca.mechanisms.calibration import laplace_scale
 from privpca.mechanisms.gradient_statistics import PrivateMean, PrivateTopEigenvalue
 from privpca.mechanisms.noise import laplace_release
 from privpca.mechanisms.sensitivity import Neighbouring
@@ -656,7 +657,7 @@ class DPPCA(StochasticPCA):
         captured = np.stack([_captured(source, val, W) for W, _ in fits], axis=1)
         votes = np.bincount(np.argmax(captured, axis=1), minlength=len(candidates))
         # Report-noisy-max: Laplace(2/ε) on every vote count, then argmax (post-processing).
-        noisy = laplace_release(votes, 2.0 / epsilon, rng, sensitivity=2.0,
+        noisy = laplace_release(votes, laplace_scale(epsilon, 2.0), rng, sensitivity=2.0,
                                 integer_valued=True)
         best = int(np.argmax(noisy))
         del noisy  # released: the choice alone (docstring)
@@ -757,4 +758,5 @@ def _run(
 
 def _selection_event(epsilon: float) -> dp_accounting.DpEvent:
     """Laplace(2/ε) on vote counts of which a replacement changes two by one each."""
-    return dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(2.0 / epsilon), 2)
+    return dp_accounting.SelfComposedDpEvent(
+        dp_accounting.LaplaceDpEvent(laplace_scale(epsilon, 2.0)), 2)
