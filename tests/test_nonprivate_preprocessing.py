@@ -62,6 +62,15 @@ def test_ddof_one_standardisation_warns_too(raw):
     assert len(_caught(lambda: est.fit(Z))) == 1
 
 
+@pytest.mark.parametrize("name", ["DPPCA", "PrivateOjaPCA", "DPSPCA"])
+def test_the_streaming_and_distributed_families_warn_too(raw, name):
+    Z = (raw - raw.mean(axis=0)) / raw.std(axis=0)
+    est = getattr(privpca, name)(1, random_state=0, ledger=privpca.PrivacyLedger())
+    assert len(_caught(lambda: est.fit(Z))) == 1
+    assert _caught(lambda: getattr(privpca, name)(1, random_state=0,
+                                                  ledger=privpca.PrivacyLedger()).fit(raw)) == []
+
+
 def test_a_fit_on_raw_data_does_not_warn(raw):
     for X in (raw, raw - raw.mean(axis=0), raw / raw.std(axis=0)):  # centred or scaled only
         est = privpca.PCA(n_components=2, random_state=0, ledger=privpca.PrivacyLedger())

@@ -72,7 +72,13 @@ from privpca.federated.protocol import (
 from privpca.mechanisms.secure_noise import is_os_keyed
 from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
 from privpca.metrics import sin_theta
-from privpca.pipeline.release import PipelineSettings, PreparedRows, ReleasePipeline, Statistic
+from privpca.pipeline.release import (
+    PipelineSettings,
+    PreparedRows,
+    ReleasePipeline,
+    Statistic,
+    warn_if_standardised,
+)
 from privpca.pipeline.spectrum import (
     component_error_bound,
     feasible_spectrum,
@@ -345,6 +351,7 @@ default="random"
             n = int(table.n_samples)
         else:
             table = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
+            warn_if_standardised(self, table, np.einsum("ij,ij->i", table, table))
             n = table.shape[0]
         if groups is None:
             n_prov = int(check_in_range(self.n_providers, "n_providers", low=1,
