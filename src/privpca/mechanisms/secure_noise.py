@@ -201,6 +201,13 @@ def discrete_gaussian(rng: np.random.Generator, sigma: float,
     return _draw_integers("gaussian", rng, sigma, size)
 
 
+def _signs(rng: np.random.Generator, shape: tuple[int, ...]) -> NDArray[np.float64]:
+    """Independent ±1 of ``shape``, one word's lowest bit each."""
+    n = int(np.prod(shape, dtype=np.int64))
+    bits = _raw(rng, max(n, 1))[:n] & np.uint64(1)
+    return (2.0 * bits.astype(np.float64) - 1.0).reshape(shape)
+
+
 def _finish(value: NDArray[np.float64], size: Any, dtype: Any, out: Any) -> Any:
     if dtype not in (None, np.float64, float, "float64", "f8", "d"):
         raise TypeError("SecureGenerator draws float64 values only.")
@@ -244,9 +251,8 @@ class SecureGenerator(np.random.Generator):
                         out: Any = None) -> Any:
         shape = _shape(size) if out is None else np.shape(out)
         u = uniform_full(self, shape)
-        sign = (_raw(self, u.size) & np.uint64(1)).astype(np.float64).reshape(u.shape)
         # Φ⁻¹ on (0, 1/2] only: the lower tail is where the floats are dense.
-        z = ndtri(0.5 * u) * (2.0 * sign - 1.0)
+        z = ndtri(0.5 * u) * _signs(self, u.shape)
         return _finish(np.asarray(z), size, dtype, out)
 
     def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
@@ -268,9 +274,8 @@ class SecureGenerator(np.random.Generator):
     def laplace(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
         shape = _shape(size) if size is not None else np.broadcast_shapes(np.shape(loc),
                                                                             np.shape(scale))
-        e = self.standard_exponential(shape)
-        sign = (_raw(self, max(int(np.size(e)), 1))[: np.size(e)] & np.uint64(1))
-        signed = np.asarray(e) * (2.0 * sign.astype(np.float64).reshape(np.shape(e)) - 1.0)
+        e = np.asarray(self.standard_exponential(shape))
+        signed = e * _signs(self, e.shape)
         return _finish(np.asarray(loc + np.asarray(scale) * signed), size, None, None)
 
     def spawn(self, n_children: int) -> list[SecureGenerator]:  # type: ignore[override]
