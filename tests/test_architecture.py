@@ -15,7 +15,7 @@ import privpca
 SRC = pathlib.Path(privpca.__file__).parent
 
 FLOORS: list[tuple[str, ...]] = [
-    ("privpca.exceptions", "privpca._config", "privpca.metrics",
+    ("privpca.exceptions", "privpca._config", "privpca._columns", "privpca.metrics",
      "privpca.mechanisms.secure_noise", "privpca.mechanisms._discrete_kernels",
      "privpca.mechanisms.calibration", "privpca.accounting.composition"),
     ("privpca._validation",),

@@ -20,7 +20,7 @@ from privpca import (
 )
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.exceptions import RowClippingWarning
-from privpca.mechanisms.quantile import PrivateQuantile
+from privpca.mechanisms.quantile import GRID_BASE, PrivateQuantile
 from privpca.metrics import subspace_distance
 from privpca.pipeline import bound_selection
 from privpca.pipeline.bound_selection import choose_bound, subspace_noise
@@ -57,13 +57,36 @@ def test_subspace_noise_is_small_for_a_clear_gap_and_large_for_pure_noise():
     assert large.min() > 1.5  # two random planes in 40 dimensions are nearly orthogonal
 
 
-def test_the_two_pilots_compose_to_the_parts_share():
-    # LOW_WEIGHT splits the part's two releases: 1/m_low² + 1/m_high² = 2/m².
-    m, low, high = 7.0, 3.0, 40.0
-    sigma_low, sigma_high = bound_selection.pilot_sigmas(m, low, high)
-    m_low, m_high = sigma_low / (math.sqrt(2) * low**2), sigma_high / (math.sqrt(2) * high**2)
-    assert 1 / m_low**2 + 1 / m_high**2 == pytest.approx(2 / m**2)
-    assert m_low > m_high  # the high pilot, whose noise the distance must see through, gets more
+def test_the_shells_move_by_at_most_their_sensitivity_when_a_row_is_replaced():
+    # Stacked normalised shells (G_{c_l} − G_{c_(l−1)})/Δ_l: replacing one row moves them by at
+    # most √(2L) in Frobenius norm, the sensitivity the release is calibrated for.
+    rng = np.random.default_rng(0)
+    candidates = bound_selection.candidate_ladder(1.0, 6.0)
+    c2 = np.square(candidates)
+    widths = np.diff(np.concatenate([[0.0], c2]))
+
+    def shells(rows):
+        norms = np.linalg.norm(rows, axis=1)
+        grams = [(rows * np.minimum(1.0, c / norms)[:, None]).T @
+                 (rows * np.minimum(1.0, c / norms)[:, None]) for c in candidates]
+        prev, out = np.zeros((3, 3)), []
+        for g, w in zip(grams, widths, strict=True):
+            out.append((g - prev) / w)
+            prev = g
+        return np.concatenate([o.ravel() for o in out])
+
+    rows = rng.normal(size=(50, 3)) * 2
+    worst = 0.0
+    for scale in (0.5, 3.0, 100.0):
+        for _ in range(20):
+            other = rows.copy()
+            other[0] = rng.normal(size=3) * scale
+            worst = max(worst, float(np.linalg.norm(shells(rows) - shells(other))))
+    assert worst <= math.sqrt(2 * len(candidates)) + 1e-9
+    assert worst > 0.5 * math.sqrt(2 * len(candidates))  # and the bound is not loose
+    sigma, *pilots = bound_selection.shell_sigmas(2.0, candidates)
+    assert sigma == pytest.approx(2.0 * math.sqrt(2 * len(candidates)))
+    assert pilots[-1] == pytest.approx(sigma * math.sqrt(float(np.sum(widths**2))))
 
 
 def _clipped_grams(rows: np.ndarray):
@@ -83,7 +106,7 @@ def test_choose_bound_prefers_the_low_bound_when_the_high_one_is_only_noisier():
     grams_at, low, high = _clipped_grams(X - X.mean(axis=0))
     choice = choose_bound(grams_at, 2, low, high, 2.0, 0.7, np.random.default_rng(1))
     assert choice.chosen == low
-    assert choice.final_low < choice.final_high
+    assert choice.finals[0] < choice.finals[-1]
     assert "low candidate" in choice.describe()
 
 
@@ -91,7 +114,8 @@ def test_choose_bound_takes_the_high_bound_when_clipping_turns_the_subspace():
     grams_at, low, high = _clipped_grams(_skewed_tail())
     choice = choose_bound(grams_at, 2, low, high, 0.5, 0.2, np.random.default_rng(1))
     assert choice.bias > 0.5  # the pilots are far apart beyond their noise
-    assert choice.chosen == high
+    j = choice.candidates.index(choice.chosen)
+    assert j > 0 and choice.steps[j - 1] > 0.5  # the bound sits above the resolved rotation
 
 
 @pytest.mark.parametrize("cls", [AnalyzeGaussPCA, ModSuLQPCA, NoisyPowerPCA, BinghamPCA])
@@ -106,9 +130,10 @@ def test_select_spends_the_pilots_inside_the_request_and_says_what_it_chose(cls)
     notes = _choice(est)
     assert f"D = {est.data_norm_:.6g}" in notes
     pilots = [s for s in est.privacy_.spends if s.mechanism.startswith("bound_select")]
-    assert len(pilots) == 2  # one spend per pilot, each with its own σ and Δ
-    for pilot in pilots:
-        assert f"noise std {pilot.noise_scale:.6g})" in pilot.mechanism
+    assert len(pilots) == 1  # one release of every candidate's shell
+    assert f"noise std {pilots[0].noise_scale:.6g})" in pilots[0].mechanism
+    n_candidates = pilots[0].mechanism.count(",") - pilots[0].mechanism.count("(") + 2
+    assert pilots[0].sensitivity == pytest.approx(math.sqrt(2 * n_candidates), rel=0.5)
 
 
 def test_select_chooses_for_the_table():
@@ -125,7 +150,7 @@ def test_select_chooses_for_the_table():
     skewed = _skewed_tail(n=200_000)
     est = AnalyzeGaussPCA(2, epsilon=1.0, data_norm="select", random_state=0,
                           ledger=PrivacyLedger()).fit(skewed)
-    assert "(high candidate)" in _choice(est)
+    assert "(low candidate)" not in _choice(est)
     ref = PCA(2).fit(skewed)
     with pytest.warns(RowClippingWarning):  # half the rows are clipped to the median
         low = AnalyzeGaussPCA(2, epsilon=1.0, data_norm=float(np.median(np.linalg.norm(
@@ -150,18 +175,6 @@ def test_select_without_a_gram_statistic_or_above_max_features(monkeypatch):
     np.testing.assert_array_equal(est.components_, auto.components_)
 
 
-def test_a_quantile_release_reads_other_quantiles_of_the_same_bins():
-    mech = PrivateQuantile.calibrate(0.5, 1e-9, quantile=0.99)
-    values = np.random.default_rng(0).lognormal(size=50_000)
-    rel = mech.estimate(values, np.random.default_rng(1))
-    value, above = rel.at(0.99)
-    assert value == rel.value[0] and above == rel.above[0]
-    median, _ = rel.at(0.5)
-    top, none_above = rel.at(1.0)
-    assert median < value <= top and none_above == 0.0
-    assert median == pytest.approx(np.median(values), rel=0.2)
-
-
 def test_analyze_gauss_averages_the_pilot_at_the_chosen_bound(monkeypatch):
     # Two releases of the same Gram (the pilot and the statistic): their inverse-variance
     # average is post-processing, with noise std σσ_p/√(σ² + σ_p²).
@@ -183,49 +196,38 @@ def test_analyze_gauss_averages_the_pilot_at_the_chosen_bound(monkeypatch):
     assert "averaged with the pilot Gram" in est.privacy_.notes
 
 
-def test_the_interpolated_median_sits_inside_its_bin_and_nearer_the_truth():
-    # On a coarse grid (ratio 2, as for tables of a few hundred rows) the bin's upper edge
-    # can be up to twice the quantile; the geometric interpolation reads the released counts.
-    mech = PrivateQuantile.calibrate(0.5, 1e-9, quantile=0.99, n_records=20)
-    assert mech.base == 2.0
+def test_the_interpolated_median_sits_inside_its_last_step_and_nearer_the_truth():
+    search = PrivateQuantile.calibrate(0.5, quantiles=0.5, n_records=50_000)
     values = np.random.default_rng(0).lognormal(mean=3.6, sigma=0.3, size=50_000)
-    rel = mech.estimate(values, np.random.default_rng(1))
-    edge, above_edge = rel.at(0.5)
-    inside, above_inside = rel.at(0.5, interpolate=True)
-    assert edge / 2 < inside < edge
+    rel = search.estimate(values, np.random.default_rng(1))
+    edge, inside = float(rel.value[0, 0]), float(rel.interpolated()[0, 0])
+    assert edge / GRID_BASE <= inside <= edge
     truth = float(np.median(values))
-    assert abs(inside - truth) < 0.5 * abs(edge - truth)
-    assert above_inside == pytest.approx(0.5 * rel.released_mass[0], rel=1e-9)
-    assert above_inside > above_edge
+    assert abs(inside - truth) <= abs(edge - truth)
 
 
-def test_the_high_candidate_doubles_the_top_edge_only_for_a_tail_the_histogram_cannot_see():
+def test_the_high_candidate_clips_about_four_and_a_half_noise_deviations_of_rows():
+    # The robust maximum: a target of n − 4.5σ, whether the norms stop at a cliff or thin out.
     rng = np.random.default_rng(0)
-    mech = PrivateQuantile.calibrate(28.0, 1e-9, quantile=0.99)  # τ ≈ 240 rows, as at ε = 1
-    # Norms that stop at a cliff (a bounded feature, Covertype-like): the top edge clips
-    # nothing worth the factor's 4× noise.
-    cliff = mech.estimate(rng.uniform(50.0, 100.0, 100_000), rng)
-    edge, count = cliff.top_bin()
-    assert count > 4 * cliff.threshold and 100.0 <= edge < 100.0 * mech.base
-    assert bound_selection.high_candidate(edge, count, cliff.threshold,
-                                          float(cliff.released_mass[0])) == edge
-    # A heavy tail thinning through the threshold (a count, RAND-like): twice the edge.
-    tail = mech.estimate(rng.pareto(2.5, 20_000) + 1.0, rng)
-    edge, count = tail.top_bin()
-    assert bound_selection.high_candidate(edge, count, tail.threshold,
-                                          float(tail.released_mass[0])) == 2.0 * edge
+    for values in (rng.uniform(50.0, 100.0, 100_000), rng.pareto(2.5, 20_000) + 1.0):
+        search = PrivateQuantile.calibrate(28.0, quantiles=(0.5, 1.0), n_records=len(values))
+        rel = search.estimate(values, rng)
+        above = int((values > rel.value[1, 0]).sum())
+        assert above <= 8 * search.noise  # ≈ 4.5σ (+ the bisection's own rank error)
+        assert rel.value[0, 0] < rel.value[1, 0]
 
 
 def test_without_a_resolved_rotation_the_rule_keeps_the_low_bound(monkeypatch):
-    # A3: the pilots' distance is within their noise (b̂ = 0), and the bootstrap's f happens
-    # to favour the high bound: a draw of noisy pilots is not evidence, the low bound stays.
-    P = np.diag([1.0, 1.0, 0.0, 0.0])
-    calls = iter([(P, np.full(10, 0.5)), (P, np.full(10, 0.5)),  # pilots: ν = 0.5, d = 0
-                  (P, np.full(10, 0.9)), (P, np.full(10, 0.3))])  # f_low 0.9 > f_high 0.3
-    monkeypatch.setattr(bound_selection, "subspace_noise", lambda *a: next(calls))
-    choice = choose_bound(lambda bounds: [np.eye(4) * D for D in bounds], 2, 1.0, 4.0, 1.0, 1.0,
-                          np.random.default_rng(0))
-    assert choice.bias == 0.0 and choice.final_high < choice.final_low
+    # A3: no shell turns the subspace (d = 0), and the bootstrap's f happens to favour a higher
+    # bound: a draw around a noisy pilot is not evidence, f is made non-decreasing.
+    draws = iter([0.5, 0.5, 0.9, 0.3, 0.2])  # ν for the step, then f per candidate
+    monkeypatch.setattr(bound_selection, "subspace_noise",
+                        lambda *a: (None, np.full(10, next(draws))))
+    gram = np.diag([100.0, 90.0, 1.0, 1.0])
+    choice = choose_bound(lambda bounds: [gram * D**2 for D in bounds], 2, 1.0, 1.2, 1e-3,
+                          1.0, np.random.default_rng(0))
+    assert choice.candidates == (1.0, 1.2, 2.4)
+    assert choice.bias == 0.0 and choice.finals == (0.9, 0.9, 0.9)
     assert choice.chosen == 1.0
 
 
@@ -252,7 +254,7 @@ def test_with_the_low_bound_the_variances_are_read_off_the_high_pilot():
     assert "(low candidate)" in _choice(est)
     assert "read off the pilot Gram released at the high one" in est.privacy_.notes
     np.testing.assert_allclose(est.explained_variance_ratio_, ref.explained_variance_ratio_,
-                               atol=0.02)
+                               atol=0.03)
     np.testing.assert_allclose(est.explained_variance_, ref.explained_variance_, rtol=0.1)
     # the same components' variances from the median-clipped rows are visibly off
     norms = np.linalg.norm(X - est.mean_, axis=1)

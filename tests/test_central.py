@@ -22,7 +22,7 @@ from privpca import (
 )
 from privpca.datasets import make_signal_noise, make_spiked
 from privpca.decomposition._records import pair_differences, table_records
-from privpca.mechanisms.shuffling import local_epsilon_for_shuffling
+from privpca.mechanisms.shuffling import closed_form_shuffled_epsilon, local_epsilon_for_shuffling
 from privpca.metrics import sin_theta
 
 SMALL_DPPCA = {"n_subsets": 2, "min_subset_size": 1, "batch_size": 8}
@@ -125,14 +125,14 @@ def test_private_oja_shuffled_calibration():
     assert plain.noise_multiplier_ > est.noise_multiplier_
 
 
-def test_private_oja_refuses_outside_the_shuffling_regime():
+def test_private_oja_fits_where_only_the_numerical_shuffling_bound_applies():
+    # ε = 4 at n = 2 000: the closed form's condition fails, FMT's numerical bound certifies.
     X, _ = make_spiked(2_000, 5, 1, random_state=0)
-    with pytest.raises(ShufflingBoundError, match="does not apply"):
-        PrivateOjaPCA(epsilon=4.0, **PAPER_OJA).fit(X)
-    ledger = PrivacyLedger()  # on a table too, refused before anything is charged
-    with pytest.raises(ShufflingBoundError, match="does not apply"):
-        PrivateOjaPCA(epsilon=4.0, ledger=ledger).fit(X)
-    assert len(ledger) == 0
+    with pytest.raises(ShufflingBoundError, match="closed-form shuffling bound needs"):
+        closed_form_shuffled_epsilon(4.0, 2_000, 1e-6)
+    est = PrivateOjaPCA(epsilon=4.0, random_state=0, **PAPER_OJA).fit(X)
+    assert est.privacy_.epsilon <= 4.0
+    assert "numerical" in est.privacy_.calibration
 
 
 def test_private_oja_warns_when_clipping(rng):
@@ -174,11 +174,10 @@ def test_dppca_refuses_too_little_data_clearly(rng):
         DPPCA(delta=1e-8, ledger=ledger, **PAPER).fit(X)
     with pytest.raises(ValueError, match="too small"):
         DPPCA(batch_size=10, ledger=ledger, **PAPER).fit(X)
-    # On a table the stream sees the m = n − n_held other records (m = ⌊(n − n_held)/2⌋ pair
-    # differences with stream_centering="pairs"); refused before any charge, like the papers'
-    # setting.
+    # On a table the held-out records' private quantiles need enough rows (public n, ε, δ);
+    # refused before any charge, like the papers' setting.
     X, _ = gaussian(2_500, 5, rng)
-    with pytest.raises(ValueError, match=r"minibatch .* got m \(records\)=2250"):
+    with pytest.raises(ValueError, match=r"holds out 250 records .* need at least"):
         DPPCA(delta=1e-8, ledger=ledger).fit(X)
     X, _ = gaussian(5_000, 5, rng)
     with pytest.raises(ValueError, match=r"minibatch .* got m \(pair differences\)=2250"):
@@ -305,10 +304,10 @@ def test_defaults_estimate_the_covariance_not_the_mean_and_record_every_part(cls
     held = rec.spends[:-1]
     assert all("held-out" in s.mechanism for s in held)
     # Gaussian composition identity: the parts' multipliers merge into one Gaussian of
-    # multiplier (Σ 1/mᵢ²)^(-1/2), whose ε at the δ left after the histograms' tails is ε.
-    merged = sum(s.dp_event.noise_multiplier ** -2 for s in held) ** -0.5
-    tails = sum(s.tail for s in held)
-    composed = dp_accounting.get_epsilon_gaussian(merged, delta - (1 + math.exp(eps)) * tails)
+    # multiplier (Σ cᵢ/mᵢ²)^(-1/2) (cᵢ releases of each: a quantile search lists its rounds),
+    # whose ε at δ is ε.
+    merged = sum(s.count * s.dp_event.noise_multiplier ** -2 for s in held) ** -0.5
+    composed = dp_accounting.get_epsilon_gaussian(merged, delta)
     assert composed == pytest.approx(eps, rel=1e-6)
     assert "Parallel composition" in rec.notes and "held-out private mean" in rec.notes
     n_held = math.ceil(0.1 * n)
@@ -403,7 +402,7 @@ def test_defaults_refuse_nan_wherever_it_is_and_charge_nothing(where, value):
 
     n = 60_000
     X, _ = shifted(n, 4, seed=6)
-    fitted = DPPCA(epsilon=2.0, random_state=4).fit(X)
+    fitted = DPPCA(epsilon=2.0, batch_size=4_000, random_state=4).fit(X)
     n_held = math.ceil(0.1 * n)
     TB = fitted.batch_size_ * fitted.n_iter_
     assert n_held + TB < n  # some records are read by no step
@@ -413,7 +412,7 @@ def test_defaults_refuse_nan_wherever_it_is_and_charge_nothing(where, value):
            "last record": perm[n_held + TB - 1], "unread": perm[-1]}[where]
     X[row, 2] = value
     ledger = PrivacyLedger()
-    est = DPPCA(epsilon=2.0, random_state=4, ledger=ledger)
+    est = DPPCA(epsilon=2.0, batch_size=4_000, random_state=4, ledger=ledger)
     with pytest.raises(NonFiniteInputError, match="NaN or infinity"):
         est.fit(X)
     assert len(ledger) == 0

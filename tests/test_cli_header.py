@@ -212,10 +212,14 @@ def test_a_fit_refused_before_its_booking_says_nothing_was_spent(runner, tmp_pat
     assert result.exit_code == 1 and "Nothing was spent" in result.stderr, result.output
 
 
-def test_a_private_bound_that_finds_nothing_counts_as_spent(runner, tmp_path):
+def test_too_few_rows_for_a_private_bound_are_refused_in_shell_terms_before_any_spend(
+        runner, tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("\n".join(["a,b,c", *_rows(8, 3)]) + "\n")
     result = runner.invoke(main, ["fit", str(path), "-k", "1", "--epsilon", "0.01",
                                   "--data-norm", "quantile"])
     assert result.exit_code == 1, result.output
-    assert "found no private bound" in result.stderr and "counts as spent" in result.stderr
+    err = " ".join(result.stderr.split())
+    assert "The table has 8 rows" in err and "Nothing was spent" in err
+    assert "--centering none" in err and "--data-norm D" in err and "--epsilon" in err
+    assert "centering=" not in err and "data_norm=" not in err  # no Python advice

@@ -149,9 +149,77 @@ def test_identifier_columns_are_refused_by_their_name_alone(runner, tmp_path, he
         assert _payload(chosen)
 
 
-@pytest.mark.parametrize("name", ["paid", "valid", "width", "idle", "x", "identity"])
+@pytest.mark.parametrize("name", ["paid", "valid", "width", "idle", "x", "identity", "ideal",
+                                  "width_idx", "idx", "key", "X1", "level_0", "humid", "COVID"])
 def test_names_that_merely_contain_id_are_features(name):
     assert identifier_columns([name, "a"]) == []
+
+
+@pytest.mark.parametrize(("names", "expected"), [
+    (["X", "a", "b"], [0]),          # R's read.csv name for write.csv's blank first cell
+    (["", "X", "a"], [0, 1]),        # ... written again with its row names
+    (["rownames", "X", "a"], [0, 1]),
+    (["X", "Y", "Z"], []),           # coordinates: X is an axis
+    (["X", "a", "y"], []),           # a design matrix and its response
+    (["a", "X", "b"], []),           # X elsewhere is a feature
+    (["a", "b", "", "c"], [2]),      # a blank cell anywhere names no feature
+    ([" ", "a"], [0]),
+    (["a", "Unnamed: 3"], [1]),
+    (["...1", "a", "...3"], [0, 2]),  # readr
+    (["row.names", "rowname", "ROWNAMES", "a"], [0, 1, 2]),
+    (["subject.id", "Customer ID", "uuid", "a"], [0, 1, 2]),
+])
+def test_the_identifier_rule_reads_names_and_the_position_of_r_s_x(names, expected):
+    assert identifier_columns(names) == expected
+
+
+def _r_table(n: int = 300) -> np.ndarray:
+    """Three features (the row number, 1…n, is written beside them)."""
+    rng = np.random.default_rng(5)
+    z = rng.standard_normal(n)
+    return np.column_stack([z, 0.9 * z + 0.3 * rng.standard_normal(n),
+                            0.5 * rng.standard_normal(n)])
+
+
+@pytest.mark.parametrize("style", ["write.csv", "Rdatasets", "pandas", "readr", "R twice",
+                                   "blank in the middle"])
+def test_exported_row_numbers_are_never_suggested_as_features(runner, tmp_path, style):
+    """R's ``write.csv`` (``""`` heading the row names 1…n), Rdatasets (``rownames``), pandas'
+    ``Unnamed: 0``, readr's ``...1``, R's ``X`` and a blank cell in the middle: refused by the
+    name, and the advice, fitted as printed, leaves the row numbers out."""
+    X = _r_table()
+    n = len(X)
+    rows = [[f"{v:.6g}" for v in row] for row in X]
+    if style == "write.csv":  # R quotes every name and the row names
+        header = '"","a","b","c"'
+        lines = [f'"{i + 1}",' + ",".join(r) for i, r in enumerate(rows)]
+    elif style == "R twice":  # read.csv named the blank cell X; written again with row names
+        header = '"","X","a","b","c"'
+        lines = [f'"{i + 1}",{i + 1},' + ",".join(r) for i, r in enumerate(rows)]
+    elif style == "blank in the middle":
+        header = "a,,b,c"
+        lines = [f"{r[0]},{i + 1},{r[1]},{r[2]}" for i, r in enumerate(rows)]
+    else:
+        first = {"Rdatasets": "rownames", "pandas": "Unnamed: 0", "readr": "...1"}[style]
+        header = f"{first},a,b,c"
+        lines = [f"{i + 1 - (style == 'pandas')}," + ",".join(r) for i, r in enumerate(rows)]
+    path = tmp_path / "export.csv"
+    path.write_text("\n".join([header, *lines]) + "\n")
+    result = runner.invoke(main, ["fit", str(path), *FAST])
+    out = result.output
+    assert result.exit_code == 1 and "by name (a key or row number, not a feature" in out
+    assert ("like an identifier" if style != "R twice" else "like identifiers") in out
+    assert ("Keep it out" if style != "R twice" else "Keep them out") + " with --columns" in out
+    assert "Nothing was fitted and nothing was spent" in out
+    if style in ("write.csv", "R twice"):
+        assert "the blank first header cell: an index" in out
+    if style == "blank in the middle":
+        assert "(the header gives no name to column 1, 0-based)" in out
+    assert "df.drop" not in out and "X.drop" not in out  # shell terms, not Python's
+    spec = out.split("fit them with --columns ")[1].split(" ")[0]
+    assert spec in ("a:c", "a,b,c")
+    payload = _payload(runner.invoke(main, ["fit", str(path), *FAST, "--columns", spec]))
+    assert payload["feature_names"] == ["a", "b", "c"] and payload["n_samples"] == n
 
 
 def test_pandas_default_header_with_its_index_is_refused_as_an_index(runner, tmp_path):

@@ -46,7 +46,7 @@ from privpca.federated.protocol import (
     select_replies,
 )
 from privpca.metrics import sin_theta, subspace_distance
-from privpca.pipeline.budget import DEFAULT_SHARES, TAIL_FRACTION
+from privpca.pipeline.budget import DEFAULT_SHARES
 from privpca.pipeline.preprocessing import private_norm_bound
 from privpca.solvers.power import random_orthonormal_basis, thin_qr
 
@@ -221,11 +221,11 @@ def mixed():
 
 
 def _closed_form_multiplier(eps, delta, part, T=1):
-    """m/√w (·√T): shares of the Gaussian budget 1/m², δ less the histograms' 1 % tail."""
+    """m/√w (·√T): shares of the Gaussian budget 1/m² (no δ set aside: no histograms)."""
     shares = {k: DEFAULT_SHARES[k] for k in ("bound_raw", "mean", "bound_residual",
                                              "mean_refine", "bound", "variance")}
     w = 1.0 - sum(shares.values()) if part == "statistic" else shares[part]
-    m = float(dp_accounting.get_sigma_gaussian(eps, delta * (1 - TAIL_FRACTION)))
+    m = float(dp_accounting.get_sigma_gaussian(eps, delta))
     return m / math.sqrt(w) * math.sqrt(T)
 
 
@@ -246,8 +246,7 @@ def test_provider_private_mean_rounds_match_the_closed_forms(mixed):
         # Replay the provider's stream: the quantile's draws, then N(0, (m·2R)²) per feature.
         rng = provider_noise_rng(7, r, "mean")
         norms = np.linalg.norm(X - centre, axis=1)
-        R, _ = private_norm_bound(norms, plan[bound_part].multiplier, plan[bound_part].tail,
-                                  0.99, rng)
+        (R,), _ = private_norm_bound(norms, plan[bound_part].multiplier, 0.99, rng)
         assert reply.bound == R
         clipped = (X - centre) * np.minimum(1.0, R / norms)[:, None]
         sigma = plan[sum_part].multiplier * 2.0 * R  # Δ = 2R
@@ -262,7 +261,8 @@ def test_provider_private_mean_rounds_match_the_closed_forms(mixed):
     R1 = prov.counter.recall("bound_raw")
     assert by_part["mean"].sensitivity == pytest.approx(2 * R1)
     assert by_part["mean"].noise_scale == pytest.approx(2 * R1 * plan["mean"].multiplier)
-    assert by_part["bound_raw"].sensitivity == pytest.approx(math.sqrt(2))
+    assert by_part["bound_raw"].sensitivity == pytest.approx(1.0)  # one count per round
+    assert by_part["bound_raw"].count == 10  # the bisection's rounds
     with pytest.raises(BudgetExceededError, match=r"agreed to 2 releases \(mean\)"):
         prov.answer_mean(MeanQuery(1, np.zeros(8)))
 
@@ -276,10 +276,10 @@ def test_provider_bound_power_answers_and_variances_match_the_closed_forms(mixed
     prep = prov.prepare(PrepareMessage(mean))
     plan = prov.plan
     norms = np.linalg.norm(X - mean, axis=1)
-    D, rel = private_norm_bound(norms, plan["bound"].multiplier, plan["bound"].tail, 0.99,
-                                provider_noise_rng(7, 0, "bound"))
+    (D,), rel = private_norm_bound(norms, plan["bound"].multiplier, 0.99,
+                                   provider_noise_rng(7, 0, "bound"))
     assert prep.data_norm == D == prov.data_norm_
-    assert prep.clipped_estimate == pytest.approx(rel.above[0])
+    assert prep.clipped_estimate == pytest.approx(rel.above[0, 0])
     assert 0.002 * 6000 < np.sum(norms > D) < 0.05 * 6000  # a 99 % quantile, roughly
     rows = (X - mean) * np.minimum(1.0, D / norms)[:, None]
     np.testing.assert_allclose(prov.rows, rows, rtol=1e-12, atol=1e-9)
@@ -592,9 +592,8 @@ def test_pipeline_record_totals_the_request_and_lists_every_part(mixed):
     assert (rec.epsilon, rec.delta, rec.model) == (1.0, 1e-5, "distributed")
     assert "replace one record of one provider" in rec.neighbouring
     # Each part once (every provider runs the same plan; parallel composition): the events
-    # and the histograms' tails compose to exactly the request.
-    tails = sum(s.tail * s.count for s in rec.spends)
-    assert compose_epsilon([s.event() for s in rec.spends], 1e-5, tail=tails) == pytest.approx(
+    # compose to exactly the request.
+    assert compose_epsilon([s.event() for s in rec.spends], 1e-5) == pytest.approx(
         1.0, abs=2e-3)
     stat = rec.spends[parts.index("statistic")]
     assert stat.count == 4
@@ -649,8 +648,10 @@ def test_groups_and_lists_agree_on_defaults(mixed):
 
 def test_a_provider_with_too_few_rows_for_the_private_bound_says_so():
     X = np.random.default_rng(0).standard_normal((40, 5))
-    with pytest.raises(ValueError, match="provider 0: data_norm='auto' found no private bound"):
-        DPSPCA(2, ledger=PrivacyLedger()).fit(X)
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="40 rows are too few for the private"):
+        DPSPCA(2, ledger=ledger).fit(X)
+    assert len(ledger) == 0  # refused from the public n and ε, before anything is booked
 
 
 def test_sparse_random_start_is_the_papers_literal_initialisation(paper_small):

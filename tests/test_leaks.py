@@ -103,7 +103,7 @@ def test_no_clipping_warning_when_the_budget_refuses(name):
 def records():
     from privpca.datasets import make_spiked
 
-    X, _ = make_spiked(3000, 6, 2, lam=9.0, random_state=0)
+    X, _ = make_spiked(4000, 6, 2, lam=9.0, random_state=0)
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

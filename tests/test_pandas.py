@@ -137,3 +137,55 @@ def test_a_column_transformer_with_pandas_output(frame):
                                  "all__pca0", "city__city"]
     assert out.index.equals(frame.index)
     assert list(ct.named_transformers_["body"].feature_names_in_) == ["height", "weight", "age"]
+
+
+# ------------------------------------------------------------ identifier columns, by name
+@pytest.mark.parametrize("name", ["id", "rownames", "row.names", "Unnamed: 0", "", " ",
+                                  "customer_id", "CustomerID", "userId", "index", "...1",
+                                  "__index_level_0__"])
+def test_a_dataframe_with_an_identifier_column_is_refused_by_its_name(frame, name):
+    # The values are ordinary numbers (the row number): the name alone decides.
+    table = frame.reset_index(drop=True)
+    table.insert(0, name, np.arange(1, len(table) + 1, dtype=float))
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="by name") as info:
+        privpca.PCA(2, epsilon=1, ledger=ledger).fit(table)
+    message = str(info.value)
+    assert repr(name) in message and "looks like an identifier" in message
+    assert f"X.drop(columns=[{name!r}])" in message  # the way out, in Python's terms
+    assert "--columns" not in message
+    assert "nothing was spent" in message and len(ledger) == 0
+    # Dropped as told, the rest fits; the same values without names (NumPy) are not checked.
+    est = privpca.PCA(2, epsilon=1, ledger=PrivacyLedger()).fit(table.drop(columns=[name]))
+    assert list(est.feature_names_in_) == list(frame.columns)
+    privpca.PCA(2, epsilon=1, ledger=PrivacyLedger()).fit(table.to_numpy())
+
+
+def test_every_identifier_is_named_and_the_estimators_refuse_them_too(frame):
+    # reset_index() of an unnamed index makes the column "index" (here the index is named).
+    table = frame.reset_index().rename(columns={"person": "index"}).assign(record_id=0.0)
+    with pytest.raises(ValueError, match=r"Columns 'index', 'record_id' look like "
+                                         r"identifiers") as info:
+        privpca.AnalyzeGaussPCA(2, **PAPER, ledger=PrivacyLedger()).fit(table)
+    assert "X.drop(columns=['index', 'record_id'])" in str(info.value)
+    assert str(info.value).startswith("AnalyzeGaussPCA: ")
+
+
+@pytest.mark.parametrize("columns", [["width_idx", "ideal", "key", "valid"],
+                                     ["X", "Y", "Z", "width"], ["X1", "X2", "X3", "X4"],
+                                     ["idle", "paid", "identity", "humid"]])
+def test_features_whose_names_merely_resemble_identifiers_fit(frame, columns):
+    pd = pytest.importorskip("pandas")
+    table = pd.DataFrame(frame.to_numpy(), columns=columns)
+    est = privpca.PCA(2, epsilon=1, ledger=PrivacyLedger()).fit(table)
+    assert list(est.feature_names_in_) == columns
+
+
+def test_r_s_x_heading_a_table_is_an_identifier_but_not_beside_a_y(frame):
+    pd = pytest.importorskip("pandas")
+    X = frame.to_numpy()
+    with pytest.raises(ValueError, match="Column 'X' looks like an identifier"):
+        privpca.PCA(2, epsilon=1, ledger=PrivacyLedger()).fit(
+            pd.DataFrame(X, columns=["X", "a", "b", "c"]))
+    for columns in (["a", "X", "b", "c"], ["X", "a", "b", "y"]):
+        privpca.PCA(2, epsilon=1, ledger=PrivacyLedger()).fit(pd.DataFrame(X, columns=columns))

@@ -303,7 +303,7 @@ def _releasing_calls():
         "StabilityHistogram.release_modes": lambda rng: StabilityHistogram.calibrate(
             1.0, 1e-5).release_modes(np.zeros(50, dtype=np.int64), rng),
         "PrivateQuantile.estimate": lambda rng: PrivateQuantile.calibrate(
-            1.0, 1e-6, quantile=0.9).estimate(np.ones(50), rng),
+            1.0, quantiles=0.9, n_records=50).estimate(np.ones(50), rng),
         "private_mean_from_sum": lambda rng: private_mean_from_sum(x, 4, 1.0, 1.0, rng),
         "sample_bingham_exact": lambda rng: sample_bingham_exact(lam, rng=rng),
         "sample_bingham_gibbs": lambda rng: sample_bingham_gibbs(lam, 1, 2, rng=rng),

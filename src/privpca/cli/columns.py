@@ -3,7 +3,9 @@ cells (``--missing``).
 
 Both are decided from public things only: the header (the table's schema) and what the user
 types. A column whose *name* says it is an identifier is not a feature; its values are never
-looked at to decide so, which would make the refusal depend on the data.
+looked at to decide so, which would make the refusal depend on the data. The rule
+(:func:`identifier_columns`) lives in :mod:`privpca._columns`, shared with ``fit(df)`` in
+Python.
 """
 
 from __future__ import annotations
@@ -16,13 +18,10 @@ from typing import Any
 
 import click
 
+from privpca._columns import identifier_columns
+
 __all__ = ["MissingPolicy", "check_feature_names", "describe", "identifier_columns",
            "resolve_columns", "suggest_columns"]
-
-#: Names that say "key or row number", not "feature": ``id``, ``*_id``, ``customerId``,
-#: ``CustomerID``, ``index``, pandas' ``Unnamed: 0`` and ``__index_level_0__``.
-_IDENTIFIER = re.compile(r"(?i:id|index|.*_id)|.*[a-z](?:Id|ID)|Unnamed: \d+"
-                         r"|__index_level_\d+__")
 
 
 def describe(items: Sequence[str], limit: int = 6) -> str:
@@ -47,13 +46,6 @@ class MissingPolicy(click.ParamType):
             self.fail(f"{value!r} is neither 'refuse' nor a finite number (e.g. --missing 0).",
                       param, ctx)
         return number
-
-
-def identifier_columns(names: Sequence[str], blank_first: bool = False) -> list[int]:
-    """The columns whose name marks them as identifiers (by the name alone; ``blank_first``:
-    the first header cell is empty, as pandas writes its index)."""
-    return [j for j, name in enumerate(names)
-            if _IDENTIFIER.fullmatch(name) or (j == 0 and blank_first)]
 
 
 def check_feature_names(names: Sequence[str], chosen: Sequence[int], what: str) -> None:

@@ -455,7 +455,9 @@ def _refusal_says_what_was_spent(show_data_warnings: bool,
     try:
         yield
     except (ValueError, BudgetExceededError) as exc:
-        if len(ledger) == booked:  # refused before the booking, or the booking withdrawn
+        if isinstance(exc, BoundNotFoundError) and exc.needed is not None:
+            text = _shell_rows_refusal(exc, what)  # public: n, p, ε, δ; before any booking
+        elif len(ledger) == booked:  # refused before the booking, or the booking withdrawn
             text = f"{exc} Nothing was spent: {what} released nothing and left no (ε, δ) booked."
         elif isinstance(exc, BoundNotFoundError):
             text = (f"{exc} The (ε, δ) of {what} counts as spent: it was booked before the "
@@ -489,6 +491,18 @@ def _select(method: str, model: str, delta: float, n_features: int | None) -> tu
         return select_mechanism(n_features, delta=delta, model=model, mechanism=method)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
+
+
+def _shell_rows_refusal(exc: Any, what: str) -> str:
+    """A too-small table's refusal in the shell's terms (flags, not Python parameters)."""
+    eps = exc.epsilon_needed
+    larger = f"--epsilon {eps:.3g} or more" if eps is not None else "no --epsilon up to 64"
+    return (f"The table has {exc.rows} rows; its private norm bounds need at least "
+            f"{exc.needed} at this --epsilon and --delta. Nothing was spent: {what} released "
+            f"nothing and left no (ε, δ) booked. What works: {larger}; or public quantities "
+            "instead of the private ones: --centering none (for data already centred, or "
+            "centred with a public mean) with --data-norm D (a public bound on every row's "
+            "norm, never read off this table), without --scale.")
 
 
 def _check_pure(name: str, delta: float, centering: str, data_norm: str | float,

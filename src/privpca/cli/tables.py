@@ -8,13 +8,14 @@ line whose every cell is a number or a missing-cell marker is refused unless ``-
 it is one (it is more likely a record: give ``--no-header``).
 
 ``--columns`` selects the features (names, indices, ranges: :mod:`privpca.cli.columns`);
-without it, text columns and columns named as identifiers are refused. A refusal found by
-reading values (ragged rows, text or missing cells, non-finite values) is a
-:class:`DataRefusal`: its message says what kind of problem and the way out, with no count,
-line, cell or column found in the values; the diagnosis (which columns, lines and cells) is
-printed with ``--show-data-warnings`` only. ``--missing VALUE`` puts a public value in every
-missing cell (n stays public); how many were filled is said only by a
-:class:`~privpca.exceptions.DataDependentWarning`."""
+without it, text columns and columns named as identifiers (by the name alone, never the
+values: :mod:`privpca._columns`, the rule ``fit(df)`` follows in Python) are refused, and the
+advice never suggests one. A refusal found by reading values (ragged rows, text or missing
+cells, non-finite values) is a :class:`DataRefusal`: its message says what kind of problem
+and the way out, with no count, line, cell or column found in the values; the diagnosis
+(which columns, lines and cells) is printed with ``--show-data-warnings`` only.
+``--missing VALUE`` puts a public value in every missing cell (n stays public); how many were
+filled is said only by a :class:`~privpca.exceptions.DataDependentWarning`."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import click
 import numpy as np
 from numpy.typing import NDArray
 
+from privpca._columns import identifier_message
 from privpca._validation import caller_stacklevel
 from privpca.cli.columns import (
     check_feature_names,
@@ -99,8 +101,6 @@ class _CsvHeader(NamedTuple):
     names: list[str]
     has_header: bool
     delimiter: str
-    #: The first header cell is empty: pandas' index column.
-    blank_first: bool
 
 
 def _is_name(cell: str) -> bool:
@@ -130,7 +130,7 @@ def _csv_header(path: Path, header: bool | None = None) -> _CsvHeader:
     if not first:
         raise click.ClickException(f"{path}: the file is empty.")
     if header is False:
-        return _CsvHeader([f"x{j}" for j in range(len(first))], False, delimiter, False)
+        return _CsvHeader([f"x{j}" for j in range(len(first))], False, delimiter)
     names = [cell.strip() for cell in first]
     if header is None and not any(_is_name(name) for name in names):
         raise click.ClickException(
@@ -139,7 +139,7 @@ def _csv_header(path: Path, header: bool | None = None) -> _CsvHeader:
             "as the feature names). Give --no-header if line 1 is a record (the columns are "
             "then x0, x1, …), or --header if it is the header (e.g. pandas' default labels 0, "
             "1, …).")
-    return _CsvHeader(names, True, delimiter, not names[0])
+    return _CsvHeader(names, True, delimiter)
 
 
 def _parse_csv_slowly(path: Path, head: _CsvHeader, usecols: Sequence[int] | None = None,
@@ -194,21 +194,21 @@ def _text_items(text_cells: dict[int, tuple[str, int]], names: Sequence[str]) ->
             for j, (cell, line) in sorted(text_cells.items())}
 
 
-def _not_features(path: Path, names: Sequence[str], text: dict[int, str],
-                  blank_first: bool = False, *, by_name: bool = False) -> DataRefusal:
+def _not_features(path: Path, names: Sequence[str], text: dict[int, str], *,
+                  by_name: bool = False) -> DataRefusal:
     """The refusal of a table with text columns or identifier columns and no ``--columns``.
 
     On defaults it names only what the header says (the columns named as identifiers, and
     the ``--columns`` of the others) and, unless the refusal is ``by_name`` (decided by the
     header alone, ``text`` being a sample for the diagnosis), that some cells are text; the
     diagnosis (:func:`_diagnosis`) names the text columns with a cell and its line."""
-    ids = identifier_columns(names, blank_first)
+    ids = identifier_columns(names)
     parts = [f"{path}:"]
     if text and not by_name:
         parts.append("some cells are text (neither numbers nor missing-cell markers). "
                      "privpca fit needs numbers only.")
     if ids:
-        parts.append(_identifiers(names, ids, blank_first))
+        parts.append(_identifiers(names, ids))
     if text and not by_name:
         parts.append("Choose the numeric feature columns with --columns SPEC (names, 0-based "
                      "indices or inclusive ranges a:b), or encode the text as numbers first.")
@@ -220,28 +220,28 @@ def _not_features(path: Path, names: Sequence[str], text: dict[int, str],
                          "0-based indices or inclusive ranges a:b).")
         else:
             parts.append("No other column is left: encode the columns as numbers first.")
-    return DataRefusal(" ".join(parts), _diagnosis(names, text, blank_first))
+    return DataRefusal(" ".join(parts), _diagnosis(names, text))
 
 
-def _identifiers(names: Sequence[str], ids: Sequence[int], blank_first: bool) -> str:
-    """``Column 'id' looks like an identifier by name …`` (from the header alone)."""
-    named = [repr(names[j]) + (" (the blank first header cell: an index)"
-                               if j == 0 and blank_first else "") for j in ids]
-    verb = "look" if len(ids) > 1 else "looks"
-    return (f"Column{'s' if len(ids) > 1 else ''} {describe(named)} {verb} like an "
-            "identifier by name (a key or row number, not a feature).")
+def _identifiers(names: Sequence[str], ids: Sequence[int]) -> str:
+    """``Column 'id' looks like an identifier by name …`` (from the header alone: the
+    wording ``fit(df)`` uses in Python) and how to keep it out, in shell terms."""
+    them, are = ("them", "they are features") if len(ids) > 1 else ("it", "it is a feature")
+    anyway = (f"; if {are}, choose {them} there too (a chosen column is fitted, whatever "
+              "its name)" if all(names[j].strip() for j in ids) else "")
+    return f"{identifier_message(names, ids)} Keep {them} out with --columns{anyway}."
 
 
-def _diagnosis(names: Sequence[str], text: dict[int, str], blank_first: bool = False) -> str:
+def _diagnosis(names: Sequence[str], text: dict[int, str]) -> str:
     """The text columns (with a cell and its line), the identifier columns and the
     ``--columns`` of the numeric ones: for the data holder only."""
-    ids = [j for j in identifier_columns(names, blank_first) if j not in text]
+    ids = [j for j in identifier_columns(names) if j not in text]
     parts = []
     if text:
         parts.append(f"non-numeric column{'s' if len(text) > 1 else ''} "
                      f"{describe(list(text.values()))}. privpca fit needs numbers only.")
     if ids:
-        parts.append(_identifiers(names, ids, blank_first))
+        parts.append(_identifiers(names, ids))
     numeric = [j for j in range(len(names)) if j not in text and j not in ids]
     if numeric:
         parts.append(f"The numeric feature columns are {describe([names[j] for j in numeric], 12)}"
@@ -266,7 +266,7 @@ def _selected_text(path: Path, text: dict[int, str]) -> DataRefusal:
 
 
 def _choose(path: Path, names: Sequence[str], columns: str | None, *,
-            text: dict[int, str] | None = None, blank_first: bool = False) -> list[int]:
+            text: dict[int, str] | None = None) -> list[int]:
     """The columns to fit: ``--columns`` resolved, or all of them when none is text or named
     as an identifier (refused otherwise, with the numeric columns listed).
 
@@ -275,8 +275,8 @@ def _choose(path: Path, names: Sequence[str], columns: str | None, *,
     refused as a :class:`DataRefusal`)."""
     text = text or {}
     if columns is None:
-        if text or identifier_columns(names, blank_first):
-            raise click.ClickException(f"{path}: {_diagnosis(names, text, blank_first)}")
+        if text or identifier_columns(names):
+            raise click.ClickException(f"{path}: {_diagnosis(names, text)}")
         return list(range(len(names)))
     chosen = resolve_columns(columns, names, path.name)
     picked_text = {j: text[j] for j in chosen if j in text}
@@ -292,14 +292,13 @@ def _load_csv(path: Path, columns: str | None,
     head = _csv_header(path, header)
     names = head.names
     chosen = None if columns is None else _choose(path, names, columns)
-    if chosen is None and identifier_columns(names, head.blank_first):
+    if chosen is None and identifier_columns(names):
         # Refused by name; the first rows only, to say which columns are text (diagnosis).
         try:
             _, text_cells = _parse_csv_slowly(path, head, limit=_SAMPLE_ROWS)
         except DataRefusal:  # ragged or not UTF-8: found when the columns are chosen
             text_cells = {}
-        raise _not_features(path, names, _text_items(text_cells, names), head.blank_first,
-                            by_name=True)
+        raise _not_features(path, names, _text_items(text_cells, names), by_name=True)
     check_feature_names(names, range(len(names)) if chosen is None else chosen, str(path))
     first_line = 2 if head.has_header else 1
     try:

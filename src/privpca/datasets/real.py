@@ -10,13 +10,19 @@ Preprocessing follows Wang & Xu (§6): rows are scaled to unit L2 norm ("normali
 which makes ``data_norm = 1`` exact for the local-model estimators. No centring by default
 (the paper does not centre, and the private estimators use the uncentred second moment).
 Both steps can be switched off; returned data are float64.
+
+:func:`load_package_table` reads further public tables installed with scikit-learn or
+statsmodels (:data:`PACKAGE_TABLES`: the real-table suite's tables beside
+:mod:`privpca.datasets.packaged`'s), raw and offline.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,14 +30,17 @@ from sklearn.utils import Bunch
 
 __all__ = [
     "DATASETS",
+    "PACKAGE_TABLES",
     "DatasetChecksumError",
     "DatasetInfo",
+    "PackageTable",
     "list_datasets",
     "load_colon",
     "load_covtype",
     "load_dataset",
     "load_isolet5",
     "load_leukemia",
+    "load_package_table",
 ]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -355,3 +364,193 @@ def load_isolet5(
     return load_dataset(
         "isolet5", normalize_rows=normalize_rows, center=center, data_home=data_home
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# More public tables installed with scikit-learn or statsmodels (the real-table suite's tables
+# beside privpca.datasets.packaged's nine). Read from installed files, never downloaded.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PackageTable:
+    """One more table read from files installed with scikit-learn or statsmodels.
+
+    Parameters
+    ----------
+    name : str
+        The suite's name of the table.
+    package : {"scikit-learn", "statsmodels"}
+        The package whose installed files hold it.
+    shape : tuple of int
+        ``(n, p)`` after the documented drops.
+    title : str
+        What the table is, and the call that reads it.
+    columns : str
+        What the kept columns are.
+    dropped : str
+        Which columns or rows are dropped and why ("" when none).
+    """
+
+    name: str
+    package: str
+    shape: tuple[int, int]
+    title: str
+    columns: str
+    dropped: str = ""
+
+
+#: The real-table suite's further package tables (:func:`load_package_table`), largest first.
+PACKAGE_TABLES: dict[str, PackageTable] = {
+    t.name: t
+    for t in (
+        PackageTable("china_patches", "scikit-learn", (68_160, 12),
+                     "Non-overlapping 2×2 RGB patches of the photograph 'china.jpg' "
+                     "(sklearn.datasets.load_sample_image)",
+                     "the 12 values (2×2 pixels × red, green, blue, each 0–255) of a patch, "
+                     "row-major within the patch",
+                     "the image's last pixel row (427 is odd): 213 × 320 patches"),
+        PackageTable("modechoice", "statsmodels", (840, 7),
+                     "Travel mode choice, Greene (statsmodels.datasets.modechoice)",
+                     "choice (0/1), terminal time, in-vehicle cost, in-vehicle time, "
+                     "generalised cost, household income, party size (one row per traveller "
+                     "and mode: income and party size repeat over a traveller's 4 rows)",
+                     "individual (an identifier) and mode (the alternative's code 1–4)"),
+        PackageTable("grunfeld", "statsmodels", (220, 3),
+                     "Grunfeld's investment data (statsmodels.datasets.grunfeld)",
+                     "gross investment, market value, capital stock of 11 US firms over 20 "
+                     "years (heavy tail: General Motors is an order of magnitude above most)",
+                     "firm (a name) and year (an index)"),
+        PackageTable("fertility", "statsmodels", (192, 52),
+                     "World Bank fertility rates 1960–2011 (statsmodels.datasets.fertility)",
+                     "births per woman in each year 1960–2011 (one row per country or "
+                     "regional aggregate)",
+                     "country name and code and indicator name and code (text), 2012 and "
+                     "2013 (empty), and the 27 rows with a missing year"),
+        PackageTable("iris", "scikit-learn", (150, 4),
+                     "Fisher's iris (sklearn.datasets.load_iris)",
+                     "sepal length and width, petal length and width (cm)"),
+        PackageTable("ccard", "statsmodels", (72, 5),
+                     "Credit card expenditure, Greene (statsmodels.datasets.ccard)",
+                     "average monthly expenditure (heavy tail), age, income, income squared, "
+                     "home ownership (0/1)"),
+        PackageTable("heart", "statsmodels", (69, 3),
+                     "Stanford heart transplant survival (statsmodels.datasets.heart)",
+                     "survival (days, heavy tail), censoring indicator (0/1), age"),
+        PackageTable("elnino", "statsmodels", (61, 12),
+                     "El Niño sea surface temperatures 1950–2010 (statsmodels.datasets.elnino)",
+                     "monthly temperature (°C), January to December, one row per year",
+                     "YEAR (an index)"),
+        PackageTable("statecrime", "statsmodels", (51, 7),
+                     "US state crime 2009 (statsmodels.datasets.statecrime)",
+                     "violent crime and murder rates per 100 000, % high-school graduates, "
+                     "% in poverty, % single-parent households, % white, % urban"),
+        PackageTable("stackloss", "statsmodels", (21, 4),
+                     "Brownlee's stack loss plant data (statsmodels.datasets.stackloss)",
+                     "stack loss, air flow, water temperature, acid concentration"),
+        PackageTable("linnerud", "scikit-learn", (20, 6),
+                     "Linnerud's exercise data (sklearn.datasets.load_linnerud), data and "
+                     "targets side by side",
+                     "chin-ups, sit-ups, jumps; weight (lb), waist (in), pulse"),
+        PackageTable("longley", "statsmodels", (16, 6),
+                     "Longley's US macro series 1947–1962 (statsmodels.datasets.longley)",
+                     "total employment, GNP deflator, GNP, unemployment, armed forces, "
+                     "population (nearly collinear)",
+                     "YEAR (an index)"),
+    )
+}
+
+
+def _statsmodels_table(name: str) -> Any:
+    """The pandas frame of ``statsmodels.datasets.<name>``, or an ImportError naming the
+    ``suite`` extra."""
+    try:
+        module = importlib.import_module(f"statsmodels.datasets.{name}")
+    except ImportError as exc:
+        raise ImportError(
+            f"The table {name!r} ships with statsmodels, which is not installed: "
+            "pip install 'privpca[suite]' (or statsmodels)."
+        ) from exc
+    return module.load_pandas().data
+
+
+#: Columns dropped from the statsmodels tables (identifiers and time indices).
+_STATSMODELS_DROP: dict[str, tuple[str, ...]] = {
+    "modechoice": ("individual", "mode"), "grunfeld": ("firm", "year"),
+    "elnino": ("YEAR",), "longley": ("YEAR",),
+    "fertility": ("Country Name", "Country Code", "Indicator Name", "Indicator Code", "2012",
+                  "2013"),
+}
+
+
+def _package_frame(name: str) -> tuple[NDArray[np.float64], list[str]]:
+    """The raw values (float64) and column names of a :data:`PACKAGE_TABLES` table."""
+    from sklearn import datasets
+
+    if name == "china_patches":
+        image = np.asarray(datasets.load_sample_image("china.jpg"), dtype=np.float64)
+        rows, cols = image.shape[0] // 2, image.shape[1] // 2
+        patches = image[: 2 * rows, : 2 * cols].reshape(rows, 2, cols, 2, 3)
+        X = patches.transpose(0, 2, 1, 3, 4).reshape(rows * cols, 12)
+        return X, [f"{c}{i}{j}" for i in range(2) for j in range(2) for c in "rgb"]
+    if name == "iris":
+        bunch = datasets.load_iris()
+        return np.asarray(bunch.data, dtype=np.float64), [str(c) for c in bunch.feature_names]
+    if name == "linnerud":
+        bunch = datasets.load_linnerud()
+        X = np.hstack([bunch.data, bunch.target]).astype(np.float64)
+        return X, [str(c) for c in (*bunch.feature_names, *bunch.target_names)]
+    frame = _statsmodels_table(name).drop(columns=list(_STATSMODELS_DROP.get(name, ())))
+    if name == "fertility":
+        frame = frame.dropna(axis=0)
+    return frame.to_numpy(dtype=np.float64), [str(c) for c in frame.columns]
+
+
+def load_package_table(name: str) -> Bunch:
+    """Load one of :data:`PACKAGE_TABLES`: raw numeric columns, float64, read offline.
+
+    The values are as installed with scikit-learn or statsmodels (``pip install
+    'privpca[suite]'``), not scaled, centred or normalised; identifier and time-index columns
+    are dropped (:attr:`PackageTable.dropped` says which).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`PACKAGE_TABLES`.
+
+    Returns
+    -------
+    Bunch
+        ``data`` (ndarray of shape (n_samples, n_features), float64), ``feature_names``,
+        ``name``, ``package``, ``version`` (the installed version of that package), ``DESCR``
+        and ``info`` (:class:`PackageTable`).
+
+    Raises
+    ------
+    ImportError
+        The table ships with statsmodels and statsmodels is not installed.
+    ValueError
+        Unknown name, or the package gave another shape than documented.
+
+    Examples
+    --------
+    >>> iris = load_package_table("iris")
+    >>> iris.data.shape, iris.package
+    ((150, 4), 'scikit-learn')
+    """
+    if name not in PACKAGE_TABLES:
+        raise ValueError(f"Unknown table {name!r}; choose one of {list(PACKAGE_TABLES)}.")
+    info = PACKAGE_TABLES[name]
+    X, columns = _package_frame(name)
+    if X.shape != info.shape:
+        raise ValueError(f"{name}: the {info.package} table has shape {X.shape}, expected "
+                         f"{info.shape}: another version of the package?")
+    module = importlib.import_module("sklearn" if info.package == "scikit-learn"
+                                     else info.package)
+    version = str(module.__version__)
+    dropped = f"\nDropped: {info.dropped}." if info.dropped else ""
+    descr = (f"{info.title}: {X.shape[0]} x {X.shape[1]}, raw numeric columns (float64; not "
+             f"scaled, centred or normalised).\nColumns: {info.columns}.{dropped}\nSource: "
+             f"{info.package} {version}, installed files (no download).")
+    return Bunch(data=X, feature_names=columns, name=name, package=info.package,
+                 version=version, DESCR=descr, info=info)

@@ -144,7 +144,6 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
-import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils.validation import validate_data
@@ -159,13 +158,12 @@ from privpca._validation import (
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA, Plan, Release
 from privpca.decomposition._records import RecordStream, table_records
-from privpca.mechanisms.quantile import PrivateQuantile
 from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.mechanisms.shuffling import secret_permutation
-from privpca.pipeline.budget import DEFAULT_SHARES, HISTOGRAM_PARTS, PART_NAMES
+from privpca.pipeline.budget import DEFAULT_SHARES, PART_NAMES
 from privpca.pipeline.preprocessing import BoundNotFoundError
 from privpca.pipeline.release import (
-    DEFAULT_NORM_QUANTILE,
+    MAX_SEARCH_SHARE,
     PipelineSettings,
     PreparedRows,
     ReleasePipeline,
@@ -657,45 +655,39 @@ class StochasticPCA(BasePrivatePCA):
         # The held-out rows' own settings: a private bound, no scales; shares set below.
         held = PipelineSettings(epsilon=epsilon, delta=delta, centering=centering,
                                 data_norm="auto", scale=False)
-        probe = ReleasePipeline(self, held, n_held, p, statistic, model="central",
-                                neighbouring=neighbouring)
-        weights = self._holdout_weights((*probe.active, "variance"))
-        held = replace(held, budget_shares={part: weights[part] for part in probe.active})
-        run = ReleasePipeline(self, held, n_held, p, statistic, model="central",
-                              neighbouring=neighbouring)
+        try:  # the searches' public check: refused before anything is charged
+            probe = ReleasePipeline(self, held, n_held, p, statistic, model="central",
+                                    neighbouring=neighbouring)
+            weights = self._holdout_weights((*probe.active, "variance"))
+            shares = {part: weights[part] for part in probe.active}
+            for _ in range(3):  # few held-out rows: raise the searches' shares (public n)
+                held = replace(held, budget_shares=shares)
+                run = ReleasePipeline(self, held, n_held, p, statistic, model="central",
+                                      neighbouring=neighbouring)
+                short = run._short_searches(run.plan, run.held_plan)
+                for part, search in short:
+                    need = (search.min_records() / search.n_records) ** 2 * 1.02
+                    shares[part] = min(shares[part] * need, MAX_SEARCH_SHARE)
+            run.check_rows()
+        except BoundNotFoundError as exc:
+            raise BoundNotFoundError(
+                f"{type(self).__name__} holds out {n_held} records (holdout_fraction="
+                f"{self._holdout_fraction():g}) for its private mean, bound and explained "
+                f"variance; its private norm quantiles need at least {exc.needed} at "
+                f"epsilon={epsilon:g}, delta={delta:g}. Nothing was charged. Raise "
+                "holdout_fraction, use more data or a larger epsilon, or use the papers' "
+                f"setting ({self._papers_setting()}).", rows=n_held, needed=exc.needed
+            ) from exc
         parts = {name: b for name, b in run.plan.parts.items() if name != "statistic"}
         parts["variance"] = replace(run.plan.parts["statistic"], name="variance")
         run.plan = replace(run.plan, parts=parts)
-        # A private quantile releases only bins whose noisy count clears a public threshold;
-        # with fewer held-out records than that, none would (but by a fluke of the noise).
-        # Refused here, from public quantities, before anything is charged.
-        need = max(PrivateQuantile.calibrate(b.multiplier, b.tail,
-                                             quantile=DEFAULT_NORM_QUANTILE).histogram.threshold
-                   for name, b in parts.items() if name in HISTOGRAM_PARTS)
-        if n_held < need:
-            raise ValueError(
-                f"{type(self).__name__} holds out {n_held} records (holdout_fraction="
-                f"{self._holdout_fraction():g}) for its private mean, bound and explained "
-                f"variance; its private norm quantiles need at least {math.ceil(need)} at "
-                f"epsilon={epsilon:g}, delta={delta:g}. Raise holdout_fraction, use more data "
-                f"or a larger epsilon, or use the papers' setting ({self._papers_setting()})."
-            )
         return run
 
     @staticmethod
     def _planned_spends(run: ReleasePipeline) -> list[PrivacySpend]:
         """The held-out parts' spends as booked (events known before the data are read)."""
-        out = []
-        for part in PART_NAMES:
-            if part not in run.plan:
-                continue
-            b = run.plan[part]
-            out.append(PrivacySpend(
-                mechanism=f"{part}: planned{_HELD}", epsilon=b.epsilon, delta=b.delta,
-                sensitivity=math.nan, noise_scale=math.nan, count=b.count,
-                dp_event=dp_accounting.GaussianDpEvent(b.multiplier), tail=b.tail,
-            ))
-        return out
+        return [run._spend(part, f"planned{_HELD}", math.nan, math.nan)
+                for part in PART_NAMES if part in run.plan]
 
     def _papers_setting(self) -> str:
         """The parameters of the papers' setting, for the errors that suggest it."""
@@ -708,18 +700,9 @@ class StochasticPCA(BasePrivatePCA):
     ) -> HeldOutRelease:
         """The held-out share's preprocessing releases on its ``rows`` (an array, or a
         :class:`~privpca.streaming.RowSource` read by block passes)."""
-        try:
-            # the rows' norms only where the path needs them
-            prepared = (run.prepare_streamed(rows, rng) if isinstance(rows, RowSource)
-                        else run.prepare(rows, rng))
-        except BoundNotFoundError as exc:
-            n_held = rows.n_samples if isinstance(rows, RowSource) else rows.shape[0]
-            raise BoundNotFoundError(
-                f"{type(self).__name__}: no bin of a private norm histogram of the "
-                f"{n_held} held-out records cleared its threshold (too few records for "
-                "this epsilon); the spend is recorded. Raise holdout_fraction, use more data "
-                f"or a larger epsilon, or use the papers' setting ({self._papers_setting()})."
-            ) from exc
+        # the rows' norms only where the path needs them
+        prepared = (run.prepare_streamed(rows, rng) if isinstance(rows, RowSource)
+                    else run.prepare(rows, rng))
         return HeldOutRelease(prepared, run)
 
     def _split_streamed(

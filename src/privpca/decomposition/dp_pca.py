@@ -5,7 +5,9 @@ step and ``T = ⌊n/B⌋`` steps (each record used once), step t
 
 1. runs Algorithm 4 (:class:`~privpca.mechanisms.gradient_statistics.PrivateTopEigenvalue`) on
    the gradients ``A_i W`` of the first half of the batch → ``Λ_t``, the spread of the
-   gradients (a step whose histogram releases nothing is skipped, and counted);
+   gradients (a step whose histogram releases nothing reuses the last released ``Λ``, or
+   before the first one, on a table, one set by the held-out private bound; counted, and
+   warned of when more than half of the steps fail: ``n_eigen_failures_``);
 2. runs Algorithm 5 (:class:`~privpca.mechanisms.gradient_statistics.PrivateMean`) on the
    second half, truncating to a box whose size is set by ``Λ_t`` → ``ĝ_t``;
 3. ``W ← ThinQR(W + η_t ĝ_t)``.
@@ -73,6 +75,7 @@ exponential mechanism on a held-out part, all recorded in ``privacy_``.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any, ClassVar
@@ -80,9 +83,11 @@ from typing import Any, ClassVar
 import dp_accounting
 import numpy as np
 from numpy.typing import NDArray
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from privpca._validation import (
+    caller_stacklevel,
     check_delta,
     check_epsilon,
     check_in_range,
@@ -117,7 +122,16 @@ from privpca.solvers.oja import (
 )
 from privpca.solvers.power import random_orthonormal_basis
 
-__all__ = ["DEFAULT_SEARCH_GRID", "DPPCA"]
+__all__ = ["DEFAULT_SEARCH_GRID", "DPPCA", "RESOLVING_SUBSET_SIZE", "SUBSET_SPREAD"]
+
+#: s₀: the fullest √2-wide bin of Algorithm 4's subset eigenvalues, s pair differences each,
+#: holds about √(s/s₀) of them. Measured on the gradients of Gaussian tables and Covertype
+#: (random and top W): 12–23 % at s = 8, 19–26 % at 16, 27–34 % at 32, 33–41 % at 64; 500
+#: is near the lower edge.
+SUBSET_SPREAD = 500.0
+#: Pair differences per subset of the smallest batch whose Algorithm 4 is expected to release
+#: (``batch_size="auto"``): 16, where the fullest bin held 19–26 %.
+RESOLVING_SUBSET_SIZE = 16
 
 DEFAULT_LEARNING_RATE = LearningRate(c1=16.0, c2=0.0)
 #: (c1, c2) candidates of the private learning-rate search (powers of 2 around the default).
@@ -139,6 +153,7 @@ class _Plan:
     mean: PrivateMean
     epsilon_call: float
     delta_call: float
+    resolvable: int  # the least batch whose Algorithm 4 is expected to release ("auto")
 
 
 @dataclass(frozen=True)
@@ -180,7 +195,12 @@ class DPPCA(StochasticPCA):
         ``None``: no centring (the paper's ``E[x xᵀ]``). An array: a public mean (free).
     batch_size : "auto" or int, default="auto"
         Records per step B. ``"auto"``: ``B = ⌊batch_constant·n/(ln n)²⌋`` (Theorem 5.1),
-        raised if needed to the minimum Algorithm 4 needs (``4·n_subsets·min_subset_size``).
+        raised if needed to the least Algorithm 4 runs on, ``4·n_subsets·min_subset_size``,
+        and, with ``n_subsets="auto"`` and n large enough, to the least whose Algorithm 4 is
+        expected to release, ``4⌈(τ + 3b)·√(16·s₀)⌉`` (``n_subsets``; 22 860 records at
+        ε = 1, δ = 10⁻¹², 11 328 at δ = 10⁻⁵), then to ``⌊n/T⌋`` so that its T steps use
+        all the records. Below that size the steps mostly release nothing (warned); below
+        the least, the fit is refused before anything is spent.
     batch_constant : float, default=10.0
         c in B = c·n/(ln n)² (the paper's c₁, unspecified there). Larger batches mean fewer,
         less noisy steps; 10 was best of {3, 10, 30} on the Gaussian benchmark.
@@ -190,14 +210,21 @@ class DPPCA(StochasticPCA):
         Each call gets (ε, δ) (tight, see the module docstring) or (ε/2, δ/2) (Algorithm 3
         as printed, which then certifies (ε/2, δ/2)).
     n_subsets : "auto" or int, default="auto"
-        m, the number of subset eigenvalues in Algorithm 4's histogram; "auto" is
-        ``⌈subsets_factor × release threshold⌉``.
+        m, the number of subset eigenvalues in Algorithm 4's histogram. A bin is released
+        when its noisy count (Laplace, scale b) exceeds the threshold τ set by (ε, δ), and
+        the fullest bin holds about ``√(s/s₀)`` of the m subset eigenvalues when each has
+        ``s = P/m`` of the step's P pair differences (:data:`SUBSET_SPREAD` s₀ = 500,
+        measured). "auto" is ``⌈subsets_factor·τ⌉``, raised on a batch of the resolvable
+        size (``batch_size``) or more to the fewest subsets whose fullest bin is expected to
+        clear τ by 3 noise scales, ``⌈s₀(τ + 3b)²/P⌉`` (the most pairs each, at least 16,
+        for the sharpest Λ; large batches keep ``subsets_factor·τ``). ``⌈3τ⌉`` alone asks a
+        third of the subsets to share one bin: at 10⁵ rows (about 10 pairs each, 12–23 % in
+        the fullest bin) that released nothing, e.g. 0 of 13 steps on Covertype at ε = 1,
+        δ = 10⁻¹².
     subsets_factor : float, default=3.0
         See ``n_subsets``.
     min_subset_size : int, default=8
-        Fewest pair differences per subset; one subset eigenvalue of a single pair is
-        ``‖g̃‖²``, too dispersed for the histogram's √2-wide bins to hold enough of them.
-        Sets the smallest batch: ``4·n_subsets·min_subset_size``.
+        Fewest pair differences per subset; sets the least batch (``batch_size``).
     centre_fraction : float, default=0.25
         ρ: share of Algorithm 5's budget (in inverse squared noise multiplier) spent on the
         centre histograms.
@@ -274,16 +301,25 @@ class DPPCA(StochasticPCA):
         The schedule used (the selected one after a search).
     history_ : dict of ndarray
         Per step (all released or derived from releases, so free to inspect):
-        ``"eigenvalue"`` (the Λ used, NaN for a step before any release, which makes no
-        update), ``"eigen_released"`` (whether Algorithm 4 released it this step),
-        ``"eigenvalue_failed"`` (its negation: the step reused the last released Λ),
+        ``"eigenvalue"`` (the Λ used, NaN for a step that made no update),
+        ``"eigen_released"`` (whether Algorithm 4 released it this step),
+        ``"eigenvalue_failed"`` (its negation: see ``n_eigen_failures_``),
         ``"noise_scale"`` (σ_t),
         ``"radius"`` (box half-width), ``"centre_failures"`` (coordinates with no released
         centre bin), and ``"components"`` when ``keep_history``. The noisy scores of
         ``learning_rate="search"`` are not kept (only the choice is released; see
         ``_search``).
     n_eigen_failures_ : int
-        Steps in which Algorithm 4 released no bin.
+        Steps in which Algorithm 4 released no bin. Such a step reuses the last released Λ;
+        before the first release, on a table, the Λ whose box holds the gradients of rows
+        within the held-out private bound D (released, so free: norm clipping's scale,
+        noisier; said in ``privacy_.notes``), and in the papers' setting it makes no update.
+        Over half of the steps failing warns (``sklearn.exceptions.ConvergenceWarning``, a
+        function of ``history_``, so not data-dependent): how many, why, what to change. The
+        fit still returns, as scikit-learn's iterative estimators do: the budget was spent
+        and ``privacy_`` records it. If no step resolved in the papers' setting,
+        ``components_`` is the random start, independent of the data, and the warning says
+        so.
     privacy_ : PrivacyRecord
         One record: the stream's spend (``"statistic: …"``) and, outside the papers' setting,
         every held-out part's; (ε, δ) the request (``(ε/2, δ/2)`` with
@@ -409,19 +445,28 @@ class DPPCA(StochasticPCA):
         s_min = int(check_in_range(self.min_subset_size, "min_subset_size", low=1,
                                    low_closed=True, integer=True, owner=self))
         minimum = 2 * eigen.min_gradients() * s_min
+        auto = isinstance(self.n_subsets, str)
+        # "auto": the fullest bin should hold τ + 3 noise scales (n_subsets' docstring).
+        need = eigen.histogram.threshold + 3.0 * eigen.histogram.scale
+        resolvable = 4 * math.ceil(need * math.sqrt(SUBSET_SPREAD * RESOLVING_SUBSET_SIZE))
         if isinstance(self.batch_size, str) and self.batch_size == "auto":
             c = check_in_range(self.batch_constant, "batch_constant", low=0, owner=self)
             B = max(int(c * n / math.log(max(n, 3)) ** 2), minimum)
+            if auto and B < resolvable <= n:  # raised, then spread over all the records
+                B = n // (n // resolvable)
         else:
             B = int(check_in_range(self.batch_size, "batch_size", low=2, low_closed=True,
                                    integer=True, owner=self))
             if B < minimum:
                 raise ValueError(
-                    f"batch_size={B} is too small for n_subsets={eigen.n_subsets} and "
+                    f"batch_size={B} is too small for n_subsets={self.n_subsets} and "
                     f"min_subset_size={s_min}: Algorithm 4 needs at least {minimum} records "
                     "per step (its half-batch gives each subset min_subset_size pair "
                     "differences)."
                 )
+        if auto and B >= resolvable:  # the subsets a release needs (≥ 16 pairs each)
+            m = math.ceil(SUBSET_SPREAD * need**2 / (B // 4))
+            eigen = PrivateTopEigenvalue(eigen.histogram, max(eigen.n_subsets, m))
         if n < B:
             raise ValueError(
                 f"DPPCA needs at least one minibatch of {B} records at epsilon={epsilon:g}, "
@@ -429,7 +474,7 @@ class DPPCA(StochasticPCA):
                 f"differences); got {what}={n}. Use more data, a larger epsilon or delta, "
                 "or set n_subsets and batch_size explicitly."
             )
-        return _Plan(B, n // B, eigen, mean, eps_call, delta_call)
+        return _Plan(B, n // B, eigen, mean, eps_call, delta_call, resolvable)
 
     # ------------------------------------------------------------------ fitting
     def _setup(self, n: int, p: int, *, what: str = "n_samples") -> _Setup:
@@ -459,10 +504,11 @@ class DPPCA(StochasticPCA):
 
     def _stream(
         self, source: Any, setup: _Setup, k: int, rng: np.random.Generator, *,
-        shuffle: bool = True,
+        shuffle: bool = True, fallback: float | None = None,
     ) -> tuple[NDArray[np.float64], dict[str, Any], LearningRate]:
         """Algorithm 3 (or the search) over ``source``: ``(W, history, schedule)``; a
-        streamed :class:`RecordStream` is read once, in its order."""
+        streamed :class:`RecordStream` is read once, in its order. ``fallback``: the Λ of
+        the steps before Algorithm 4's first release (:func:`_fallback_eigenvalue`)."""
         W0 = random_orthonormal_basis(source.n_features, k, rng)
         n = source.n_samples
         order: NDArray[np.intp] | None = None
@@ -471,10 +517,11 @@ class DPPCA(StochasticPCA):
             order = rng.permutation(n) if shuffle else np.arange(n)
         keep = bool(self.keep_history)
         if setup.lr is not None:
-            W, history = _run(source, order, W0, setup.lr, setup.plan, rng, keep=keep)
+            W, history = _run(source, order, W0, setup.lr, setup.plan, rng, keep=keep,
+                              fallback=fallback)
             return W, history, setup.lr
         assert order is not None  # the search is refused on streams before anything runs
-        return self._search(source, rng, W0, order, setup)
+        return self._search(source, rng, W0, order, setup, fallback)
 
     # ------------------------------------------------------------------ the one fit's steps
     def _plan(self, data: StreamInput) -> StreamPlan:
@@ -499,7 +546,7 @@ class DPPCA(StochasticPCA):
             records = RecordStream(records.X, verify=self._stream_checks_finite())
         W, history, lr = self._stream(records, plan.stream, plan.k, rng, shuffle=plan.shuffle)
         self.components_ = fix_signs(W).T.copy()
-        self._finish(history, plan.stream.plan, lr)
+        self._finish(history, plan.stream.plan, lr, None)  # no fallback: no note
 
     def _paper_noise_level(self) -> float:
         return _noise_level(self.history_)
@@ -545,21 +592,57 @@ class DPPCA(StochasticPCA):
         order (Private Oja's shuffled one does).
         """
         setup, stream = plan.stream
-        W, history, lr = self._stream(records, setup, plan.k, rng, shuffle=False)
-        self._finish(history, setup.plan, lr)
+        pairs = plan.split is not None and plan.split.pairs
+        bound = held.prepared.data_norm * (math.sqrt(2.0) if pairs else 1.0)
+        fallback = _fallback_eigenvalue(setup.plan, records.n_features * plan.k, bound)
+        W, history, lr = self._stream(records, setup, plan.k, rng, shuffle=False,
+                                      fallback=fallback)
+        notes = stream.notes + self._finish(history, setup.plan, lr, fallback) + " "
         self.noise_level_ = _noise_level(history)
-        return StreamRun(W, stream.spends[0], stream.notes + " ", tail=(
+        return StreamRun(W, stream.spends[0], notes, tail=(
             " Held-out rows above D are clipped to it for the variances (the stream needs "
             "no norm bound); how many is not reported, being a non-private count."))
 
-    def _finish(self, history: dict[str, Any], plan: _Plan, lr: LearningRate) -> None:
-        """The stream's own attributes (``components_`` is set by the caller)."""
+    def _finish(self, history: dict[str, Any], plan: _Plan, lr: LearningRate,
+                fallback: float | None) -> str:
+        """The stream's own attributes (``components_`` is set by the caller); warns when
+        Algorithm 4 released nothing in more than half of the steps (class docstring).
+        Returns the record's note on the fallback steps (empty when none)."""
         self.history_ = history
         self.batch_size_ = plan.batch_size
         self.n_iter_ = plan.n_steps
         self.n_subsets_ = plan.eigen.n_subsets
         self.learning_rate_ = lr
-        self.n_eigen_failures_ = int((~history["eigen_released"]).sum())
+        released = history["eigen_released"]
+        T, failed = released.size, int((~released).sum())
+        self.n_eigen_failures_ = failed
+        first = int(np.argmax(released)) if released.any() else T  # steps before a release
+        note = "" if fallback is None or first == 0 else (
+            f" {first} step(s) before Algorithm 4's first release sized their box by the "
+            f"held-out private bound D (Lambda = {fallback:.4g}; a released quantity, so the "
+            "guarantee is unchanged).")
+        if 2 * failed > T:
+            if first < T:
+                outcome = ("those steps reused the last released eigenvalue"
+                           + (", or the held-out bound D before the first" if note else ""))
+            elif fallback is not None:
+                outcome = ("every step sized its truncation box by the held-out private bound "
+                           "D instead, as norm-clipping would (noisier than a released "
+                           "eigenvalue)")
+            else:
+                outcome = ("no step updated: components_ is the random start, independent of "
+                           "the data (the spend is recorded in full in privacy_)")
+            warnings.warn(
+                f"DPPCA: Algorithm 4 released no eigenvalue in {failed} of {T} steps: no "
+                f"sqrt(2)-wide bin of its {plan.eigen.n_subsets} subset eigenvalues (about "
+                f"{plan.batch_size // (4 * plan.eigen.n_subsets)} pair differences each) had "
+                f"a noisy count above the release threshold "
+                f"{plan.eigen.histogram.threshold:.1f} set by (epsilon, delta); {outcome}. "
+                "Use more data (with n_subsets='auto', steps of at least "
+                f"{plan.resolvable} records are expected to release), a larger epsilon or "
+                "delta, or a larger batch_size.",
+                ConvergenceWarning, stacklevel=caller_stacklevel())
+        return note
 
     def _record(self, plan: _Plan, n: int, search: dict[str, Any] | None) -> PrivacyRecord:
         eigen_event = plan.eigen.dp_event()
@@ -625,6 +708,7 @@ class DPPCA(StochasticPCA):
         W0: NDArray[np.float64],
         order: NDArray[np.intp],
         setup: _Setup,
+        fallback: float | None = None,
     ) -> tuple[NDArray[np.float64], dict[str, Any], LearningRate]:
         """Liu et al. §5: private choice of (c1, c2) among ``search_grid``.
 
@@ -651,7 +735,8 @@ class DPPCA(StochasticPCA):
         fits = []
         for j, lr in enumerate(candidates):
             part = order[n_val + j * per : n_val + (j + 1) * per]
-            W, history = _run(source, part, W0, lr, plan, rng, keep=bool(self.keep_history))
+            W, history = _run(source, part, W0, lr, plan, rng, keep=bool(self.keep_history),
+                              fallback=fallback)
             fits.append((W, history))
         val = order[:n_val]
         captured = np.stack([_captured(source, val, W) for W, _ in fits], axis=1)
@@ -687,6 +772,7 @@ def _run(
     rng: np.random.Generator,
     *,
     keep: bool,
+    fallback: float | None = None,
 ) -> tuple[NDArray[np.float64], dict[str, Any]]:
     """Algorithm 3 over the records ``order`` (in that order).
 
@@ -718,7 +804,7 @@ def _run(
     batches = source.batches(order, B, T) if isinstance(source, RecordStream) else None
     if batches is not None:
         gradient_buffer = np.empty((B - half, p * k))
-    last: float | None = None
+    last: float | None = fallback
     for t in range(1, T + 1):
         if batches is not None:
             table, batch = next(batches)
@@ -732,8 +818,8 @@ def _run(
         hist["eigenvalue_failed"][t - 1] = eigenvalue is None
         if eigenvalue is None:
             # No bin cleared the threshold: reuse the last released estimate (public, so
-            # free); only before the first release is there none, and the step makes no
-            # update.
+            # free), or before the first release the fallback; without one, the step makes
+            # no update.
             eigenvalue = last
         last = eigenvalue
         if eigenvalue is not None:
@@ -754,6 +840,16 @@ def _run(
         if keep:
             hist["components"][t - 1] = W.T
     return W, hist
+
+
+def _fallback_eigenvalue(plan: _Plan, q: int, bound: float) -> float | None:
+    """Λ whose Algorithm 5 box has half-width ``D²``, the largest coordinate of a gradient
+    ``y(yᵀw)`` with ``‖y‖ ≤ D`` (``√2·D`` for pair differences; None without a finite,
+    positive D)."""
+    if not 0.0 < bound < math.inf:
+        return None
+    b, mean = plan.batch_size - plan.batch_size // 2, plan.mean
+    return float((bound**2 / (mean.radius * math.log(b * q / mean.zeta) + mean.bin_width))**2)
 
 
 def _selection_event(epsilon: float) -> dp_accounting.DpEvent:

@@ -13,14 +13,17 @@ a Gaussian mechanism with noise multiplier ``α`` on one record, chosen adaptive
 previous outputs — a *local randomiser* in the sense of amplification by shuffling.
 
 * ``amplification="shuffle"`` (the paper's Algorithm 2): the records are shuffled, so by
-  Feldman–McMillan–Talwar (Theorem D.1 of the paper; :mod:`privpca.mechanisms.shuffling`) the
-  released trajectory is (ε, δ)-DP when each step is (ε₀, δ₀)-DP with ε₀ solved numerically
-  from the bound. ``α`` is then the analytic Gaussian multiplier for (ε₀, δ₀). Refused with a
-  clear error where the bound does not apply (ε too large for n, as the paper's
-  ``ε = O(√(log(n/δ)/n))``).
+  Feldman–McMillan–Talwar (their Theorem 3.1 evaluated numerically as in the authors'
+  reference code, with Theorem 3.8's term for δ₀; the paper's Theorem D.1 is the closed form;
+  :mod:`privpca.mechanisms.shuffling`) the released trajectory is (ε, δ)-DP when each step is
+  an adaptive (ε₀, δ₀)-DP local randomiser, ε₀ the largest the bound allows. ``α`` is then the
+  analytic Gaussian multiplier for (ε₀, δ₀). The numerical bound holds for every n and ε
+  (never refused), but amplifies little where n is small for ε (the paper's regime is
+  ``ε = O(√(log(n/δ)/n))``): there ε₀ is close to ε with ``δ₀ ≪ δ``, and ``"none"`` may need
+  less noise (compare ``noise_multiplier_``).
 * ``amplification="none"`` [derived, ALGORITHMS.md]: each record enters exactly one step and
   the other steps do not read it, so (ε, δ) per step is (ε, δ) overall: ``α = σ(ε, δ)``.
-  Valid for every ε; more noise than shuffling where shuffling applies.
+  Valid for every ε and in any order; more noise than shuffling except where n is small for ε.
 
 The paper's clipping threshold ``β = Cλ₁√d(Kγ·log^a(nd/ζ) + 1)`` needs λ₁ and C, which users
 do not know; ``clip_norm`` is β itself. For records with ``‖x‖ ≤ D`` and orthonormal W,
@@ -165,11 +168,11 @@ class PrivateOjaPCA(StochasticPCA):
         default because a fixed number cannot suit data in arbitrary units: β = 1 on a table
         in metres clips every block, β far above the gradients drowns them in noise.
     amplification : {"shuffle", "none"}, default="shuffle"
-        Privacy argument (module docstring). ``"shuffle"`` raises
-        :class:`~privpca.mechanisms.shuffling.ShufflingBoundError` where FMT's bound does not
-        apply (for the m records the stream reads), and ValueError when the records are not
-        read in a uniformly random order (a streamed table, ``shuffle=False``): the
-        amplification theorem needs one. ``"none"`` holds in any order.
+        Privacy argument (module docstring). ``"shuffle"`` certifies ε by FMT's numerical
+        amplification bound for the m records the stream reads (the record's ``calibration``
+        names the bound used), and raises ValueError when the records are not read in a
+        uniformly random order (a streamed table, ``shuffle=False``): the amplification
+        theorem needs one. ``"none"`` holds in any order.
     learning_rate : "auto", float or (float, float), default="auto"
         As in :class:`~privpca.OjaPCA`.
     holdout_fraction : float, default=0.1
@@ -243,7 +246,8 @@ class PrivateOjaPCA(StochasticPCA):
     X. Liu, W. Kong, P. Jain, S. Oh. DP-PCA: Statistically optimal and differentially private
     PCA. NeurIPS 2022, Algorithm 2 and Theorem D.1.
     V. Feldman, A. McMillan, K. Talwar. Hiding among the clones: a simple and nearly optimal
-    analysis of privacy amplification by shuffling. FOCS 2021, Theorem 3.8.
+    analysis of privacy amplification by shuffling. FOCS 2021, Theorems 3.1 and 3.8, and the
+    authors' reference code (github.com/apple/ml-shuffling-amplification).
 
     Examples
     --------
@@ -338,7 +342,8 @@ class PrivateOjaPCA(StochasticPCA):
         if amplification == "shuffle":
             guarantee = local_epsilon_for_shuffling(epsilon, delta, n)
             eps0, delta0 = guarantee.epsilon0, guarantee.delta0
-            certified, calibration = guarantee.epsilon, "analytic + shuffling (FMT Thm 3.8)"
+            certified = guarantee.epsilon
+            calibration = f"analytic + shuffling: {guarantee.bound}"
         else:
             eps0, delta0 = epsilon, delta
             certified, calibration = epsilon, "analytic (one step per record)"
@@ -410,7 +415,7 @@ class PrivateOjaPCA(StochasticPCA):
             "local randomiser per record. "
             + (
                 f"Shuffling n={n} records amplifies it to ({cal.certified:.4g}, "
-                f"{cal.delta:g}) (Feldman-McMillan-Talwar Thm 3.8). "
+                f"{cal.delta:g}) ({cal.calibration}). "
                 if cal.amplification == "shuffle"
                 else "Each record enters one step only, so this is the overall guarantee. "
             )

@@ -1,23 +1,43 @@
-"""Private quantiles of non-negative values (row norms, |feature − mean|) on a log grid.
+"""Private quantiles of non-negative values (row norms, |feature − mean|) by noisy bisection.
 
-The values are binned on the fixed geometric grid ``[b^j, b^(j+1))`` with ``b = 2^(1/4)``
-(bins 19 % wide, any scale from 10⁻³⁰⁰ to 10³⁰⁰, zero in a bin of its own) — or ``2^(1/2)``
-or ``2`` when there are few records for the threshold (:func:`grid_base`: a function of the
-public n and the threshold only, so the choice is free) — and a Gaussian
-**stability histogram** (:class:`~privpca.mechanisms.histogram.StabilityHistogram`) releases
-the noisy counts of the bins that clear a threshold. The q-quantile is then read off the
-released bins: the upper edge of the first bin at which the released cumulative count reaches
-``q`` times the released total. Bins below the threshold (a thin tail spread over many bins)
-are treated as empty, so the estimate errs towards a *smaller* bound (more clipping, less
-noise) rather than towards the largest outlier.
+The values are located on a fixed public log grid, the edges ``b^e`` with ``b = 2^(1/4)``
+(steps of 19 %) for ``e`` from −512 to 512, i.e. from ``2^−128`` to ``2^128``. A q-quantile is
+found by bisection over the edges: :data:`QUERY_ROUNDS` = 10 rounds halve the 1 024 steps to
+one, and each round releases one noisy count ``#{v < b^e} + N(0, σ²)`` at the middle edge of
+the interval left. The answer is the upper edge ``b^e`` of the last interval, the smallest
+edge whose noisy count reached the target rank ``q·n``.
 
-Privacy (replace one record; it contributes one value to each of ``H`` histograms)
-----------------------------------------------------------------------------------
-Two counts per histogram change by one, so the vector of all counts has L2 sensitivity
-``√(2H)``; with Gaussian noise of standard deviation ``σ`` the coupled fixed-bin mechanism is
-``GaussianDpEvent(σ/√(2H))``, plus the tail ``t`` (probability that an empty bin clears the
-threshold) that :mod:`privpca.accounting` adds to δ. Everything after the noisy counts is
-post-processing. No bound on the values is needed.
+Why bisection (and not a histogram)
+-----------------------------------
+A stability histogram (:mod:`privpca.mechanisms.histogram`) releases only bins whose noisy
+count clears a threshold of a few hundred rows; where the norms spread over many bins (seven
+octaves of norms over 5 000 rows) or the table is small, nothing clears it and the fit had to
+refuse. A count query below an edge sees every row below it, however thinly spread: the rank
+error of the bisection is a few ``σ`` whatever the spread, and it never fails to return a
+value. Values outside the grid are counted as below every edge (under ``2^−128``, zeros
+included) or above every edge (from ``2^128``: the quantile is then at most ``2^128``, and
+rows above it are clipped like any other).
+
+Targets near ``n``
+------------------
+Above the largest value every count is ``n``, and a round there that reads its noisy count
+below the target sends the search *up*, past every later edge: the answer would land orders of
+magnitude above the data. A target is therefore ``min(q·n, n − 4.5σ)``, so such a round errs
+with probability ``Φ(−4.5) ≈ 3·10⁻⁶`` (and one below every value, count 0 against a target of
+at least ``5σ``, with less); ``q = 1`` asks for the point below which all but about ``4.5σ``
+rows lie, a robust "maximum". :meth:`PrivateQuantile.min_records` is the public n below which
+the median is not resolved (``n < 10σ``); callers refuse there, before anything is released.
+(With a margin of 2σ, one round in 44 above the data erred and a per-feature scale came out
+at ``2^64``.)
+
+Privacy (replace one record; it contributes one value to each of ``H`` columns)
+-------------------------------------------------------------------------------
+One round releases, for every requested quantile and column, one count below an edge chosen
+from earlier rounds' outputs: replacing a record moves each count by at most one, so a round's
+vector of ``Q·H`` counts has L2 sensitivity ``√(QH)``. The part's budget, a Gaussian of
+multiplier ``m``, is split exactly over the 10 adaptive rounds: each gets multiplier
+``m·√10``, so ``σ = m·√10·√(QH)`` per count (``GaussianDpEvent(m)`` for the whole search,
+no δ tail). Everything after the noisy counts is post-processing.
 """
 
 from __future__ import annotations
@@ -29,126 +49,129 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privpca._validation import check_in_range, check_noise_rng
-from privpca.mechanisms.histogram import (
-    StabilityHistogram,
-    _as_columns,
-    _column_counts,
-    geometric_bin,
-)
+from privpca.mechanisms.histogram import _as_columns, _column_counts, geometric_bin
 from privpca.mechanisms.noise import gaussian_release
 
-__all__ = ["LOG_GRID_BASE", "PrivateQuantile", "QuantileRelease", "grid_base"]
+__all__ = ["GRID_BASE", "QUERY_ROUNDS", "PrivateQuantile", "QuantileRelease"]
 
-#: Ratio of consecutive bin edges of the grid.
-LOG_GRID_BASE = 2.0**0.25
-_ZERO_BIN = -(2**52)
+#: Ratio of consecutive edges of the grid.
+GRID_BASE = 2.0**0.25
+#: The edges searched are ``GRID_BASE**e`` for ``e`` in ``(-_EDGE, _EDGE]``.
+_EDGE = 512
+#: Rounds of the bisection (``2**QUERY_ROUNDS == 2 * _EDGE`` steps).
+QUERY_ROUNDS = 10
+#: A target rank is at most ``n − TOP_MARGIN·σ`` (see the module docstring).
+TOP_MARGIN = 4.5
+#: ``n ≥ MIN_RECORDS_PER_SIGMA·σ`` for the median to be resolved (its target ≥ 5σ).
+MIN_RECORDS_PER_SIGMA = 10.0
 
 
 @dataclass(frozen=True)
 class QuantileRelease:
-    """What :meth:`PrivateQuantile.estimate` released, per histogram.
+    """What one search released: per requested quantile (rows) and column (columns).
 
     Attributes
     ----------
-    value : ndarray of shape (n_histograms,)
-        The private quantile (upper edge of the bin that reaches it); NaN where no bin
-        cleared the threshold.
-    released_mass : ndarray of shape (n_histograms,)
-        Sum of the released noisy counts (a private estimate of the number of values in
-        bins that are not sparse).
-    above : ndarray of shape (n_histograms,)
-        Released noisy count above ``value`` (a private estimate of how many values the
-        bound clips; free to publish).
+    value : ndarray of shape (n_quantiles, n_columns)
+        The private quantile: the upper edge ``b^e`` of the last interval.
+    above : ndarray of shape (n_quantiles, n_columns)
+        ``n`` minus the noisy count released at that edge: a private estimate of how many
+        values the bound clips (0 where the edge was never queried: the top of the grid).
+    lower, upper : ndarray of shape (n_quantiles, n_columns)
+        The noisy counts released at the interval's two edges ``b^(e−1)`` and ``b^e``
+        (NaN where that edge was never queried): :meth:`interpolated` reads inside it.
+    target : ndarray of shape (n_quantiles,)
+        The target ranks.
+    noise : float
+        The standard deviation of every released count.
     """
 
     value: NDArray[np.float64]
-    released_mass: NDArray[np.float64]
     above: NDArray[np.float64]
-    #: The first histogram's released bins (grid indices) and their noisy counts, so that
-    #: other quantiles can be read off the same release (post-processing, :meth:`at`).
-    bins: NDArray[np.int64] | None = None
-    counts: NDArray[np.float64] | None = None
-    base: float = LOG_GRID_BASE
-    #: The release threshold τ on noisy counts (public: set by ε, δ and the tail).
-    threshold: float = math.nan
+    lower: NDArray[np.float64]
+    upper: NDArray[np.float64]
+    target: NDArray[np.float64]
+    noise: float
 
-    def at(self, quantile: float, *, interpolate: bool = False) -> tuple[float, float]:
-        """``(q-quantile, released count above it)`` of the first histogram, read off
-        the same released bins as :attr:`value` (no further privacy cost); NaN when no bin
-        was released. By default the quantile is the upper edge of the bin that reaches it;
-        ``interpolate=True`` places it inside that bin, geometrically, where the released
-        counts put it (as if the norms were spread evenly in log scale within a bin: on the
-        coarse grids of small tables the edge can be up to twice the quantile), and the
-        count above is the released count above that point, read the same way."""
-        if self.bins is None or self.counts is None or self.bins.size == 0:
-            return math.nan, math.nan
-        return _read_quantile(self.bins, self.counts, quantile, self.base,
-                              interpolate=interpolate)
-
-    def top_bin(self) -> tuple[float, float]:
-        """``(upper edge, released noisy count)`` of the first histogram's highest released
-        bin (post-processing); NaN when no bin was released."""
-        if self.bins is None or self.counts is None or self.bins.size == 0:
-            return math.nan, math.nan
-        return _upper_edge(int(self.bins[-1]), self.base), float(self.counts[-1])
+    def interpolated(self) -> NDArray[np.float64]:
+        """The quantiles placed inside their last interval, geometrically, where the two
+        released counts put the target (post-processing; the edge itself where a count is
+        missing or the counts do not bracket the target)."""
+        edge = np.log(self.value) / math.log(GRID_BASE)
+        share = (self.target[:, None] - self.lower) / (self.upper - self.lower)
+        ok = np.isfinite(share) & (self.upper > self.lower)
+        share = np.where(ok, np.clip(share, 0.0, 1.0), 1.0)
+        return np.asarray(GRID_BASE ** (edge - 1.0 + share), dtype=np.float64)
 
 
 @dataclass(frozen=True)
 class PrivateQuantile:
-    """A calibrated private q-quantile on the log grid (see the module docstring).
+    """Calibrated private quantiles by noisy bisection (see the module docstring).
 
     Parameters
     ----------
-    quantile : float
-        q in (0, 1].
-    histogram : StabilityHistogram
-        Gaussian stability histogram (noise, threshold, tail) for ``n_histograms`` columns.
+    quantiles : tuple of float
+        The q in (0, 1] searched, all with the same budget.
+    multiplier : float
+        Noise multiplier ``σ/Δ`` of the whole search (all rounds, quantiles and columns).
+    n_records : int
+        The public number of values per column.
+    n_columns : int
+        How many columns (one value each per record).
     """
 
-    quantile: float
-    histogram: StabilityHistogram
-    base: float = LOG_GRID_BASE
+    quantiles: tuple[float, ...]
+    multiplier: float
+    n_records: int
+    n_columns: int = 1
 
     @classmethod
-    def calibrate(
-        cls,
-        multiplier: float,
-        tail: float,
-        *,
-        quantile: float,
-        n_histograms: int = 1,
-        n_records: int | None = None,
-    ) -> PrivateQuantile:
-        """Gaussian noise of multiplier ``σ/√(2H)`` and the threshold whose tail is ``tail``.
+    def calibrate(cls, multiplier: float, *, quantiles: float | tuple[float, ...],
+                  n_records: int, n_columns: int = 1) -> PrivateQuantile:
+        """Check and store the search's public parameters."""
+        qs = (quantiles,) if isinstance(quantiles, float | int) else tuple(quantiles)
+        for q in qs:
+            check_in_range(q, "quantile", low=0.0, high=1.0, high_closed=True)
+        if not multiplier > 0.0:
+            raise ValueError(f"multiplier must be positive; got {multiplier!r}.")
+        return cls(tuple(float(q) for q in qs), float(multiplier), int(n_records),
+                   int(n_columns))
 
-        With ``n_records`` (public), the grid is widened when the records are few for the
-        threshold (:func:`grid_base`).
-        """
-        q = check_in_range(quantile, "quantile", low=0.0, high=1.0, high_closed=True)
-        check_in_range(tail, "tail", low=0.0, high=1.0)
-        hist = StabilityHistogram.gaussian(multiplier, n_histograms=n_histograms, tail=tail)
-        base = LOG_GRID_BASE if n_records is None else grid_base(n_records, hist.threshold)
-        return cls(q, hist, base)
+    @property
+    def sensitivity(self) -> float:
+        """L2 sensitivity of one round's counts: ``√(QH)``."""
+        return math.sqrt(len(self.quantiles) * self.n_columns)
+
+    @property
+    def noise(self) -> float:
+        """Standard deviation of each released count: ``m·√(rounds)·√(QH)``."""
+        return self.multiplier * math.sqrt(QUERY_ROUNDS) * self.sensitivity
+
+    @property
+    def targets(self) -> NDArray[np.float64]:
+        """The target ranks ``min(q·n, n − 4.5σ)``."""
+        n = float(self.n_records)
+        return np.minimum(np.asarray(self.quantiles) * n, n - TOP_MARGIN * self.noise)
+
+    @staticmethod
+    def records_needed(noise: float) -> int:
+        """The fewest records for which a search whose counts have std ``noise`` resolves
+        the median (``n ≥ 10σ``)."""
+        return math.ceil(MIN_RECORDS_PER_SIGMA * noise)
+
+    def min_records(self) -> int:
+        """:meth:`records_needed` for this search's noise."""
+        return self.records_needed(self.noise)
 
     def estimate(self, values: ArrayLike, rng: np.random.Generator) -> QuantileRelease:
-        """The private quantile of each column of ``values`` (non-negative, one row per record).
-
-        Parameters
-        ----------
-        values : array-like of shape (n_records,) or (n_records, n_histograms)
-        rng : numpy.random.Generator
-
-        Returns
-        -------
-        QuantileRelease
-        """
+        """The private quantiles of each column of ``values`` (non-negative, one row per
+        record)."""
         V = _as_columns(values, np.float64)
-        h = V.shape[1]
-        if h != self.histogram.n_histograms:
-            raise ValueError(f"values has {h} column(s); calibrated for "
-                             f"{self.histogram.n_histograms}.")
-        col, index, counts = _column_counts(geometric_bin(V, base=self.base))
-        return self.estimate_counts(col, index, counts, rng, n_histograms=h)
+        if V.shape[1] != self.n_columns or V.shape[0] != self.n_records:
+            raise ValueError(f"values has shape {V.shape}; calibrated for "
+                             f"({self.n_records}, {self.n_columns}).")
+        col, index, counts = _column_counts(geometric_bin(V, base=GRID_BASE))
+        return self.estimate_counts(col, index, counts, rng)
 
     def estimate_counts(
         self,
@@ -156,78 +179,49 @@ class PrivateQuantile:
         index: NDArray[np.int64],
         counts: NDArray[np.float64],
         rng: np.random.Generator,
-        *,
-        n_histograms: int = 1,
     ) -> QuantileRelease:
-        """:meth:`estimate` from the exact bin counts on this grid (``self.base``).
+        """:meth:`estimate` from the exact counts on the grid of ratio :data:`GRID_BASE`.
 
-        ``(col, index, counts)``: every non-empty (histogram, bin) pair, ordered by histogram
-        then bin, with its count (as :func:`~privpca.mechanisms.histogram._column_counts`
-        returns them). Streamed fits sum these counts over blocks of rows and release the
-        total here, exactly as if the values had been passed at once.
+        ``(col, index, counts)``: every non-empty (column, bin) pair, ordered by column then
+        bin (bin ``j`` holds ``[b^j, b^(j+1))``), with its count — as
+        :func:`~privpca.mechanisms.histogram._column_counts` returns them; streamed fits
+        sum them over blocks of rows.
         """
         rng = check_noise_rng(rng, owner="PrivateQuantile")  # secure mode: OS-keyed only
-        h = int(n_histograms)
-        noisy = gaussian_release(counts, self.histogram.scale, rng,
-                                 sensitivity=self.histogram.sensitivity, integer_valued=True)
-        ok = noisy > self.histogram.threshold
-        value = np.full(h, np.nan)
-        mass = np.zeros(h)
-        above = np.zeros(h)
-        # _column_counts orders by column, then bin: each column's released bins are a run.
-        col, index, noisy = col[ok], index[ok], noisy[ok]
-        first: tuple[NDArray[np.int64], NDArray[np.float64]] | None = None
-        for c in np.unique(col):
-            sel = col == c
-            idx, cnt = index[sel], noisy[sel]
-            if c == 0:
-                first = (idx.copy(), cnt.copy())
-            value[c], above[c] = _read_quantile(idx, cnt, self.quantile, self.base)
-            mass[c] = float(np.cumsum(cnt)[-1])  # as the quantile reads it
-        if first is None:
-            return QuantileRelease(value, mass, above, base=self.base,
-                                   threshold=self.histogram.threshold)
-        return QuantileRelease(value, mass, above, first[0], first[1], self.base,
-                               self.histogram.threshold)
+        h, q = self.n_columns, len(self.quantiles)
+        below = _CountsBelow(col, index, counts, h)
+        lo = np.full((q, h), -_EDGE, dtype=np.int64)
+        hi = np.full((q, h), _EDGE, dtype=np.int64)
+        c_lo = np.full((q, h), np.nan)
+        c_hi = np.full((q, h), np.nan)
+        target = self.targets[:, None]
+        columns = np.broadcast_to(np.arange(h), (q, h))
+        for _ in range(QUERY_ROUNDS):
+            mid = (lo + hi) // 2
+            noisy = gaussian_release(below(columns, mid).astype(np.float64), self.noise, rng,
+                                     sensitivity=self.sensitivity, integer_valued=True)
+            up = noisy >= target
+            hi, c_hi = np.where(up, mid, hi), np.where(up, noisy, c_hi)
+            lo, c_lo = np.where(up, lo, mid), np.where(up, c_lo, noisy)
+        value = GRID_BASE ** hi.astype(np.float64)
+        above = np.where(np.isnan(c_hi), 0.0, np.maximum(self.n_records - c_hi, 0.0))
+        return QuantileRelease(value, above, c_lo, c_hi, self.targets, self.noise)
 
 
-def _read_quantile(idx: NDArray[np.int64], cnt: NDArray[np.float64], quantile: float,
-                   base: float, *, interpolate: bool = False) -> tuple[float, float]:
-    """The upper edge of the first released bin whose cumulative count reaches ``quantile``
-    of the released total (``interpolate``: the point inside that bin, geometric between its
-    edges, at the quantile's share of its count), and the released count above that bin."""
-    cum = np.cumsum(cnt)
-    total = cum[-1]
-    j = int(np.searchsorted(cum, quantile * total * (1 - 1e-12)))
-    j = min(j, len(idx) - 1)
-    value = _upper_edge(int(idx[j]), base)
-    if interpolate and value > 0.0:
-        before = float(cum[j - 1]) if j > 0 else 0.0
-        share = min(max((quantile * total - before) / float(cnt[j]), 0.0), 1.0)
-        value = base ** (int(idx[j]) + share)
-        return float(value), float(total - before - share * float(cnt[j]))
-    return float(value), float(total - cum[j])
+class _CountsBelow:
+    """``#{v < b^e}`` per column from sorted ``(column, bin, count)`` triples."""
 
+    def __init__(self, col: NDArray[np.intp], index: NDArray[np.int64],
+                 counts: NDArray[np.float64], n_columns: int) -> None:
+        # Bins beyond the searched edges count the same at every edge: clamp them so the
+        # keys (column, bin) fit one int64.
+        span = 4 * _EDGE
+        clamped = np.clip(np.asarray(index, dtype=np.int64), -2 * _EDGE, 2 * _EDGE - 1)
+        self.span = span
+        self.keys = np.asarray(col, dtype=np.int64) * span + (clamped + 2 * _EDGE)
+        self.cum = np.concatenate([[0.0], np.cumsum(np.asarray(counts, dtype=np.float64))])
+        self.start = np.searchsorted(self.keys, np.arange(n_columns) * span)
 
-def grid_base(n_records: int, threshold: float) -> float:
-    """Bin ratio for ``n_records`` values against a release ``threshold`` (both public).
-
-    Norms of real rows typically spread over a factor of 2–3; a bin must hold more than the
-    threshold to be released. 2^(1/4) when n ≥ 16·threshold, 2^(1/2) when n ≥ 6·threshold,
-    else 2 (a coarser bound, up to twice the quantile, rather than none).
-    """
-    if n_records >= 16 * threshold:
-        return LOG_GRID_BASE
-    if n_records >= 6 * threshold:
-        return 2.0**0.5
-    return 2.0
-
-
-def _upper_edge(index: int, base: float) -> float:
-    """Upper edge ``base^(index+1)`` of bin ``index`` (0 for the bin of zeros)."""
-    return 0.0 if index <= _ZERO_BIN else float(base ** (index + 1))
-
-
-def log_grid_edge(index: int) -> float:
-    """Upper edge ``b^(index+1)`` of bin ``index`` (for documentation and tests)."""
-    return 0.0 if index <= _ZERO_BIN else math.pow(LOG_GRID_BASE, index + 1)
+    def __call__(self, columns: NDArray[np.int64], edge: NDArray[np.int64]) -> NDArray[np.float64]:
+        pos = np.searchsorted(self.keys, columns * self.span + (edge + 2 * _EDGE))
+        return np.asarray(self.cum[pos] - self.cum[self.start[columns]], dtype=np.float64)

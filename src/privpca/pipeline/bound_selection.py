@@ -18,115 +18,104 @@ On real tables the best fixed quantile is the median on some (the clipped rows c
 direction of their own) and the maximum on others (docs/REAL_DATA.md): the norms alone cannot
 tell the two apart, because the bias is a property of the directions.
 
-The rule: estimated errors of the two candidates
-------------------------------------------------
-Two candidates are read off the released norm histogram (post-processing): a low bound
-``D_low`` (its median, :data:`LOW_QUANTILE`) and a high one ``D_high`` (:func:`high_candidate`),
-meant to clip (almost) nothing. A stability histogram releases no bin holding fewer rows than
-its threshold τ, so its top released edge may clip a thin tail it cannot see (a count with a
-long right tail, a few far-out rows; on the RAND table, docs/REAL_DATA.md, the top components
-*are* that tail: 0.98 at the released 99 % quantile). Where the tail thins through the
-threshold, ``D_high`` is :data:`HIGH_FACTOR` times the top released edge. Where the histogram
-ends at a cliff it is the top edge itself: the top bin holds ``c ≥ τ`` rows and the bin above
-fewer than τ, so if the tail decays geometrically from bin to bin (ratio ρ), ``ρ < τ/c`` and
-the rows above the top edge number about ``c·ρ/(1 − ρ) < τ/(c/τ − 1)``; when that is at most
-``1 −`` the default quantile (1 %) of the released mass, the top edge clips no more than the
-default bound does, and the factor would only add noise (Covertype: its norms stop at 5 818,
-its top bin holds 17 τ rows; 2× the edge cost 0.004 against 0.001).
+The rule: estimated errors along a ladder of candidates
+-------------------------------------------------------
+The candidates come from one private search of the norms
+(:class:`~privpca.mechanisms.quantile.PrivateQuantile`, a noisy bisection that sees every
+row, however thinly the tail is spread): their median ``D_low`` (:data:`LOW_QUANTILE`, read
+inside its last step) and ``D_high``, the point below which all but about 4.5 noise
+deviations of the rows lie. The ladder (:func:`candidate_ladder`) runs geometrically from
+``D_low`` to ``D_high`` in steps of at most :data:`LADDER_RATIO` and ends at
+:data:`TOP_FACTOR` ``· D_high``, for the few rows above ``D_high`` (a heavy count tail can be
+the table's top components): up to :data:`MAX_CANDIDATES` bounds, so a bound between the
+median and the top can be chosen.
 
-Two pilot Gram matrices ``Ĝ_c = Σ clip_c(y) clip_c(y)ᵀ + N_c`` (upper triangle i.i.d.
-``N(0, σ_c²)``, ``σ_c = m_c·√2·c²``, replace one; the "bound_select" part: two Gaussian
-releases, the high one getting ``1 −`` :data:`LOW_WEIGHT` of the part, :func:`pilot_multipliers`)
-are released; the record lists each as its own spend (count 1, its own ``σ_c`` and ``Δ_c``), so
-an accountant composing the listed spends gets the fit's (ε, δ). From them only
-(post-processing; ``P_k`` is the projector on the top-k eigenvectors):
+One Gaussian release (the "bound_select" part) gives a pilot Gram at every candidate: the
+Grams' differences between consecutive candidates, normalised ("shells",
+:func:`choose_bound`), released at once with sensitivity ``√(2L)``; the pilot at ``c_j`` is
+the sum of the shells up to it (post-processing). From them only (``P_k`` is the projector
+on the top-k eigenvectors):
 
-* ``d = ‖P_k(Ĝ_low) − P_k(Ĝ_high)‖_F``, the pilots' distance;
-* ``ν_c``: the ``1 −`` :data:`NOISE_LEVEL` quantile of ``‖P_k(Ĝ_c + E) − P_k(Ĝ_c)‖_F`` over
-  :data:`NOISE_DRAWS` draws ``E`` of the pilot's noise law (a parametric bootstrap on the
-  released matrix): how far the pilot's own noise moves its subspace, taken high so that a
+* ``d_j = ‖P_k(Ĝ_j) − P_k(Ĝ_{j+1})‖_F``, how far the next shell turns the subspace;
+* ``ν_j``: the ``1 −`` :data:`NOISE_LEVEL` quantile of ``‖P_k(Ĝ_j + E) − P_k(Ĝ_j)‖_F`` over
+  :data:`NOISE_DRAWS` draws ``E`` of the next shell's noise alone (a parametric bootstrap on
+  the released matrix): how far that shell would turn it were it noise, taken high so that a
   fluctuation of the noise is not read as a rotation;
-* ``f_c``: the mean of the same with the *statistic's* noise level at bound c (its multiplier times
-  ``√2·c²``; the plan's total multiplier for a statistic that is not Gaussian): how far the
-  final release would be moved at that bound.
+* ``f_j``: the mean of the same with the *statistic's* noise level at ``c_j`` (its multiplier
+  times ``√2·c_j²``; the plan's total multiplier for a statistic that is not Gaussian), made
+  non-decreasing along the ladder (A3).
 
-Estimated errors: ``e_low = b̂ + f_low`` with ``b̂ = max(0, d − ν_low − ν_high)`` (the part
-of the distance that the pilots' noise cannot explain: the low bound's rotation), and
-``e_high = f_high`` (no bias, by A1). ``D = D_high`` if the pilots resolve a rotation
-(``b̂ > 0``) and ``e_high < e_low``, else ``D_low``.
+Estimated errors ``e_j = b̂_j + f_j`` with ``b̂_j = Σ_{l ≥ j} max(0, d_l − ν_l)``, the
+rotations resolved above ``c_j`` (a triangle-inequality estimate of the rotation clipping at
+``c_j`` causes); ``D`` is the candidate with the smallest. A step whose ``ν_l`` reaches
+:data:`RESOLVABLE` of the largest distance ``√(2k)`` counts as 0: its shell's noise alone
+turns the pilot that far, so its distance is a draw, not evidence (on an elliptical cloud
+the empty top shell's distance beat its ν in one seed of a few, which moved every
+candidate's estimated rotation up by the same spurious amount).
 
-Assumptions: (A1) the bias is non-increasing in D and ``D_high`` clips (almost) nothing that
-rotates; (A2) the bootstrap's ν and f, computed around the released matrices instead of the
-true ones, are the noise's effect (they are typical values, not bounds: the rule chooses the
-smaller estimated error, it does not certify it); (A3) without a rotation the low bound is the
-better one: both bounds then have the same subspace, the high bound's noise is
-``(D_high/D_low)²`` times larger and the rows it restores widen the eigengap by at most their
-own mass. A3 is why ``b̂ > 0`` is required: the f of a pilot that cannot see the k-th
-component (noise above its eigengap) is a draw, not an estimate, and comparing two such draws
-took the noisier bound on the anes96 table in 4 of 10 seeds (0.85 against 0.63 at D_low).
+Assumptions: (A1) the bias is non-increasing in D and the top candidate clips (almost)
+nothing that rotates; (A2) the bootstrap's ν and f, computed around the released matrices
+instead of the true ones, are the noise's effect (typical values, not bounds: the rule
+chooses the smaller estimated error, it does not certify it); (A3) without a rotation the
+lower bound is the better one: the subspaces agree, the higher bound's noise is
+``(c_{j+1}/c_j)²`` times larger and the rows it restores widen the eigengap by at most their
+own mass — so ``f`` is made non-decreasing: a bootstrap around a pilot that cannot see its
+k-th component is a draw, not an estimate (without this, a noisy top pilot's lucky draw took
+D = 2 048 against an oracle near 190 on the skewed count table of the suite).
 
-What it does and does not do (``PYTHONPATH=src python benchmarks/bound_select_seeds.py``,
-AnalyzeGaussPCA at ε = 1 over ten seeds, against the private 0.99-quantile, the previous
-default; docs/REAL_DATA.md has the suite): fair 0.092 against 0.334, anes96 0.393 against
-0.599, digits 1.037 against 1.137, RAND 0.789 against 0.971, Covertype 0.001 for both,
-breast_cancer and diabetes within 1 %. The pilots get a fifth of the budget (the high one
-15 %), so their noise is about ``√(0.78/0.15) ≈ 2.3×`` the final release's and ``b̂``
-resolves a rotation only when it is several times the final noise: on RAND (a rotation of
-1.07 inside a near-tie of the 2nd and 3rd eigenvalues, 2σ of the high pilot apart) it is
-bimodal, 0.14–0.57 where resolved and 1.2 where not (about 4 seeds in 10). Larger pilot
-shares (30–65 %, simulated from the same pilots) moved RAND by less than its seed-to-seed
-spread and cost the tables that keep the median 5–10 %. Where the noise dominates both bounds
-give about the same and the pilots' share costs a few per cent (``AnalyzeGaussPCA`` averages
-its Gram with the pilot released at the chosen bound, so it loses only the other pilot's
-share). The final noise f is that of a Gram release, which overstates the noisy power
-method's at the high bound. Pilots run up to :data:`MAX_FEATURES` features.
+Measured on the suite's tuning half (docs/REAL_DATA.md; ``AnalyzeGaussPCA``, ε = 1, five
+seeds): within 1.25× + 0.01 of the oracle on Covertype, RAND, the binary survey and anes96,
+with no seed worse than 2× + 0.02; the skewed count table keeps a bound near its 80 %
+quantile (0.088 against an oracle of 0.039 at its 99 %): the rotation between 40 and 110 is
+the size of the shells' noise. Pilots run up to :data:`MAX_FEATURES` features.
 
-Everything released here — the two candidates, ``d``, the ν, f and the choice — is
-post-processing of the private releases and is published in the record's notes.
+Everything released here — the candidates, the d, ν, f and the choice — is post-processing
+of the private releases and is published in the record's notes.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
 
-from privpca.mechanisms.noise import symmetric_gaussian_release, symmetric_noise
+from privpca.mechanisms.noise import gaussian_release, symmetric_noise
 from privpca.mechanisms.secure_noise import fast_stream
 from privpca.mechanisms.sensitivity import gram_sensitivity
 
 __all__ = [
-    "CLIFF_FRACTION",
-    "HIGH_FACTOR",
+    "LADDER_RATIO",
     "LOW_QUANTILE",
-    "LOW_WEIGHT",
+    "MAX_CANDIDATES",
     "MAX_FEATURES",
     "NOISE_DRAWS",
     "NOISE_LEVEL",
+    "RESOLVABLE",
     "BoundChoice",
+    "candidate_ladder",
     "choose_bound",
-    "high_candidate",
-    "pilot_multipliers",
-    "pilot_sigmas",
+    "shell_sigmas",
     "subspace_noise",
     "top_vectors",
 ]
 
-#: Quantile of the released norm histogram giving the low candidate.
+#: Quantile of the norms giving the low candidate (the ladder's first).
 LOW_QUANTILE = 0.5
-#: Where the norms' tail thins through the histogram's threshold, the high candidate is this
-#: factor times the upper edge of the highest released bin (:func:`high_candidate`).
-HIGH_FACTOR = 2.0
-#: The top released edge is the high candidate when the rows estimated above it are at most
-#: this fraction of the released mass: ``1 −`` the default bound's quantile (0.99).
-CLIFF_FRACTION = 0.01
-#: Share of the "bound_select" part that the low pilot gets (the high one, whose noise the
-#: distance must see through, gets the rest).
-LOW_WEIGHT = 0.25
+#: Consecutive candidates are this ratio apart (at most), from the median to the robust maximum.
+LADDER_RATIO = 2.0**0.5
+#: A step between candidates counts only where its shell's noise alone moves the pilot's
+#: subspace by less than this fraction of the largest distance, √(2k).
+RESOLVABLE = 0.5
+#: The most candidates on the ladder.
+MAX_CANDIDATES = 6
+#: The last candidate is this factor above the robust maximum: the ~4.5σ rows above it may be
+#: the table's top components (a heavy count tail); its shell tells.
+TOP_FACTOR = 2.0
 #: Bootstrap draws per noise level.
 NOISE_DRAWS = 10
 #: The pilots' noise distances are taken at their ``1 − NOISE_LEVEL`` quantile.
@@ -144,93 +133,110 @@ class BoundChoice:
 
     Attributes
     ----------
-    low, high : float
-        The candidate bounds.
+    candidates : tuple of float
+        The ladder, lowest (the private median) to highest (the robust maximum).
     chosen : float
         The bound the statistic uses.
-    distance : float
-        ``d``, the pilots' subspace distance.
-    noise_low, noise_high : float
-        The pilots' noise levels ν.
-    final_low, final_high : float
-        The final release's estimated noise effect f at each candidate.
+    distances : tuple of float
+        ``d_j``: the subspace distance between the pilots of candidates j and j + 1.
+    noise : tuple of float
+        ``ν_j``: how far the shell between them would move the lower pilot's subspace if it
+        were noise alone (an upper quantile of a parametric bootstrap).
+    finals : tuple of float
+        The final release's estimated noise effect f_j at each candidate.
     pilot : ndarray of shape (p, p) or None
         The released pilot Gram at the chosen bound (kept in memory, not published: a
         statistic that releases the same Gram may average it in, inverse-variance).
     pilot_sigma : float
         Its noise standard deviation per coordinate.
     high_pilot : ndarray of shape (p, p) or None
-        The pilot released at ``high`` (in memory only): where the low bound is chosen, the
-        explained variances can be read off it, clipped at a bound above (almost) every norm
+        The pilot at the robust maximum (in memory only): where a lower bound is chosen,
+        the explained variances can be read off it
         (:func:`privpca.pipeline.spectrum.variances_along`).
     high_sigma : float
         Its noise standard deviation per coordinate.
     """
 
-    low: float
-    high: float
+    candidates: tuple[float, ...]
     chosen: float
-    distance: float
-    noise_low: float
-    noise_high: float
-    final_low: float
-    final_high: float
+    distances: tuple[float, ...]
+    noise: tuple[float, ...]
+    finals: tuple[float, ...]
     pilot: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
     pilot_sigma: float = math.nan
     high_pilot: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
     high_sigma: float = math.nan
 
     @property
+    def low(self) -> float:
+        return self.candidates[0]
+
+    @property
+    def high(self) -> float:
+        return self.candidates[-1]
+
+    resolvable: float = math.inf
+
+    @property
+    def steps(self) -> tuple[float, ...]:
+        """``max(0, d_j − ν_j)``: the rotation resolved between candidates j and j + 1 (0
+        where the shell's noise alone moves the pilot by :attr:`resolvable` or more: there a
+        distance is a draw of the noise, not evidence)."""
+        return tuple(max(0.0, d - nu) if nu < self.resolvable else 0.0
+                     for d, nu in zip(self.distances, self.noise, strict=True))
+
+    @property
+    def biases(self) -> tuple[float, ...]:
+        """``b̂_j``: the rotations resolved above candidate j, summed (a triangle-inequality
+        estimate of its distance to the highest candidate's subspace)."""
+        above = np.cumsum(np.asarray(self.steps[::-1] or (), dtype=np.float64))[::-1]
+        return (*(float(b) for b in above), 0.0)
+
+    @property
     def bias(self) -> float:
-        """``b̂ = max(0, d − ν_low − ν_high)``, the low bound's estimated rotation."""
-        return max(0.0, self.distance - self.noise_low - self.noise_high)
+        """The lowest candidate's estimated rotation."""
+        return self.biases[0]
+
+    @property
+    def errors(self) -> tuple[float, ...]:
+        """``e_j = b̂_j + f_j``."""
+        return tuple(b + f for b, f in zip(self.biases, self.finals, strict=True))
 
     def describe(self) -> str:
         """One sentence for the record's notes."""
-        which = "high" if self.chosen == self.high else "low"
+        j = self.candidates.index(self.chosen)
+        which = ("low candidate" if j == 0 else "high candidate"
+                 if j == len(self.candidates) - 1 else f"candidate {j + 1} of "
+                 f"{len(self.candidates)}")
+        ladder = ", ".join(f"{c:.4g} ({e:.3g})" for c, e in zip(self.candidates, self.errors,
+                                                                strict=True))
         return (
-            f"The bound selection chose D = {self.chosen:.6g} ({which} candidate) between the "
-            f"private median of the norms D_low = {self.low:.6g} and D_high = {self.high:.6g} "
-            "(the top of their released histogram, or twice it where the tail thins through "
-            "the histogram's threshold): estimated errors "
-            f"{self.bias:.3g} (rotation) + {self.final_low:.3g} (noise) at D_low against "
-            f"{self.final_high:.3g} at D_high, from two pilot Grams {self.distance:.3g} apart "
-            f"with noise levels {self.noise_low:.3g} and {self.noise_high:.3g} "
+            f"The bound selection chose D = {self.chosen:.6g} ({which}) on a ladder from the "
+            f"private median of the norms D_low = {self.low:.6g} to D_high = {self.high:.6g} "
+            "(the private point below which all but about 4.5 noise deviations of rows lie); "
+            f"candidates (estimated error: rotation + noise): {ladder} "
             "(privpca.pipeline.bound_selection)."
         )
 
 
-def high_candidate(top_edge: float, top_count: float, threshold: float,
-                   released_mass: float) -> float:
-    """``D_high`` from the released norm histogram (post-processing; module docstring).
-
-    Parameters
-    ----------
-    top_edge, top_count : float
-        Upper edge and released noisy count of the highest released bin.
-    threshold : float
-        The histogram's release threshold τ (public).
-    released_mass : float
-        The sum of the released counts.
-
-    Returns
-    -------
-    float
-        ``top_edge`` when the rows estimated above it, ``τ/(c/τ − 1)`` under a geometric
-        tail, are at most :data:`CLIFF_FRACTION` of the released mass; else
-        :data:`HIGH_FACTOR` ``· top_edge``.
+def candidate_ladder(low: float, high: float) -> tuple[float, ...]:
+    """Geometric candidates from ``low`` to ``high``, at most :data:`LADDER_RATIO` apart, and
+    :data:`TOP_FACTOR` times ``high``; at most :data:`MAX_CANDIDATES` in all (post-processing
+    of the two private quantiles).
 
     Examples
     --------
-    >>> high_candidate(5792.6, 4150.0, 242.7, 581_000.0)  # a cliff: ≈ 15 rows above
-    5792.6
-    >>> high_candidate(22.6, 290.0, 242.7, 20_000.0)  # a tail through the threshold
-    45.2
+    >>> [round(c, 3) for c in candidate_ladder(1.0, 4.0)]
+    [1.0, 1.414, 2.0, 2.828, 4.0, 8.0]
+    >>> candidate_ladder(3.0, 3.0)
+    (3.0, 6.0)
     """
-    ratio = top_count / threshold
-    if ratio > 1.0 and threshold / (ratio - 1.0) <= CLIFF_FRACTION * released_mass:
-        return float(top_edge)
-    return float(HIGH_FACTOR * top_edge)
+    if not high > low:
+        return (float(low), float(TOP_FACTOR * low))
+    steps = math.ceil(math.log(high / low) / math.log(LADDER_RATIO) - 1e-9)
+    m = min(MAX_CANDIDATES - 1, max(2, steps + 1))
+    ladder = [float(low * (high / low) ** (j / (m - 1))) for j in range(m)]
+    return (*ladder, float(TOP_FACTOR * high))
 
 
 def top_vectors(matrix: NDArray[np.float64], k: int) -> NDArray[np.float64]:
@@ -259,37 +265,17 @@ def subspace_noise(released: NDArray[np.float64], sigma: float, k: int,
     return P, np.asarray(moved)
 
 
-def pilot_multipliers(multiplier: float) -> tuple[float, float]:
-    """The two pilots' noise multipliers σ_c/Δ_c, low then high: ``multiplier/√(2w)`` with
-    w = :data:`LOW_WEIGHT` and ``1 − LOW_WEIGHT``.
-
-    Two releases at ``multiplier`` each compose to ``2/m²``; this split keeps that total
-    (``2w/m² + 2(1 − w)/m²``, exact for Gaussian mechanisms), so the pilots compose to the
-    part's planned share. Public: a function of the plan only, known before any data is read
-    (the record lists each pilot with its own multiplier).
-
-    Examples
-    --------
-    >>> m_low, m_high = pilot_multipliers(10.0)
-    >>> round(m_low, 4), round(m_high, 4)
-    (14.1421, 8.165)
-    >>> round((m_low**-2 + m_high**-2) / (2 * 10.0**-2), 12)
-    1.0
-    """
-    return (multiplier / math.sqrt(2.0 * LOW_WEIGHT),
-            multiplier / math.sqrt(2.0 * (1.0 - LOW_WEIGHT)))
-
-
-def pilot_sigmas(multiplier: float, low: float, high: float) -> tuple[float, float]:
-    """The two pilots' noise standard deviations: their multipliers
-    (:func:`pilot_multipliers`) times Δ_c = √2·c² (replace one)."""
-    return tuple(  # type: ignore[return-value]
-        m * gram_sensitivity(bound, "replace")
-        for bound, m in zip((low, high), pilot_multipliers(multiplier), strict=True))
+def shell_sigmas(multiplier: float, candidates: Sequence[float]) -> tuple[float, ...]:
+    """The noise std per coordinate of the normalised shells (first) and of each candidate's
+    pilot ``Ĝ_j = Σ_{l ≤ j} Δ_l S̃_l``: ``σ_s = m·√(2L)`` and ``σ_s·√(Σ_{l≤j} Δ_l²)``."""
+    c2 = np.square(np.asarray(candidates, dtype=np.float64))
+    widths = np.diff(np.concatenate([[0.0], c2]))
+    sigma = multiplier * math.sqrt(2.0 * len(c2))
+    return (sigma, *(float(sigma * math.sqrt(v)) for v in np.cumsum(widths**2)))
 
 
 def choose_bound(
-    grams_at: Callable[[tuple[float, float]], Sequence[NDArray[np.float64]]],
+    grams_at: Callable[[tuple[float, ...]], Sequence[NDArray[np.float64]]],
     n_components: int,
     low: float,
     high: float,
@@ -297,20 +283,30 @@ def choose_bound(
     final_multiplier: float,
     rng: np.random.Generator,
 ) -> BoundChoice:
-    """Release the two pilots and choose the candidate with the smaller estimated error.
+    """Release the ladder's pilots in one Gaussian release and choose the candidate with the
+    smallest estimated error.
+
+    The shells: with candidates ``c_1 < … < c_L`` (:func:`candidate_ladder`), ``c_0 = 0`` and
+    ``Δ_l = c_l² − c_{l−1}²``, shell ``l`` is ``S_l = (G_{c_l} − G_{c_{l−1}})/Δ_l`` (G_c the
+    Gram of the rows clipped at c). A row of norm r adds ``w_l·uuᵀ`` to it with ``u`` its
+    direction and ``w_l = (min(r², c_l²) − min(r², c_{l−1}²))/Δ_l ∈ [0, 1]``: replacing one
+    row moves the stacked shells by at most ``√(2L)`` (Frobenius, each shell at most √2),
+    so one Gaussian release of multiplier ``multiplier`` adds ``N(0, (multiplier·√(2L))²)``
+    to each shell's upper triangle. Every candidate's pilot is a sum of released shells,
+    ``Ĝ_j = Σ_{l≤j} Δ_l S̃_l`` (post-processing), with noise ``σ_s·√(Σ_{l≤j} Δ_l²)`` — on a
+    ladder of ratio √2 about as much as a pilot of its own at the whole share.
 
     Parameters
     ----------
     grams_at : callable
-        ``(D_low, D_high) ↦ [Σ clip_D(y) clip_D(y)ᵀ for D in them]`` over the rows the
-        statistic will see (exact, private; one pass).
+        ``bounds ↦ [Σ clip_D(y) clip_D(y)ᵀ for D in bounds]`` over the rows the statistic
+        will see (exact, private; one pass).
     n_components : int
         k.
     low, high : float
-        The candidates (public: read off a released histogram).
+        The private median and the robust maximum of the norms.
     multiplier : float
-        The "bound_select" part's noise multiplier per release (its two releases compose to
-        its share; :data:`LOW_WEIGHT` splits it).
+        The "bound_select" part's noise multiplier (one release).
     final_multiplier : float
         The statistic's noise multiplier (σ/Δ), for the final release's noise effect f.
     rng : numpy.random.Generator
@@ -321,31 +317,51 @@ def choose_bound(
     BoundChoice
     """
     k = int(n_components)
-    sigmas = list(pilot_sigmas(multiplier, low, high))
-    released = [symmetric_gaussian_release(gram, sigma, rng,
-                                           sensitivity=gram_sensitivity(bound, "replace"))
-                for gram, bound, sigma in zip(grams_at((low, high)), (low, high), sigmas,
-                                              strict=True)]
+    candidates = candidate_ladder(low, high)
+    c2 = np.square(np.asarray(candidates))
+    widths = np.diff(np.concatenate([[0.0], c2]))
+    grams = grams_at(candidates)
+    p = grams[0].shape[0]
+    iu = np.triu_indices(p)
+    previous = np.zeros((p, p))
+    shells = []
+    for gram, width in zip(grams, widths, strict=True):
+        shells.append(((gram - previous) / width)[iu])
+        previous = gram
+    sigma, *sigmas = shell_sigmas(multiplier, candidates)
+    packed = gaussian_release(np.concatenate(shells), sigma, rng,
+                              sensitivity=math.sqrt(2.0 * len(candidates)))
+    released, total = [], np.zeros((p, p))
+    for i, width in enumerate(widths):
+        shell = np.empty((p, p))
+        shell[iu] = packed[i * len(iu[0]):(i + 1) * len(iu[0])]
+        shell.T[iu] = shell[iu]
+        total = total + width * shell
+        released.append(total)
     # The bootstrap reads only the released pilots (post-processing): a fast stream keyed
     # from the release's (the release's own on a seeded run, so its draws are unchanged).
     boot = fast_stream(rng)
-    P_low, moved_low = subspace_noise(released[0], sigmas[0], k, boot)
-    P_high, moved_high = subspace_noise(released[1], sigmas[1], k, boot)
-    distance = float(np.linalg.norm(P_low - P_high))
-    # The rotation is what the distance keeps beyond an upper quantile of each pilot's noise
-    # distance (a mean would call half of the noise's fluctuations a rotation).
-    nu_low, nu_high = (float(np.quantile(m, 1.0 - NOISE_LEVEL)) for m in (moved_low,
-                                                                           moved_high))
-    final_low = float(np.mean(subspace_noise(
-        released[0], final_multiplier * gram_sensitivity(low, "replace"), k, boot)[1]))
-    final_high = float(np.mean(subspace_noise(
-        released[1], final_multiplier * gram_sensitivity(high, "replace"), k, boot)[1]))
-    choice = BoundChoice(float(low), float(high), float(low), distance, nu_low, nu_high,
-                         final_low, final_high, released[0], sigmas[0], released[1],
-                         sigmas[1])
-    # A3: only a rotation the pilots resolve can make the noisier bound the better one.
-    if choice.bias > 0.0 and final_high < choice.bias + final_low:
-        choice = BoundChoice(float(low), float(high), float(high), distance, nu_low, nu_high,
-                             final_low, final_high, released[1], sigmas[1], released[1],
-                             sigmas[1])
-    return choice
+    projectors = [top_vectors(G, k) for G in released]
+    projectors = [V @ V.T for V in projectors]
+    distances = tuple(float(np.linalg.norm(a - b)) for a, b in itertools.pairwise(projectors))
+    # How far the next shell would turn the lower pilot were it noise alone: an upper
+    # quantile (a mean would call half of the noise's fluctuations a rotation).
+    nus = tuple(float(np.quantile(subspace_noise(G, sigma * width, k, boot)[1],
+                                  1.0 - NOISE_LEVEL))
+                for G, width in zip(released[:-1], widths[1:], strict=True))
+    raw = [float(np.mean(subspace_noise(
+        G, final_multiplier * gram_sensitivity(c, "replace"), k, boot)[1]))
+        for G, c in zip(released, candidates, strict=True)]
+    # A3: the final noise grows as c² and the rows a higher bound restores widen the gap by
+    # at most their own mass, so f is non-decreasing; a bootstrap around a pilot that cannot
+    # see its k-th component is a draw, not an estimate, and must not undercut a lower one.
+    finals = tuple(float(f) for f in np.maximum.accumulate(raw))
+    cap = math.sqrt(2.0 * min(k, p - k))
+    choice = BoundChoice(candidates, candidates[0], distances, nus, finals,
+                         resolvable=RESOLVABLE * cap)
+    j = int(np.argmin(choice.errors))
+    # The variances are read off the pilot at the robust maximum (the ladder's last but one):
+    # it clips only ~4.5σ rows and has a third of the top one's noise.
+    top = max(len(candidates) - 2, 0)
+    return replace(choice, chosen=candidates[j], pilot=released[j], pilot_sigma=sigmas[j],
+                   high_pilot=released[top], high_sigma=sigmas[top])

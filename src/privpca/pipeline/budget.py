@@ -16,10 +16,8 @@ part released ``T`` times (a power method) gets ``m√T/√w`` per release
 (:mod:`privpca.mechanisms.calibration` holds the formulas). The weights are shares of
 ``1/m²`` (zCDP's ρ), not of ε; a 5 % share costs the statistic only 2.5 % more noise.
 
-Stability histograms (the private quantiles of :mod:`privpca.mechanisms.quantile`) are
-Gaussian on the counts, plus a *tail*: the probability ``t`` that an empty bin is released.
-Their tails are paid from δ: ``δ = δ_noise + (1 + e^ε)·Σ t`` (:mod:`privpca.mechanisms.histogram`);
-:data:`TAIL_FRACTION` of δ goes to the tails.
+The private quantiles (:mod:`privpca.mechanisms.quantile`) are Gaussian searches like the
+other parts: no δ is set aside for them.
 
 Other statistics: basic composition
 -----------------------------------
@@ -51,7 +49,6 @@ from privpca.mechanisms import calibration
 __all__ = [
     "DEFAULT_SHARES",
     "PART_NAMES",
-    "TAIL_FRACTION",
     "BudgetPlan",
     "PartBudget",
 ]
@@ -88,16 +85,7 @@ DEFAULT_SHARES: Mapping[str, float] = {
 #: Releases per part (the per-feature scales run two rounds: the second one's bounds are set
 #: around the first one's refined means, so features with a large mean and a tiny spread get
 #: bounds of their own size).
-PART_COUNTS: Mapping[str, int] = {"scale_bound": 2, "scale": 2, "bound_select": 2}
-
-#: Share of δ that pays for the tails of the stability histograms (when there are any).
-TAIL_FRACTION = 0.01
-
-#: Parts that are stability histograms (they have a tail).
-HISTOGRAM_PARTS: frozenset[str] = frozenset(
-    {"bound_raw", "bound_residual", "scale_bound", "bound"}
-)
-
+PART_COUNTS: Mapping[str, int] = {"scale_bound": 2, "scale": 2}
 
 @dataclass(frozen=True)
 class PartBudget:
@@ -114,9 +102,6 @@ class PartBudget:
         statistic, which uses ``epsilon``/``delta`` instead).
     count : int
         How many releases (composed adaptively).
-    tail : float
-        For a stability histogram, the probability per side that an empty bin is released,
-        per release (``count·tail`` in all).
     epsilon, delta : float
         For a non-Gaussian statistic: the (ε, δ) it must satisfy on its own. For a Gaussian
         part: the ε that this part alone certifies at the plan's noise δ (informative).
@@ -126,7 +111,6 @@ class PartBudget:
     weight: float
     multiplier: float
     count: int = 1
-    tail: float = 0.0
     epsilon: float = math.nan
     delta: float = math.nan
 
@@ -163,7 +147,6 @@ class BudgetPlan:
     total_multiplier: float
     delta_noise: float
     statistic_gaussian: bool
-    tail: float = 0.0
     notes: str = field(default="", compare=False)
 
     # ------------------------------------------------------------------ construction
@@ -228,7 +211,6 @@ class BudgetPlan:
                 f"The preprocessing shares {weights} sum to {pre:g}; they must leave a positive "
                 "share (1 - sum) for the estimator's statistic."
             )
-        n_hist = sum(1 for name in active if name in HISTOGRAM_PARTS)
         if math.isinf(epsilon):
             parts = {name: PartBudget(name, w, 0.0) for name, w in weights.items()}
             if include_statistic:
@@ -251,10 +233,7 @@ class BudgetPlan:
             gauss_delta = delta if statistic_pure else delta * pre
             weights = {name: w / pre for name, w in weights.items()}
 
-        if n_hist:
-            tail_total, delta_noise = calibration.split_tail(gauss_eps, gauss_delta, TAIL_FRACTION)
-        else:
-            tail_total, delta_noise = 0.0, gauss_delta  # bitwise the single-mechanism one
+        delta_noise = gauss_delta
         m = calibration.analytic_multiplier(gauss_eps, delta_noise)
         parts = {}
         for name, w in weights.items():
@@ -262,9 +241,8 @@ class BudgetPlan:
             if w <= 0.0:
                 raise ValueError(f"budget_shares[{name!r}] must be positive for an active part.")
             mult = calibration.share_multiplier(m, w, count)
-            tail = tail_total / n_hist / count if name in HISTOGRAM_PARTS else 0.0
             parts[name] = PartBudget(
-                name, w, mult, count, tail,
+                name, w, mult, count,
                 epsilon=_single_epsilon(mult / math.sqrt(count), delta_noise),
                 delta=delta_noise,
             )
@@ -274,7 +252,7 @@ class BudgetPlan:
                 epsilon=epsilon - gauss_eps,
                 delta=0.0 if statistic_pure else delta - gauss_delta,
             )
-        return cls(epsilon, delta, parts, m, delta_noise, statistic_gaussian, tail_total)
+        return cls(epsilon, delta, parts, m, delta_noise, statistic_gaussian)
 
     # ------------------------------------------------------------------ queries
     def __contains__(self, name: object) -> bool:

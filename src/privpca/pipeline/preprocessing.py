@@ -4,12 +4,12 @@ Each function is one mechanism of the release pipeline; :mod:`privpca.pipeline.r
 them in order with the budget of a :class:`~privpca.pipeline.budget.BudgetPlan`. All are
 Gaussian mechanisms under **replace-one** neighbours (n public):
 
-* **norm bound** (:class:`~privpca.mechanisms.quantile.PrivateQuantile`): stability histogram of
-  the row norms on a log grid, L2 sensitivity √2 on the counts;
+* **norm bound** (:class:`~privpca.mechanisms.quantile.PrivateQuantile`): noisy bisection of
+  the row norms on a log grid, ten counts of sensitivity 1;
 * **mean**: ``Σᵢ clip_R(xᵢ) + N(0, σ²I)``, divided by n; replacing a row moves the sum by
   ``x − y`` with ``‖x‖, ‖y‖ ≤ R``: **Δ = 2R**;
-* **scale bounds**: one stability histogram per feature of ``|x_j − μ̂_j|`` (L2 sensitivity
-  ``√(2p)`` on all counts);
+* **scale bounds**: one noisy bisection per feature of ``|x_j − μ̂_j|`` (L2 sensitivity
+  ``√p`` on each round's counts);
 * **scale**: with ``u_j = clip((x_j − μ̂_j)/b_j, ±1)``, the sums ``Σu_j`` and ``Σu_j²`` of every
   feature, with Gaussian noise; replacing a row moves them by at most 2 and 1 per feature:
   **Δ = √(5p)**. Normalising by each feature's own bound makes the noise on a feature's mean
@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 
 from privpca._validation import check_noise_rng
 from privpca.mechanisms.noise import gaussian_release
-from privpca.mechanisms.quantile import PrivateQuantile, QuantileRelease
+from privpca.mechanisms.quantile import GRID_BASE, PrivateQuantile, QuantileRelease
 from privpca.streaming import as_row_source, reductions
 from privpca.streaming.reductions import BinCounts, BinnedSums, log_bin_counts
 
@@ -40,6 +40,7 @@ __all__ = [
     "BinnedSums",  # re-exported from privpca.streaming.reductions, where it is made
     "MeanRelease",
     "ScaleRelease",
+    "check_quantile_records",
     "norm_bin_counts",
     "private_mean",
     "private_mean_from_sum",
@@ -50,7 +51,21 @@ __all__ = [
 
 
 class BoundNotFoundError(ValueError):
-    """No bin of a private norm histogram cleared its threshold (too few rows for this ε)."""
+    """Too few rows for a private norm quantile at this ε (decided from public n and ε,
+    before anything is released).
+
+    Attributes
+    ----------
+    rows, needed : int or None
+        The rows given and the fewest the search needs.
+    epsilon_needed : float or None
+        The smallest ε at which the same settings would fit (None: unknown or none).
+    """
+
+    def __init__(self, message: str, *, rows: int | None = None, needed: int | None = None,
+                 epsilon_needed: float | None = None) -> None:
+        super().__init__(message)
+        self.rows, self.needed, self.epsilon_needed = rows, needed, epsilon_needed
 
 
 def norm_bin_counts(norms: NDArray[np.float64], base: float) -> BinCounts:
@@ -62,51 +77,53 @@ def norm_bin_counts(norms: NDArray[np.float64], base: float) -> BinCounts:
 def private_norm_bound(
     norms: NDArray[np.float64],
     multiplier: float,
-    tail: float,
-    quantile: float,
+    quantile: float | tuple[float, ...],
     rng: np.random.Generator,
     *,
     what: str = "row norms",
     hint: str = "Give data_norm as a public number, or use a larger epsilon.",
-) -> tuple[float, QuantileRelease]:
-    """A private ``quantile`` of ``norms`` (see :mod:`privpca.mechanisms.quantile`).
+) -> tuple[NDArray[np.float64], QuantileRelease]:
+    """Private quantiles of ``norms`` (:class:`~privpca.mechanisms.quantile.PrivateQuantile`).
 
     Raises
     ------
     BoundNotFoundError
-        When no bin clears the threshold, or only the bin of zeros does. The spend is already
-        recorded; the message says how to proceed.
+        When there are too few rows for this multiplier (a public check, before anything
+        is released); the message says how to proceed.
     """
     return private_norm_bound_from_counts(
-        lambda base: norm_bin_counts(norms, base), len(norms), multiplier, tail, quantile, rng,
+        lambda base: norm_bin_counts(norms, base), len(norms), multiplier, quantile, rng,
         what=what, hint=hint)
+
+
+def check_quantile_records(search: PrivateQuantile, *, what: str, hint: str) -> None:
+    """Refuse a search whose count noise would swamp the median (public: n and σ)."""
+    if search.n_records < search.min_records():
+        raise BoundNotFoundError(
+            f"{search.n_records} rows are too few for a private bound on the {what} at this "
+            f"epsilon: its counts carry noise of std {search.noise:.0f} rows, and the bound "
+            f"needs at least {search.min_records()} rows. Nothing was released. {hint}",
+            rows=search.n_records, needed=search.min_records())
 
 
 def private_norm_bound_from_counts(
     counter: Callable[[float], BinCounts],
     n_records: int,
     multiplier: float,
-    tail: float,
-    quantile: float,
+    quantile: float | tuple[float, ...],
     rng: np.random.Generator,
     *,
     what: str = "row norms",
     hint: str = "Give data_norm as a public number, or use a larger epsilon.",
-) -> tuple[float, QuantileRelease]:
+) -> tuple[NDArray[np.float64], QuantileRelease]:
     """:func:`private_norm_bound` from exact bin counts: ``counter(base)`` counts the norms on
-    the grid of ratio ``base`` (chosen from the public ``n_records``), e.g. summed over the
-    blocks of a streamed table."""
-    mech = PrivateQuantile.calibrate(multiplier, tail, quantile=quantile, n_records=n_records)
-    index, counts = counter(mech.base)
-    release = mech.estimate_counts(np.zeros(len(index), dtype=np.intp), index, counts, rng)
-    value = float(release.value[0])
-    if not value > 0.0:
-        raise BoundNotFoundError(
-            f"data_norm='auto' found no private bound on the {what}: no bin of the private "
-            f"histogram cleared its threshold ({mech.histogram.threshold:.3g} rows), which "
-            f"happens when there are too few rows for this epsilon. {hint}"
-        )
-    return value, release
+    the grid of ratio ``base`` (e.g. summed over the blocks of a streamed table). Returns the
+    quantiles (one per requested q) and the release."""
+    search = PrivateQuantile.calibrate(multiplier, quantiles=quantile, n_records=n_records)
+    check_quantile_records(search, what=what, hint=hint)
+    index, counts = counter(GRID_BASE)
+    release = search.estimate_counts(np.zeros(len(index), dtype=np.intp), index, counts, rng)
+    return release.value[:, 0], release
 
 
 @dataclass(frozen=True)
@@ -174,7 +191,6 @@ def private_scale(
     source: Any,
     mean: NDArray[np.float64],
     bound_multiplier: float,
-    bound_tail: float,
     multiplier: float,
     quantile: float,
     rng: np.random.Generator,
@@ -184,15 +200,15 @@ def private_scale(
     """Private mean and standard deviation of each feature, in that feature's own units.
 
     Per-feature bounds ``b_j`` are private ``quantile``-quantiles of ``|x_j − μ̂_j|`` (one
-    Gaussian stability histogram per feature). With ``u_j = clip((x_j − μ̂_j)/b_j, −1, 1)``,
+    noisy bisection per feature, all in the same rounds). With
+    ``u_j = clip((x_j − μ̂_j)/b_j, −1, 1)``,
     the sums ``Σu_j`` and ``Σu_j²`` of all features are released together with Gaussian noise
     of multiplier ``multiplier``: replacing a row moves each ``Σu_j`` by at most 2 and each
     ``Σu_j²`` by at most 1, so **Δ = √(5p)**. Normalising by each feature's own bound makes
     every feature's noise proportional to its own spread: with mixed units, a joint norm
     bound would drown the small features. The refined mean is ``μ̂_j + b_j·Σu_j/n`` and the
     variance ``b_j²(Σu_j²/n − (Σu_j/n)²)`` (times n/(n − ddof)); a variance below its own
-    noise level gets that level (a post-processing floor); a feature with no released bound
-    keeps μ̂_j and gets scale 1.
+    noise level gets that level (a post-processing floor).
 
     ``source`` is the table, an array or a :class:`~privpca.streaming.RowSource`: two passes
     (the histograms' counts, then the sums), each a block reduction.
@@ -200,12 +216,10 @@ def private_scale(
 
     rows = as_row_source(source)
     n, p = rows.n_samples, rows.n_features
-    mech = PrivateQuantile.calibrate(bound_multiplier, bound_tail, quantile=quantile,
-                                     n_histograms=p, n_records=n)
-    col, index, counts = reductions.deviation_counts(rows, mean, mech.base)
-    bounds = mech.estimate_counts(col, index, counts, rng, n_histograms=p).value
-    missing = ~(bounds > 0)
-    bounds = np.where(missing, 1.0, bounds)
+    search = PrivateQuantile.calibrate(bound_multiplier, quantiles=quantile, n_records=n,
+                                       n_columns=p)
+    col, index, counts = reductions.deviation_counts(rows, mean, GRID_BASE)
+    bounds = search.estimate_counts(col, index, counts, rng).value[0]
     first, second = reductions.normalised_moments(rows, mean, bounds)
     sensitivity = math.sqrt(5.0 * p)
     sigma = multiplier * sensitivity
@@ -214,20 +228,12 @@ def private_scale(
                                 sensitivity=sensitivity)
     first, second = released[:p], released[p:]
     shift = first / n
-    refined = mean + np.where(missing, 0.0, bounds * shift)
+    refined = mean + bounds * shift
     variance = (second / n - shift**2) * n / max(n - ddof, 1)
     floor = sigma / max(n - ddof, 1)
     scale = np.sqrt(np.maximum(variance, floor)) * bounds
-    scale[missing | ~(scale > 0)] = 1.0
+    scale[~(scale > 0)] = 1.0
     return ScaleRelease(refined, scale, bounds, sigma, sensitivity)
-
-
-def clip_scale(norms: NDArray[np.float64], bound: float) -> NDArray[np.float64]:
-    """Per-row factors ``min(1, bound/‖x‖)`` (1 for zero rows)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        factor = np.minimum(1.0, bound / norms)
-    factor[~np.isfinite(factor)] = 1.0
-    return factor
 
 
 def sq_norms(X: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -57,17 +57,22 @@ from privpca._validation import (
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.exceptions import NonPrivatePreprocessingWarning
 from privpca.mechanisms.noise import gaussian_release
-from privpca.mechanisms.sensitivity import Neighbouring, gram_sensitivity
+from privpca.mechanisms.quantile import QUERY_ROUNDS, PrivateQuantile
+from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.bound_selection import (
     LOW_QUANTILE,
     choose_bound,
-    high_candidate,
-    pilot_multipliers,
-    pilot_sigmas,
+    shell_sigmas,
 )
 from privpca.pipeline.bound_selection import MAX_FEATURES as SELECT_MAX_FEATURES
-from privpca.pipeline.budget import PART_NAMES, BudgetPlan, PartBudget, _single_epsilon
+from privpca.pipeline.budget import (
+    DEFAULT_SHARES,
+    PART_NAMES,
+    BudgetPlan,
+    PartBudget,
+)
 from privpca.pipeline.preprocessing import (
+    BoundNotFoundError,
     MeanRelease,
     check_finite_norms,
     norm_bin_counts,
@@ -117,6 +122,15 @@ __all__ = [
 
 #: Quantile of the row norms used as the clipping bound when ``data_norm="auto"``.
 DEFAULT_NORM_QUANTILE = 0.99
+#: The quantiles searched when ``data_norm="auto"`` chooses between two candidates: the
+#: median and the robust maximum (a target of ``n − 4.5σ``, :mod:`privpca.mechanisms.quantile`).
+BOUND_QUANTILES = (LOW_QUANTILE, 1.0)
+#: The parts that are private quantile searches (:class:`PrivateQuantile`).
+QUANTILE_PARTS = ("bound_raw", "bound_residual", "scale_bound", "bound")
+_SEARCH_WHAT = {"bound_raw": "mean's norm bound", "bound_residual": "mean's refined norm "
+                "bound", "scale_bound": "per-feature scale bounds", "bound": "norm bound"}
+#: The most a quantile search's share is raised to on a small table.
+MAX_SEARCH_SHARE = 0.15
 #: Quantile of |x_j − μ_j| used to clip each feature's variance when ``scale=True``.
 SCALE_QUANTILE = 0.99
 #: ``holdout_fraction="auto"`` holds out a share of the rows for the preprocessing from this
@@ -455,25 +469,103 @@ class ReleasePipeline:
         statistic_parts = self.active
         if self.holdout_fraction is not None:
             self.held_out_sizes()  # refuses a split too small, before the data
-            self.held_plan = BudgetPlan.split(self.epsilon, self.delta, held_parts,
-                                              shares=shares, include_statistic=False)
             statistic_parts = tuple(part for part in self.active if part not in held_parts)
             if isinstance(self.centering, str):
                 # The held-out mean is off the statistic's rows' own mean by its sampling
                 # error (a rank-one term ∝ tr Σ / fraction, as large as the noise at 2 %):
                 # the statistic's pass also releases Σ y, which re-centres it exactly.
                 statistic_parts = ("centre", *statistic_parts)
-        self.plan = BudgetPlan.split(
-            self.epsilon,
-            self.delta,
-            statistic_parts,
-            statistic_count=statistic.count,
-            statistic_gaussian=statistic.kind == "gaussian",
-            statistic_pure=pure,
-            shares=shares,
-        )
+        def plans(shares: Any) -> tuple[BudgetPlan, BudgetPlan | None]:
+            held = None if self.holdout_fraction is None else BudgetPlan.split(
+                self.epsilon, self.delta, held_parts, shares=shares, include_statistic=False)
+            return BudgetPlan.split(
+                self.epsilon, self.delta, statistic_parts, statistic_count=statistic.count,
+                statistic_gaussian=statistic.kind == "gaussian", statistic_pure=pure,
+                shares=shares), held
+
+        self.plan, self.held_plan = plans(self._sized_shares(plans, shares))
 
     # ------------------------------------------------------------------ budget
+    def _search(self, part: str, b: PartBudget, n: int) -> PrivateQuantile:
+        """The private quantile search a part runs (public: its multiplier, n, p)."""
+        quantiles = (BOUND_QUANTILES if part == "bound" and "bound_select" in self.active
+                     else SCALE_QUANTILE if part == "scale_bound" else DEFAULT_NORM_QUANTILE)
+        return PrivateQuantile.calibrate(b.multiplier, quantiles=quantiles, n_records=n,
+                                         n_columns=self.n_features if part == "scale_bound"
+                                         else 1)
+
+    def _short_searches(self, plan: BudgetPlan, held: BudgetPlan | None
+                        ) -> list[tuple[str, PrivateQuantile]]:
+        """The quantile searches of the plans that would have too few rows."""
+        sizes = self.held_out_sizes() if held is not None else None
+        pairs = [(plan, self.n_samples)] if sizes is None or held is None else [
+            (plan, sizes[1]), (held, sizes[0])]
+        out = []
+        for which, n in pairs:
+            for part in QUANTILE_PARTS:
+                if part in which:
+                    search = self._search(part, which[part], n)
+                    if n < search.min_records():
+                        out.append((part, search))
+        return out
+
+    def _sized_shares(self, plans: Callable[[Any], tuple[BudgetPlan, BudgetPlan | None]],
+                      shares: Mapping[str, float] | None) -> Mapping[str, float] | None:
+        """The default shares, with the quantile searches' raised where the public n is too
+        small for them (their noise falls as ``1/√share``), up to :data:`MAX_SEARCH_SHARE`
+        each. Shares the user set are kept."""
+        sized = dict(shares or {})
+        for _ in range(3):  # the other parts' multipliers move a little with each raise
+            short = [(part, search) for part, search in self._short_searches(*plans(sized))
+                     if part not in (shares or {})]
+            if not short:
+                break
+            for part, search in short:
+                share = sized.get(part, DEFAULT_SHARES[part])
+                need = (search.min_records() / search.n_records) ** 2 * 1.02
+                sized[part] = min(share * need, MAX_SEARCH_SHARE)
+        return sized or shares
+
+    def check_rows(self) -> None:
+        """Refuse, before anything is booked or released, a plan whose quantile searches have
+        too few rows at this ε (public: n, p, ε, δ and the shares). Called by
+        :meth:`planned_record`, after the estimator's own parameter checks."""
+        short = self._short_searches(self.plan, self.held_plan)
+        if not short:
+            return
+        part, search = short[0]
+        eps = self._epsilon_that_works()
+        raise BoundNotFoundError(
+            f"{type(self.owner).__name__}: {search.n_records} rows are too few for the "
+            f"private {_SEARCH_WHAT[part]} at epsilon={self.epsilon:g}, delta={self.delta:g}: "
+            f"its counts carry noise of {search.noise:.0f} rows and it needs at least "
+            f"{search.min_records()}. Nothing was released or charged. What works: "
+            + self._what_works(eps),
+            rows=search.n_records, needed=search.min_records(), epsilon_needed=eps)
+
+    def _epsilon_that_works(self) -> float | None:
+        """The smallest ε (on a grid of ratio 1.25, up to 64) at which every search has the
+        rows it needs, the rest of the settings unchanged (public)."""
+        settings = self.settings
+        for i in range(1, 40):
+            eps = self.epsilon * 1.25**i
+            if eps > 64:
+                break
+            probe = ReleasePipeline(self.owner, replace(settings, epsilon=eps),
+                                    self.n_samples, self.n_features, self.statistic,
+                                    model=self.model, neighbouring=self.neighbouring)
+            if not probe._short_searches(probe.plan, probe.held_plan):
+                return eps
+        return None
+
+    @staticmethod
+    def _what_works(eps: float | None) -> str:
+        larger = (f"epsilon >= {eps:.3g}" if eps is not None else "no epsilon up to 64 does")
+        return (f"{larger}; or public quantities in place of the private ones: a public "
+                "centre (centering=array of the feature means, or None for data already "
+                "centred) and a public data_norm (a number that bounds every row's norm, "
+                "never read off this table), and scale=False.")
+
     def _resolve_holdout(self, value: Any, held_parts: tuple[str, ...]) -> float | None:
         """The held-out fraction in use: None without preprocessing or with ``None``;
         ``"auto"`` holds out :data:`HOLDOUT_AUTO_FRACTION` from
@@ -631,16 +723,19 @@ class ReleasePipeline:
         )
 
     def _spend(self, part: str, mechanism: str, sensitivity: float, noise: float) -> PrivacySpend:
+        """One part's spend. A quantile search lists its rounds: ``count`` releases of
+        multiplier ``m·√rounds`` (each round's σ over its Δ), composing to the part's ``m``."""
         b = self._part(part)
+        rounds = QUERY_ROUNDS if part in QUANTILE_PARTS else 1
         return PrivacySpend(
             mechanism=f"{part}: {mechanism}",
             epsilon=b.epsilon,
             delta=b.delta,
             sensitivity=float(sensitivity),
             noise_scale=float(noise),
-            count=b.count,
-            dp_event=dp_accounting.GaussianDpEvent(b.multiplier) if b.gaussian else None,
-            tail=b.tail,
+            count=b.count * rounds,
+            dp_event=dp_accounting.GaussianDpEvent(b.multiplier * math.sqrt(rounds))
+            if b.gaussian else None,
         )
 
     def planned_record(
@@ -656,6 +751,7 @@ class ReleasePipeline:
         override the plan where an estimator calibrates its statistic itself (classic
         calibration, a theorem's noise level), which needs a public bound.
         """
+        self.check_rows()
         spends: list[PrivacySpend] = []
         for part in self._all_parts():
             if part == "bound_select":
@@ -779,12 +875,10 @@ class ReleasePipeline:
                 seen["sums"] = sums = reductions.binned_norm_sums(source, centre, base)
                 return sums.index, sums.counts
 
-            R, _ = private_norm_bound_from_counts(
-                counter, n, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
+            (R,), _ = private_norm_bound_from_counts(
+                counter, n, b.multiplier, DEFAULT_NORM_QUANTILE, rng,
                 what="row norms (to clip the private mean)" if centre is None
-                else "residuals from the first private mean",
-                hint="The private mean needs it whatever data_norm is: give a public mean "
-                "(centering=array), centering=None, or a larger epsilon.")
+                else "residuals from the first private mean")
             spends.append(self._mean_bound_spend(bound_part))
             m = private_mean_from_sum(seen["sums"].clipped_sum(R, seen["base"]), n, R,
                                       self._part(mean_part).multiplier, rng)
@@ -808,13 +902,14 @@ class ReleasePipeline:
         centre = np.zeros(p) if mean is None else mean
         bb, bs = self._part("scale_bound"), self._part("scale")
         for _ in range(bs.count):  # round 2 re-bounds around round 1's refined means
-            s = private_scale(source, centre, bb.multiplier, bb.tail, bs.multiplier,
+            s = private_scale(source, centre, bb.multiplier, bs.multiplier,
                               SCALE_QUANTILE, rng, ddof=1 if mean is not None else 0)
             if mean is not None:
                 centre = s.mean
         spends.append(self._spend(
-            "scale_bound", f"Gaussian stability histograms of |x_j − μ_j| ({p} features, log "
-            "grid), two rounds", math.sqrt(2.0 * p), math.sqrt(2.0 * p) * bb.multiplier))
+            "scale_bound", f"noisy bisections of |x_j − μ_j| ({p} features, log grid, "
+            f"{QUERY_ROUNDS} rounds of counts each), two rounds", math.sqrt(p),
+            math.sqrt(p * QUERY_ROUNDS) * bb.multiplier))
         spends.append(self._spend(
             "scale", "gaussian: Σu_j and Σu_j², u_j = clip((x_j − μ_j)/b_j, ±1), per "
             "feature, two rounds (refined means and standard deviations)", s.sensitivity,
@@ -839,68 +934,52 @@ class ReleasePipeline:
         ``grams_at((D_low, D_high))`` (one pass; the exact Gram at the chosen bound is kept
         for the statistic in ``details["pilot_grams"]``)."""
         b = self._part("bound")
-        D, rel = private_norm_bound_from_counts(
-            counter, n, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
-            what="centred row norms" if centred else "row norms")
+        selects = self._selects_bound()
+        values, rel = private_norm_bound_from_counts(
+            counter, n, b.multiplier, BOUND_QUANTILES if selects else DEFAULT_NORM_QUANTILE,
+            rng, what="centred row norms" if centred else "row norms")
         spends.append(self._bound_spend())
-        details["clipped_estimate"] = float(rel.above[0])
-        if self._selects_bound():
+        D = float(values[0])
+        details["clipped_estimate"] = float(rel.above[0, 0])
+        if selects:
             assert grams_at is not None
-            low, above_low = rel.at(LOW_QUANTILE, interpolate=True)
-            high = high_candidate(*rel.top_bin(), rel.threshold, float(rel.released_mass[0]))
+            # The median read inside its last step; the robust maximum (all but ~4.5σ rows).
+            low, high = float(rel.interpolated()[0, 0]), float(values[1])
             stat = self.plan["statistic"]
             final = stat.multiplier if stat.gaussian else self.plan.total_multiplier
             choice = choose_bound(grams_at, self.statistic.subspace_rank, low, high,
                                   self._part("bound_select").multiplier, final, rng)
-            spends += self._pilot_spends((low, high))
+            spends += self._pilot_spends(choice.candidates)
             D = choice.chosen
-            # Nothing was released above the top bin: the high bound's estimate is 0.
-            details["clipped_estimate"] = above_low if D == choice.low and low < high else 0.0
+            # The search's estimates of the rows above the median and the robust maximum;
+            # a bound between them clips fewer than the first (no further release).
+            details["clipped_estimate"] = float(rel.above[0, 0] if D == choice.low
+                                                else rel.above[1, 0])
             details["bound_choice"] = choice
             details["pilot_grams"] = grams_at
         return float(D)
 
-    def _pilot_spends(self, bounds: tuple[float, float] | None) -> list[PrivacySpend]:
-        """The "bound_select" part's spends: one per pilot Gram, the low one first.
-
-        Each pilot is one Gaussian release with its own multiplier
-        (:func:`~privpca.pipeline.bound_selection.pilot_multipliers`), listed with count 1,
-        its sensitivity √2·c² and its noise std σ_c: an accountant that composes the listed
-        Gaussian mechanisms (σ/Δ, count) gets the part's share exactly, and so the fit's
-        (ε, δ). The two multipliers are public (the plan's), so the planned record
-        (``bounds=None``: sensitivity and noise not yet known, NaN) books the same events.
-
-        Parameters
-        ----------
-        bounds : tuple of float or None
-            The released candidates ``(D_low, D_high)``, or None for the planned record.
-
-        Returns
-        -------
-        list of PrivacySpend
-        """
+    def _pilot_spends(self, candidates: tuple[float, ...] | None) -> list[PrivacySpend]:
+        """The "bound_select" part's spend: one Gaussian release of the ladder's normalised
+        shells (:func:`~privpca.pipeline.bound_selection.choose_bound`), sensitivity
+        ``√(2L)`` for L candidates; its multiplier is the plan's (public), so the planned
+        record (``candidates=None``: L not yet known, NaN) books the same event."""
         b = self._part("bound_select")
-        multipliers = pilot_multipliers(b.multiplier)
-        sigmas = (math.nan, math.nan) if bounds is None else pilot_sigmas(b.multiplier, *bounds)
-        spends = []
-        for i, (which, m) in enumerate(zip(("low", "high"), multipliers, strict=True)):
-            if bounds is None:
-                what, sensitivity = f"planned ({which} pilot)", math.nan
-            else:
-                sensitivity = gram_sensitivity(bounds[i], "replace")
-                what = (f"gaussian: pilot Gram matrix Σ clip_c(y)clip_c(y)ᵀ at c = D_{which} = "
-                        f"{bounds[i]:.6g} (the {which} candidate bound, noise std "
-                        f"{sigmas[i]:.6g}); the two pilots' top-k subspaces choose D")
-            spends.append(PrivacySpend(
-                mechanism=f"bound_select: {what}",
-                epsilon=_single_epsilon(m, b.delta),
-                delta=b.delta,
-                sensitivity=float(sensitivity),
-                noise_scale=float(sigmas[i]),
-                count=1,
-                dp_event=dp_accounting.GaussianDpEvent(m),
-            ))
-        return spends
+        if candidates is None:
+            what, sensitivity, sigma = "planned (pilot Grams of the candidate bounds)", \
+                math.nan, math.nan
+        else:
+            sensitivity = math.sqrt(2.0 * len(candidates))
+            sigma = shell_sigmas(b.multiplier, candidates)[0]
+            what = (f"gaussian: pilot Gram matrices at {len(candidates)} candidate bounds "
+                    f"D = {', '.join(f'{c:.6g}' for c in candidates)}, released as "
+                    "normalised shells (Σ of clip_c(y)clip_c(y)ᵀ between consecutive "
+                    f"candidates, over c² differences; noise std {sigma:.6g}); their top-k "
+                    "subspaces choose D")
+        return [PrivacySpend(mechanism=f"bound_select: {what}", epsilon=b.epsilon,
+                             delta=b.delta, sensitivity=float(sensitivity),
+                             noise_scale=float(sigma), count=1,
+                             dp_event=dp_accounting.GaussianDpEvent(b.multiplier))]
 
     def _selects_bound(self) -> bool:
         """Whether data_norm='auto' chooses between two candidates (the "bound_select" part)."""
@@ -908,11 +987,11 @@ class ReleasePipeline:
                                                and "bound_select" in self.held_plan)
 
     def _mean_bound_spend(self, part: str) -> PrivacySpend:
+        search = self._search(part, self._part(part), 1)
         return self._spend(
-            part, "Gaussian stability histogram of "
-            + ("‖x‖" if part == "bound_raw" else "‖x − μ̂₁‖")
-            + " on a log grid (private quantile)", math.sqrt(2.0),
-            math.sqrt(2.0) * self._part(part).multiplier)
+            part, "noisy bisection of " + ("‖x‖" if part == "bound_raw" else "‖x − μ̂₁‖")
+            + f" on a log grid (private quantile {search.quantiles[0]:g}, {QUERY_ROUNDS} "
+            "rounds of counts)", search.sensitivity, search.noise)
 
     def _mean_spend(self, part: str, m: MeanRelease) -> PrivacySpend:
         return self._spend(
@@ -920,9 +999,11 @@ class ReleasePipeline:
             + ") (private mean)", m.sensitivity, m.noise_scale)
 
     def _bound_spend(self) -> PrivacySpend:
-        return self._spend("bound", "Gaussian stability histogram of the row norms seen by "
-                           "the statistic (private quantile)", math.sqrt(2.0),
-                           math.sqrt(2.0) * self._part("bound").multiplier)
+        search = self._search("bound", self._part("bound"), 1)
+        return self._spend("bound", "noisy bisection of the row norms seen by the statistic "
+                           f"(private quantiles {', '.join(f'{q:g}' for q in search.quantiles)}"
+                           f", {QUERY_ROUNDS} rounds of counts)", search.sensitivity,
+                           search.noise)
 
     def prepare_table(self, table: Table, rng: np.random.Generator) -> PreparedRows:
         """:meth:`prepare` or :meth:`prepare_streamed`, whichever the table needs; with a
@@ -1132,9 +1213,6 @@ class ReleasePipeline:
                 f"dp-accounting): {shares}; total noise multiplier "
                 f"{self.plan.total_multiplier:.6g}."
             )
-            if self.plan.tail:
-                split += (f" Stability-histogram tails take {self.plan.tail:.3g} per side "
-                          "(paid from delta).")
             if self.held_plan is not None:
                 held = self.held_plan
                 sizes = self.held_out_sizes()
@@ -1148,7 +1226,6 @@ class ReleasePipeline:
                     f"the estimator's own generator, whatever the row order) at the whole "
                     f"(epsilon, delta), split {shares} (total "
                     f"noise multiplier {held.total_multiplier:.6g}"
-                    + (f"; histogram tails {held.tail:.3g} per side" if held.tail else "")
                     + "); the statistic read only the other "
                     f"{self.n_samples - n_held} rows at the whole (epsilon, delta): each "
                     "record enters one of the two (parallel composition). A ledger composes "
@@ -1224,9 +1301,14 @@ def validated_table(owner: Any, X: Any) -> Table:
     A streamed table is checked as each pass reads it: a non-finite entry raises
     :class:`~privpca.exceptions.NonFiniteInputError` during the first pass, before anything
     is released, and the one fit withdraws its booking.
+
+    A DataFrame whose column names mark an identifier (``id``, ``rownames``, ``Unnamed: 0``,
+    …: :mod:`privpca._columns`, by the names alone) is refused with a ``ValueError``.
     """
+    from privpca._columns import refuse_identifier_columns
 
     if not is_streamed(X):
+        refuse_identifier_columns(X, owner)
         Xv, sq = validated_rows(owner, X)
         warn_if_standardised(owner, Xv, sq)
         return Table(Xv, sq, None, Xv.shape[0], Xv.shape[1])

@@ -23,7 +23,7 @@ distributed model) and ``budget_shares``.
 
 1. **Mean** (``centering="private"``; two rounds, as the central pipeline's mean). Round r
    sends a public centre ``c`` (0, then the first estimate μ̂₁). Provider i releases a private
-   99 % quantile ``Rᵢ`` of ``‖x − c‖`` over its rows (Gaussian stability histogram on a log
+   99 % quantile ``Rᵢ`` of ``‖x − c‖`` over its rows (Gaussian noisy bisection on a log
    grid, :func:`~privpca.pipeline.preprocessing.private_norm_bound`) and its own noisy clipped
    sum ``Sᵢ = Σ clip_Rᵢ(x − c) + N(0, (m·2Rᵢ)²I)`` (sent as ``Sᵢ/nᵢ``). The server sets
    ``μ̂ = c + Σ Sᵢ / Σ nᵢ``. The second round's bound is a quantile of the residuals from the

@@ -313,6 +313,12 @@ class ProviderState:
                       count=self.n_rounds),
             model="distributed", neighbouring=Neighbouring.DISTRIBUTED_REPLACE_ONE,
         )
+        try:  # too few rows for the private bounds: refused before anything is released
+            self._run.check_rows()
+        except BoundNotFoundError as exc:
+            raise BoundNotFoundError(f"provider {self.provider_id}: {exc}", rows=exc.rows,
+                                     needed=exc.needed, epsilon_needed=exc.epsilon_needed
+                                     ) from exc
         self.centering, self.scale = self._run.centering, self._run.scale
         self.plan = self._run.plan
         self.noise_multiplier = self._run.statistic_multiplier()
@@ -447,8 +453,8 @@ class ProviderState:
         norms = np.sqrt(sq)
         b = self._plan[bound_part]
         try:
-            R, _ = private_norm_bound(norms, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
-                                      what=f"provider {self.provider_id}'s distances to the "
+            (R,), _ = private_norm_bound(norms, b.multiplier, DEFAULT_NORM_QUANTILE, rng,
+                                         what=f"provider {self.provider_id}'s distances to the "
                                       "centre")
         except BoundNotFoundError as exc:
             raise BoundNotFoundError(f"provider {self.provider_id}: {exc}") from exc
@@ -474,8 +480,8 @@ class ProviderState:
 
         b = self._plan[bound_part]
         try:
-            R, _ = private_norm_bound_from_counts(
-                counter, self.n_samples, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
+            (R,), _ = private_norm_bound_from_counts(
+                counter, self.n_samples, b.multiplier, DEFAULT_NORM_QUANTILE, rng,
                 what=f"provider {self.provider_id}'s distances to the centre")
         except BoundNotFoundError as exc:
             raise BoundNotFoundError(f"provider {self.provider_id}: {exc}") from exc
@@ -534,18 +540,17 @@ class ProviderState:
                                                         else "row norms")
             try:
                 if self.stream is not None:  # one pass: the norms' counts on the log grid
-                    D, rel = private_norm_bound_from_counts(
+                    (D,), rel = private_norm_bound_from_counts(
                         partial(self._streamed_norm_counts, mean, self._public_scale()),
-                        self.n_samples, b.multiplier, b.tail, DEFAULT_NORM_QUANTILE, rng,
-                        what=what)
+                        self.n_samples, b.multiplier, DEFAULT_NORM_QUANTILE, rng, what=what)
                 else:
                     rows = self._centred(mean)
                     norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-                    D, rel = private_norm_bound(norms, b.multiplier, b.tail,
-                                                DEFAULT_NORM_QUANTILE, rng, what=what)
+                    (D,), rel = private_norm_bound(norms, b.multiplier,
+                                                   DEFAULT_NORM_QUANTILE, rng, what=what)
             except BoundNotFoundError as exc:
                 raise BoundNotFoundError(f"provider {self.provider_id}: {exc}") from exc
-            clipped = float(rel.above[0])
+            clipped = float(rel.above[0, 0])
             self._prepare_rows(mean, D, warn=False)
         else:
             D = float(self.data_norm)
@@ -664,18 +669,18 @@ class ProviderState:
             if counts.get("mean", 0) <= r:
                 break
             R = float(self.counter.recall(bound_part, math.nan))
+            search = run._search(bound_part, self.plan[bound_part], self.n_samples)
             spends.append(run._spend(
-                bound_part, "Gaussian stability histogram of ‖x − c‖ on a log grid (private "
-                "quantile), each provider its own", math.sqrt(2.0),
-                math.sqrt(2.0) * self.plan[bound_part].multiplier))
+                bound_part, "noisy bisection of ‖x − c‖ on a log grid (private quantile), "
+                "each provider its own", search.sensitivity, search.noise))
             spends.append(run._spend(
                 sum_part, "gaussian: Σ clip_R(x − c), each provider its own noise (private "
                 "mean)", 2.0 * R, 2.0 * R * self.plan[sum_part].multiplier))
         if counts.get("bound", 0):
+            search = run._search("bound", self.plan["bound"], self.n_samples)
             spends.append(run._spend(
-                "bound", "Gaussian stability histogram of the centred row norms (private "
-                "quantile), each provider its own", math.sqrt(2.0),
-                math.sqrt(2.0) * self.plan["bound"].multiplier))
+                "bound", "noisy bisection of the centred row norms (private quantile), each "
+                "provider its own", search.sensitivity, search.noise))
         if counts.get("variance", 0):
             sens = math.sqrt(2.0) * self.data_norm_**2
             spends.append(run._spend(
