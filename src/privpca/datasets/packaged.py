@@ -137,7 +137,9 @@ def _sklearn_frame(name: str) -> tuple[np.ndarray, list[str]]:
     return np.asarray(bunch.data, dtype=np.float64), [str(c) for c in bunch.feature_names]
 
 
-def _statsmodels_frame(name: str, drop: tuple[str, ...]) -> tuple[np.ndarray, list[str]]:
+def statsmodels_data(name: str) -> Any:
+    """The pandas frame of ``statsmodels.datasets.<name>``, or an ImportError naming the
+    ``suite`` extra (statsmodels is optional)."""
     try:
         module = importlib.import_module(f"statsmodels.datasets.{name}")
     except ImportError as exc:
@@ -145,7 +147,11 @@ def _statsmodels_frame(name: str, drop: tuple[str, ...]) -> tuple[np.ndarray, li
             f"The table {name!r} ships with statsmodels, which is not installed: "
             "pip install 'privpca[suite]' (or statsmodels)."
         ) from exc
-    frame = module.load_pandas().data.drop(columns=list(drop))
+    return module.load_pandas().data
+
+
+def _statsmodels_frame(name: str, drop: tuple[str, ...]) -> tuple[np.ndarray, list[str]]:
+    frame = statsmodels_data(name).drop(columns=list(drop))
     return frame.to_numpy(dtype=np.float64), [str(c) for c in frame.columns]
 
 

@@ -19,14 +19,14 @@ statsmodels (:data:`PACKAGE_TABLES`: the real-table suite's tables beside
 from __future__ import annotations
 
 import hashlib
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.utils import Bunch
+
+from privpca.datasets.packaged import package_version, statsmodels_data
 
 __all__ = [
     "DATASETS",
@@ -461,19 +461,6 @@ PACKAGE_TABLES: dict[str, PackageTable] = {
 }
 
 
-def _statsmodels_table(name: str) -> Any:
-    """The pandas frame of ``statsmodels.datasets.<name>``, or an ImportError naming the
-    ``suite`` extra."""
-    try:
-        module = importlib.import_module(f"statsmodels.datasets.{name}")
-    except ImportError as exc:
-        raise ImportError(
-            f"The table {name!r} ships with statsmodels, which is not installed: "
-            "pip install 'privpca[suite]' (or statsmodels)."
-        ) from exc
-    return module.load_pandas().data
-
-
 #: Columns dropped from the statsmodels tables (identifiers and time indices).
 _STATSMODELS_DROP: dict[str, tuple[str, ...]] = {
     "modechoice": ("individual", "mode"), "grunfeld": ("firm", "year"),
@@ -500,7 +487,7 @@ def _package_frame(name: str) -> tuple[NDArray[np.float64], list[str]]:
         bunch = datasets.load_linnerud()
         X = np.hstack([bunch.data, bunch.target]).astype(np.float64)
         return X, [str(c) for c in (*bunch.feature_names, *bunch.target_names)]
-    frame = _statsmodels_table(name).drop(columns=list(_STATSMODELS_DROP.get(name, ())))
+    frame = statsmodels_data(name).drop(columns=list(_STATSMODELS_DROP.get(name, ())))
     if name == "fertility":
         frame = frame.dropna(axis=0)
     return frame.to_numpy(dtype=np.float64), [str(c) for c in frame.columns]
@@ -545,9 +532,7 @@ def load_package_table(name: str) -> Bunch:
     if X.shape != info.shape:
         raise ValueError(f"{name}: the {info.package} table has shape {X.shape}, expected "
                          f"{info.shape}: another version of the package?")
-    module = importlib.import_module("sklearn" if info.package == "scikit-learn"
-                                     else info.package)
-    version = str(module.__version__)
+    version = package_version(info.package)
     dropped = f"\nDropped: {info.dropped}." if info.dropped else ""
     descr = (f"{info.title}: {X.shape[0]} x {X.shape[1]}, raw numeric columns (float64; not "
              f"scaled, centred or normalised).\nColumns: {info.columns}.{dropped}\nSource: "
