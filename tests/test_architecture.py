@@ -114,3 +114,21 @@ def test_the_checks_see_a_violation():
     assert "privpca.mechanisms.noise" in graph["privpca.decomposition.analyze_gauss"]
     assert floor_of("privpca.cli") > floor_of("privpca.decomposition.dp_pca") > \
         floor_of("privpca.mechanisms.noise") > floor_of("privpca.exceptions")
+
+
+def test_every_fit_reads_its_table_through_one_door():
+    """scikit-learn's ``validate_data`` on a table to be fitted (``reset`` true or absent)
+    is called only by :func:`privpca._validation.fit_input`, which refuses identifier
+    columns first: a rule added there holds for every estimator, present and future."""
+    offenders = []
+    for path in SRC.rglob("*.py"):
+        if _module_name(path) == "privpca._validation":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id",
+                                                       getattr(node.func, "attr", "")) \
+                    == "validate_data":
+                reset = [kw.value for kw in node.keywords if kw.arg == "reset"]
+                if not (reset and isinstance(reset[0], ast.Constant) and reset[0].value is False):
+                    offenders.append(f"{_module_name(path)}:{node.lineno}")
+    assert offenders == [], offenders

@@ -209,6 +209,15 @@ ALLOWED_DRAWS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
     ("decomposition/oja.py", "OjaPCA._release_papers"): (frozenset({"permutation"}), (
         "the order of the non-private reference OjaPCA: no privacy claimed")),
     # Post-processing of released values.
+    ("pipeline/spectrum.py", "bootstrap_error_bound"): (
+        frozenset({"standard_normal", "random", "symmetric_noise"}), (
+            "a parametric bootstrap of the error bar on the released noisy matrix with a "
+            "public sigma and the mean's public perturbation bound: post-processing, it reads "
+            "no data")),
+    ("pipeline/pairing.py", "pair_order"): (frozenset({"permutation"}), (
+        "which rows are paired (wide tables): the sensitivity holds for any fixed pairing, "
+        "so the permutation is not privacy noise; it is drawn from the fit's own generator "
+        "so that the pairing cannot follow the row order")),
     ("pipeline/bound_selection.py", "subspace_noise"): (frozenset({"symmetric_noise"}), (
         "a parametric bootstrap on a released pilot Gram with a public sigma (how far noise "
         "of that size moves its top-k subspace): post-processing, it reads no data")),

@@ -28,6 +28,7 @@ from sklearn.utils.estimator_checks import (
 import privpca
 from conftest import PAPER
 from privpca import PrivacyLedger, RowClippingWarning
+from privpca._registry import PRIVATE_ESTIMATORS
 
 #: Every public estimator, on settings that fit the checks' tens of rows (the papers'
 #: setting: public centre and bound; the defaults' private bound needs hundreds of rows).
@@ -169,6 +170,20 @@ def test_every_identifier_is_named_and_the_estimators_refuse_them_too(frame):
         privpca.AnalyzeGaussPCA(2, **PAPER, ledger=PrivacyLedger()).fit(table)
     assert "X.drop(columns=['index', 'record_id'])" in str(info.value)
     assert str(info.value).startswith("AnalyzeGaussPCA: ")
+
+
+@pytest.mark.parametrize("cls", [*PRIVATE_ESTIMATORS.values(), privpca.OjaPCA,
+                                 privpca.SparsePCA], ids=lambda c: c.__name__)
+def test_every_estimator_refuses_an_identifier_before_it_spends(frame, cls):
+    # Every fit reads an in-memory table through one door (privpca._validation.fit_input);
+    # tests/test_architecture.py bans the others.
+    table = frame.reset_index(drop=True)
+    table.insert(0, "Unnamed: 0", np.arange(1.0, len(table) + 1))
+    ledger = PrivacyLedger()
+    kwargs = {"ledger": ledger} if "ledger" in cls().get_params() else {}
+    with pytest.raises(ValueError, match="Column 'Unnamed: 0' looks like an identifier"):
+        cls(n_components=1, **kwargs).fit(table)
+    assert len(ledger) == 0
 
 
 @pytest.mark.parametrize("columns", [["width_idx", "ideal", "key", "valid"],

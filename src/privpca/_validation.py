@@ -31,6 +31,7 @@ __all__ = [
     "check_random_state",
     "check_secure_random_state",
     "clip_rows",
+    "fit_input",
     "row_norms",
 ]
 
@@ -154,12 +155,37 @@ def check_n_components(n_components: Any, n_features: int, *, owner: object | No
     return k
 
 
+def fit_input(owner: Any, X: ArrayLike, *, finite: bool = False,
+              reset: bool = True) -> NDArray[np.float64]:
+    """The one door through which every ``fit`` reads an in-memory table.
+
+    Refuses identifier columns by name (:func:`privpca._columns.refuse_identifier_columns`),
+    then scikit-learn's ``validate_data`` (float64, 2-D, ``n_features_in_`` and
+    ``feature_names_in_`` set when ``reset``). ``finite=True`` also refuses NaN/infinity
+    here; by default the caller's own pass refuses them before anything is released.
+    ``tests/test_architecture.py`` checks that no other module calls ``validate_data`` on a
+    table to be fitted, so a rule added here holds for every estimator.
+    """
+    from sklearn.utils.validation import validate_data
+
+    from privpca._columns import refuse_identifier_columns
+
+    if reset:
+        refuse_identifier_columns(X, owner)
+    return np.asarray(validate_data(owner, X, dtype=np.float64, ensure_all_finite=finite,
+                                    reset=reset))
+
+
 def check_data(X: ArrayLike, *, name: str = "X") -> NDArray[np.float64]:
-    """Return ``X`` as a 2-D float64 array, refusing NaN, infinity and empty input.
+    """Return ``X`` as a 2-D float64 array, refusing identifier columns (by name), NaN,
+    infinity and empty input.
 
     The caller's array is never modified; a copy is made only when the dtype or layout
     requires one.
     """
+    from privpca._columns import refuse_identifier_columns
+
+    refuse_identifier_columns(X)
     try:
         arr = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:

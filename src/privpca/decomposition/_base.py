@@ -302,6 +302,9 @@ class PipelinePCA(BasePrivatePCA):
     def _final_record(self, plan: FitPlan, prepared: Any, release: Release) -> PrivacyRecord:
         assert release.spend is not None
         self._set_preprocessing(prepared)
+        # Every estimator on the pipeline: the bar includes what clipping may have turned.
+        self.expected_error_ = plan.run.clipping_error(prepared, self.components_,
+                                                       self.expected_error_)
         return plan.run.record(prepared, release.spend, calibration=release.calibration,
                                notes=release.notes, **release.record)
 

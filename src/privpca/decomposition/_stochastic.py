@@ -146,13 +146,13 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.utils.validation import validate_data
 
 from privpca._validation import (
     check_delta,
     check_epsilon,
     check_in_range,
     check_n_components,
+    fit_input,
     refuse_non_finite,
 )
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
@@ -355,7 +355,7 @@ class StochasticPCA(BasePrivatePCA):
             self._resolve_shuffle(streamed=True)
             mode = Mode.PAPERS_STREAM if self._paper_mode(rows.n_features) else Mode.TABLE_STREAM
             return StreamInput(mode, rows, False)
-        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
+        Xv = fit_input(self, X)
         warn_if_standardised(self, Xv, np.einsum("ij,ij->i", Xv, Xv))
         paper = self._paper_mode(Xv.shape[1])
         shuffle = self._resolve_shuffle(streamed=False)

@@ -41,6 +41,7 @@ from privpca.mechanisms.gaussian import (
     classic_gaussian_sigma,
 )
 from privpca.mechanisms.noise import symmetric_gaussian_release
+from privpca.mechanisms.secure_noise import fast_stream
 from privpca.mechanisms.sensitivity import (
     NEIGHBOURING_RELATIONS,
     Neighbouring,
@@ -163,8 +164,15 @@ class AnalyzeGaussPCA(PipelinePCA):
         to each other are not resolved.
     expected_error_ : float
         Bound (probability ≈ 95 %) on ‖V̂V̂ᵀ − VVᵀ‖_F between ``components_`` and the exact
-        PCA of the same centred, clipped rows, from released quantities only
-        (:mod:`privpca.pipeline.spectrum`); its maximum √(2k) means "no guarantee".
+        PCA of the same centred, clipped rows, from released quantities only: the smaller of
+        Davis–Kahan's and a parametric bootstrap's (:mod:`privpca.pipeline.spectrum`). With
+        ``data_norm='auto'`` and a bound chosen below the ladder's reference candidate, it is
+        raised to cover the rotation clipping may cause (the distance to the reference pilot
+        plus that pilot's own noise effect:
+        :meth:`~privpca.pipeline.bound_selection.BoundChoice.clipping_error`), so that it
+        bounds the distance to the PCA of the raw rows (but for rows above the reference).
+        Its maximum √(2k) means "no guarantee" (noise-dominated, or a clipping rotation the
+        pilots cannot resolve).
     noise_scale_ : float
         σ, the standard deviation of each upper-triangle entry of ``E``.
     privacy_ : PrivacyRecord
@@ -249,6 +257,7 @@ class AnalyzeGaussPCA(PipelinePCA):
             lambda D: gram_sensitivity(D, relation),
             releases_spectrum=True,
             subspace_rank=k,
+            pairable=True,
         )
 
     def _plan(self, table: Table) -> FitPlan:
@@ -297,8 +306,9 @@ class AnalyzeGaussPCA(PipelinePCA):
         # it, so the spectrum stays in the units of the noisy Gram matrix (denominator 1).
         denominator = 1.0 if relation == "add-remove" else run.denominator(prepared)
         fit = fit_noisy_matrix(noisy, settings["k"], noise_sd=sigma, denominator=denominator,
-                               extra_perturbation=run.mean_perturbation(prepared))
-        choice = _choice_on_these_rows(prepared, run)
+                               extra_perturbation=run.mean_perturbation(prepared),
+                               rng=fast_stream(rng))
+        choice = run.bound_choice(prepared)
         high = None if (choice is None or choice.chosen == choice.high
                         or choice.high_pilot is None) else variances_along(
             fit, noisy, sigma, choice.high_pilot, choice.high_sigma, denominator)
@@ -352,21 +362,11 @@ class AnalyzeGaussPCA(PipelinePCA):
         return notes
 
 
-def _choice_on_these_rows(prepared: Any, run: ReleasePipeline) -> Any:
-    """The bound selection's :class:`~privpca.pipeline.bound_selection.BoundChoice` when its
-    pilots are releases over the statistic's own rows, centre and chosen bound (not with a
-    held-out split, whose pilots saw other rows); else None."""
-    choice = prepared.details.get("bound_choice")
-    if choice is None or run.held_plan is not None or choice.chosen != prepared.data_norm:
-        return None
-    return choice
-
-
 def _with_pilot(noisy: NDArray[np.float64], sigma: float, prepared: Any,
                 run: ReleasePipeline) -> tuple[NDArray[np.float64], float]:
     """The noisy Gram averaged with the bound selection's pilot at the same bound, when that
     pilot is a release of the same matrix, and the averaged noise std."""
-    choice = _choice_on_these_rows(prepared, run)
+    choice = run.bound_choice(prepared)
     if choice is None or choice.pilot is None:
         return noisy, sigma
     weight = choice.pilot_sigma**2 / (sigma**2 + choice.pilot_sigma**2)

@@ -178,7 +178,8 @@ class BinghamPCA(PipelinePCA):
     expected_error_ : float or None
         The Ky Fan bound ``√(2r/λ)`` from the released variances (r outside the components, λ the
         smallest component's), w.p. ≥ 95 %, capped at √(2k): derivation and assumptions in
-        :func:`~privpca.pipeline.spectrum.component_error_bound`. None in the papers' setting: the
+        :func:`~privpca.pipeline.spectrum.component_error_bound`, raised to the rotation
+        clipping may cause as in :class:`~privpca.AnalyzeGaussPCA`. None in the papers' setting: the
         exponential mechanism's utility bound (the sampled basis's Rayleigh trace is within
         ``O(kp·T)`` of the top-k sum at temperature T) turns into a distance only through ``XᵀX``'s
         eigengap, not released.

@@ -47,13 +47,14 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from privpca._validation import (
     check_data,
     check_in_range,
     check_n_components,
     check_random_state,
+    fit_input,
 )
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord
@@ -330,8 +331,7 @@ default="random"
                         f"has {self.n_features_in_}. Every provider must hold the same features.")
                 parts.append(source)
             else:
-                parts.append(validate_data(self, Xi, dtype=np.float64, ensure_all_finite=False,
-                                           reset=i == 0))
+                parts.append(fit_input(self, Xi, reset=i == 0))
         return self._fit(_Providers(parts, [str(i) for i in range(len(parts))]))
 
     def _set_streamed_features(self, n_features: int) -> None:
@@ -350,7 +350,7 @@ default="random"
             self._set_streamed_features(table.n_features)
             n = int(table.n_samples)
         else:
-            table = validate_data(self, X, dtype=np.float64, ensure_all_finite=False, reset=True)
+            table = fit_input(self, X)
             warn_if_standardised(self, table, np.einsum("ij,ij->i", table, table))
             n = table.shape[0]
         if groups is None:

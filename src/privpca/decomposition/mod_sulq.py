@@ -39,6 +39,7 @@ from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.decomposition._constraints import GRAM_PIPELINE
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.noise import symmetric_gaussian_release
+from privpca.mechanisms.secure_noise import fast_stream
 from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.release import ReleasePipeline, Statistic, Table
 from privpca.pipeline.spectrum import check_n_components_spec, fit_noisy_matrix
@@ -241,7 +242,8 @@ class ModSuLQPCA(PipelinePCA):
         A = symmetric_gaussian_release(A, scale, rng, sensitivity=sensitivity)
         fit = fit_noisy_matrix(A, settings["k"], noise_sd=scale,
                                denominator=run.denominator(prepared) / n,
-                               extra_perturbation=run.mean_perturbation(prepared) / n)
+                               extra_perturbation=run.mean_perturbation(prepared) / n,
+                               rng=fast_stream(rng))
         spend = run.statistic_spend(data_norm, scale, multiplier=multiplier)
         notes = (
             f"(epsilon, delta) = ({eps_s:.6g}, {delta_s:.3g}) for the statistic from Chaudhuri "

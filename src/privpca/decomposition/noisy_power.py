@@ -167,8 +167,10 @@ class NoisyPowerPCA(PipelinePCA):
     expected_error_ : float or None
         The Ky Fan bound ``√(2r/λ)`` from the released variances (r outside the components, λ the
         smallest component's), w.p. ≥ 95 %, capped at √(2k): derivation and assumptions in
-        :func:`~privpca.pipeline.spectrum.component_error_bound`. None in the papers' setting: only
-        ``Q_T`` is released, and the Hardt–Price bound needs ``XᵀX``'s eigengap, which is not.
+        :func:`~privpca.pipeline.spectrum.component_error_bound`, raised to the rotation
+        clipping may cause as in :class:`~privpca.AnalyzeGaussPCA`. None in the papers'
+        setting: only ``Q_T`` is released, and the Hardt–Price bound needs ``XᵀX``'s eigengap,
+        which is not.
     n_iter_ : int
         T.
     noise_scale_ : float

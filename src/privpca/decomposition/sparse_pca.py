@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import validate_data
 
 from privpca._validation import (
     caller_stacklevel,
@@ -41,6 +40,7 @@ from privpca._validation import (
     check_n_components,
     check_options,
     check_random_state,
+    fit_input,
 )
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord
@@ -265,7 +265,7 @@ class SparsePCA(BasePrivatePCA):
         -------
         self
         """
-        Xv = validate_data(self, X, dtype=np.float64, reset=True)
+        Xv = fit_input(self, X, finite=True)
         n, p = Xv.shape
         k, s = self._check_params(p)
         rng = check_random_state(self.random_state)

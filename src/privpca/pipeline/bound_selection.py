@@ -43,7 +43,7 @@ on the top-k eigenvectors):
   fluctuation of the noise is not read as a rotation;
 * ``f_j``: the mean of the same with the *statistic's* noise level at ``c_j`` (its multiplier
   times ``√2·c_j²``; the plan's total multiplier for a statistic that is not Gaussian), made
-  non-decreasing along the ladder (A3).
+  non-decreasing along the ladder where a pilot cannot see its own top k (A3).
 
 Estimated errors ``e_j = b̂_j + f_j`` with ``b̂_j = Σ_{l ≥ j} max(0, d_l − ν_l)``, the
 rotations resolved above ``c_j`` (a triangle-inequality estimate of the rotation clipping at
@@ -58,10 +58,24 @@ nothing that rotates; (A2) the bootstrap's ν and f, computed around the release
 instead of the true ones, are the noise's effect (typical values, not bounds: the rule
 chooses the smaller estimated error, it does not certify it); (A3) without a rotation the
 lower bound is the better one: the subspaces agree, the higher bound's noise is
-``(c_{j+1}/c_j)²`` times larger and the rows it restores widen the eigengap by at most their
-own mass — so ``f`` is made non-decreasing: a bootstrap around a pilot that cannot see its
-k-th component is a draw, not an estimate (without this, a noisy top pilot's lucky draw took
-D = 2 048 against an oracle near 190 on the skewed count table of the suite).
+``(c_{j+1}/c_j)²`` times larger — so ``f`` is made non-decreasing across pilots that cannot
+see their top k (their own noise moves their subspace by :data:`RESOLVABLE` ``·√(2k)`` or
+more, at the ``1 −`` :data:`NOISE_LEVEL` quantile): a bootstrap around such a pilot is a
+draw, not an estimate (without this, a noisy top pilot's lucky draw took D = 2 048 against
+an oracle near 190 on the skewed count table of the suite). A pilot that sees its top k
+keeps its own ``f``: the rows its bound restores may widen the gap faster than the noise
+grows (norms spread over octaves with the components in the large rows).
+
+The error bar
+-------------
+Clipping below the reference candidate may turn the subspace by more than the rule resolved.
+:meth:`BoundChoice.clipping_error` bounds the fitted components' distance to the reference
+pilot's noiseless subspace by their distance to the released pilot plus that pilot's own
+noise effect (the :data:`REFERENCE_LEVEL` quantile of its bootstrap); the estimators' bar
+(``expected_error_``) is the larger of it and the noise bar. The reference is the robust
+maximum's pilot when the top shell is resolvable and turns nothing, else the top
+candidate's. Where the reference pilot is too noisy to see its own subspace the term is the
+cap ``√(2k)``: the rotation cannot be bounded from what was released.
 
 Measured on the suite's tuning half (docs/REAL_DATA.md; ``AnalyzeGaussPCA``, ε = 1, five
 seeds): within 1.25× + 0.01 of the oracle on Covertype, RAND, the binary survey and anes96,
@@ -95,6 +109,7 @@ __all__ = [
     "MAX_FEATURES",
     "NOISE_DRAWS",
     "NOISE_LEVEL",
+    "REFERENCE_LEVEL",
     "RESOLVABLE",
     "BoundChoice",
     "candidate_ladder",
@@ -118,6 +133,8 @@ MAX_CANDIDATES = 6
 TOP_FACTOR = 2.0
 #: Bootstrap draws per noise level.
 NOISE_DRAWS = 10
+#: The reference pilot's own noise effect enters the error bar at this quantile.
+REFERENCE_LEVEL = 0.95
 #: The pilots' noise distances are taken at their ``1 − NOISE_LEVEL`` quantile.
 NOISE_LEVEL = 0.1
 #: Up to this many features the pilots run (``2 + 4·NOISE_DRAWS`` top-k eigenpairs of a p×p
@@ -166,6 +183,10 @@ class BoundChoice:
     pilot_sigma: float = math.nan
     high_pilot: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
     high_sigma: float = math.nan
+    reference: int = -1
+    reference_vectors: NDArray[np.float64] | None = field(default=None, repr=False,
+                                                          compare=False)
+    reference_noise: float = math.nan
 
     @property
     def low(self) -> float:
@@ -201,6 +222,31 @@ class BoundChoice:
     def errors(self) -> tuple[float, ...]:
         """``e_j = b̂_j + f_j``."""
         return tuple(b + f for b, f in zip(self.biases, self.finals, strict=True))
+
+    def clipping_error(self, components: NDArray[np.float64]) -> float:
+        """An upper bound on the distance from ``components`` (k×p, fitted at the chosen
+        bound) to the top-k subspace of the rows clipped at the reference candidate, or 0
+        when the chosen bound is the reference or above it (nothing to add to the noise bar).
+
+        ``‖P(V̂) − P(G_ref)‖_F ≤ ‖P(V̂) − P(Ĝ_ref)‖_F + ‖P(Ĝ_ref) − P(G_ref)‖_F``: the first
+        term is read off two releases, the second is the reference pilot's own noise effect
+        at its :data:`REFERENCE_LEVEL` quantile (a parametric bootstrap, assumption A2). The
+        reference is the robust maximum's pilot, or the top candidate's where the top
+        shell's noise hides what the rows above the robust maximum do. Rows above the
+        reference are not covered: no release at a bound below them sees them. Capped at
+        ``√(2k)``: a clipping rotation the pilots cannot resolve is not bounded (the cap).
+        """
+        j = self.candidates.index(self.chosen)
+        if self.reference_vectors is None or j >= self.reference:
+            return 0.0
+        k = components.shape[0]
+        cap = math.sqrt(2.0 * min(k, components.shape[1] - k))
+        R = self.reference_vectors
+        if R.shape[1] != k:
+            return cap
+        V = components.T
+        distance = float(np.linalg.norm(V @ V.T - R @ R.T))
+        return min(cap, distance + self.reference_noise)
 
     def describe(self) -> str:
         """One sentence for the record's notes."""
@@ -352,16 +398,29 @@ def choose_bound(
     raw = [float(np.mean(subspace_noise(
         G, final_multiplier * gram_sensitivity(c, "replace"), k, boot)[1]))
         for G, c in zip(released, candidates, strict=True)]
-    # A3: the final noise grows as c² and the rows a higher bound restores widen the gap by
-    # at most their own mass, so f is non-decreasing; a bootstrap around a pilot that cannot
-    # see its k-th component is a draw, not an estimate, and must not undercut a lower one.
-    finals = tuple(float(f) for f in np.maximum.accumulate(raw))
+    # How far each pilot's own noise moves its subspace: whether it sees its top k at all.
+    own = [subspace_noise(G, s, k, boot)[1] for G, s in zip(released, sigmas, strict=True)]
     cap = math.sqrt(2.0 * min(k, p - k))
-    choice = BoundChoice(candidates, candidates[0], distances, nus, finals,
+    sees = [float(np.quantile(d, 1.0 - NOISE_LEVEL)) < RESOLVABLE * cap for d in own]
+    # A3: a bootstrap around a pilot that cannot see its top k is a draw, not an estimate,
+    # and must not undercut a lower candidate's f (the final noise grows as c²). A pilot
+    # that sees its top k may: the rows its bound restores can widen the gap faster than
+    # the noise grows (norms spread over octaves, the components in the large rows).
+    finals: list[float] = []
+    for f, seen in zip(raw, sees, strict=True):
+        finals.append(f if seen or not finals else max(f, finals[-1]))
+    choice = BoundChoice(candidates, candidates[0], distances, nus, tuple(finals),
                          resolvable=RESOLVABLE * cap)
     j = int(np.argmin(choice.errors))
     # The variances are read off the pilot at the robust maximum (the ladder's last but one):
     # it clips only ~4.5σ rows and has a third of the top one's noise.
     top = max(len(candidates) - 2, 0)
+    # The error bar's reference (clipping_error): the robust maximum's pilot when the top
+    # shell shows the rows above it turn nothing (resolvable, and no resolved rotation);
+    # else the top candidate's own pilot.
+    quiet = choice.noise[top] < choice.resolvable and choice.steps[top] == 0.0
+    ref = top if quiet else len(candidates) - 1
     return replace(choice, chosen=candidates[j], pilot=released[j], pilot_sigma=sigmas[j],
-                   high_pilot=released[top], high_sigma=sigmas[top])
+                   high_pilot=released[top], high_sigma=sigmas[top], reference=ref,
+                   reference_vectors=top_vectors(released[ref], k),
+                   reference_noise=float(np.quantile(own[ref], REFERENCE_LEVEL)))

@@ -30,6 +30,18 @@ above. The two add up to (ε, δ) by basic composition.
 With no part but the statistic (``centering=None`` and a public ``data_norm``: the papers'
 setting), the statistic gets all of (ε, δ) and the noise is the papers' mechanism draw for
 draw.
+
+Wide tables: centring by row pairs
+----------------------------------
+A private mean has an error ``e`` with ``‖e‖² ≈ p·σ_mean²/n²``; centring on it adds the
+rank-one ``n·e·eᵀ`` to the Gram matrix, in a random direction, and when that exceeds a
+component's eigenvalue the component is lost (the fit returns the mean's noise instead).
+The differences of disjoint row pairs (:mod:`privpca.pipeline.pairing`) need no mean and
+have the table's covariance, at the price of half the rows (the Gram's signal halves, its
+noise does not). :func:`pairs_pay` chooses from the public shape (n, p, ε, δ, the shares):
+the ratio :func:`mean_bias_ratio` of the mean's predicted rank-one bias to the Gram noise's
+detection threshold ``σ√p``; above :data:`PAIRS_MIN_RATIO` the mean parts are dropped (their
+budget goes to the statistic) and the rows are paired.
 """
 
 from __future__ import annotations
@@ -48,9 +60,13 @@ from privpca.mechanisms import calibration
 
 __all__ = [
     "DEFAULT_SHARES",
+    "PAIRS_MEAN_OFFSET",
+    "PAIRS_MIN_RATIO",
     "PART_NAMES",
     "BudgetPlan",
     "PartBudget",
+    "mean_bias_ratio",
+    "pairs_pay",
 ]
 
 #: Parts of the pipeline, in the order they run.
@@ -86,6 +102,82 @@ DEFAULT_SHARES: Mapping[str, float] = {
 #: around the first one's refined means, so features with a large mean and a tiny spread get
 #: bounds of their own size).
 PART_COUNTS: Mapping[str, int] = {"scale_bound": 2, "scale": 2}
+
+#: :func:`pairs_pay`: pair the rows when the private mean's predicted rank-one bias is this
+#: many times the Gram noise's detection threshold. Pairing halves the signal, so it pays
+#: once the bias hides components the halved signal still shows (ratio above 2 in theory);
+#: measured crossover on spiked models (n 1 500–5 000, p 50–600, a mean of 1 or 3 spreads)
+#: and on the suite's tuning tables: the mean wins at ratios ≤ 3.6 (digits 3.1,
+#: wide_spiked 3.6), pairs win from 5.5 on (issue 36; tests/test_wide_tables.py).
+PAIRS_MIN_RATIO = 4.5
+#: The distance of the table's mean from the origin assumed by :func:`mean_bias_ratio`, in
+#: units of the rows' spread around it (a public assumption: the first mean round's noise
+#: grows with it, and a larger mean only makes the private mean worse).
+PAIRS_MEAN_OFFSET = 1.0
+
+
+def mean_bias_ratio(n_samples: int, n_features: int, epsilon: float, delta: float, *,
+                    statistic_share: float,
+                    shares: Mapping[str, float] | None = None) -> float:
+    """The private mean's predicted rank-one bias over the Gram noise's threshold (public).
+
+    In units of the rows' spread ``s`` (the clipping bounds of the mean's refinement and of
+    the Gram are both about ``s``): each mean round of multiplier ``mᵢ`` (from the shares) and
+    clipping radius ``Rᵢ`` leaves an error ``‖eᵢ‖ ≈ κᵢ·Rᵢ`` with ``κᵢ = 2√p·mᵢ/n`` (Δ = 2R,
+    p coordinates, divided by n); the first round's radius is ``(1 + r)·s`` (``r`` =
+    :data:`PAIRS_MEAN_OFFSET`), the refinement's ``‖e₁‖ + s``. The bias ``n‖e₂‖²`` is
+    compared with ``√2·m_stat·√p`` (the Gram noise's ``σ√p`` over ``s²``, the level a
+    component's eigenvalue must pass to be seen at all).
+
+    Parameters
+    ----------
+    n_samples, n_features : int
+    epsilon, delta : float
+        The fit's target.
+    statistic_share : float
+        The statistic's share of the Gaussian budget in the plan with the private mean.
+    shares : mapping, optional
+        The user's shares (``"mean"``, ``"mean_refine"`` override the defaults).
+
+    Returns
+    -------
+    float
+        0 for a non-private fit (ε = ∞).
+
+    Examples
+    --------
+    >>> round(mean_bias_ratio(1500, 600, 1.0, 1e-5, statistic_share=0.91), 1)
+    49.0
+    >>> mean_bias_ratio(581_012, 10, 1.0, 1e-5, statistic_share=0.71) < 0.01
+    True
+    """
+    if math.isinf(epsilon):
+        return 0.0
+    n, p = int(n_samples), int(n_features)
+    shares = shares or {}
+    m = calibration.analytic_multiplier(epsilon, delta)
+    k1 = 2.0 * math.sqrt(p) * m / math.sqrt(float(shares.get("mean", DEFAULT_SHARES["mean"]))) / n
+    k2 = 2.0 * math.sqrt(p) * m / math.sqrt(
+        float(shares.get("mean_refine", DEFAULT_SHARES["mean_refine"]))) / n
+    e2 = k2 * (k1 * (1.0 + PAIRS_MEAN_OFFSET) + 1.0)
+    threshold = math.sqrt(2.0) * m / math.sqrt(statistic_share) * math.sqrt(p)
+    return n * e2**2 / threshold
+
+
+def pairs_pay(n_samples: int, n_features: int, epsilon: float, delta: float, *,
+              statistic_share: float, shares: Mapping[str, float] | None = None) -> bool:
+    """Whether to centre by row pairs instead of a private mean (public shape only):
+    :func:`mean_bias_ratio` above :data:`PAIRS_MIN_RATIO`.
+
+    Examples
+    --------
+    >>> pairs_pay(1500, 600, 1.0, 1e-5, statistic_share=0.91)  # the spiked model of issue 36
+    True
+    >>> pairs_pay(1797, 64, 1.0, 1e-5, statistic_share=0.71)  # digits: the mean stays
+    False
+    """
+    return mean_bias_ratio(n_samples, n_features, epsilon, delta,
+                           statistic_share=statistic_share, shares=shares) > PAIRS_MIN_RATIO
 
 @dataclass(frozen=True)
 class PartBudget:

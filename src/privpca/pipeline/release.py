@@ -53,6 +53,7 @@ from privpca._validation import (
     check_epsilon,
     check_norm_bound,
     clip_rows,
+    fit_input,
 )
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.exceptions import NonPrivatePreprocessingWarning
@@ -70,11 +71,16 @@ from privpca.pipeline.budget import (
     PART_NAMES,
     BudgetPlan,
     PartBudget,
+    pairs_pay,
 )
+from privpca.pipeline.pairing import PAIRING_NOTE, pair_differences
 from privpca.pipeline.preprocessing import (
+    SCALE_LEVELS,
     BoundNotFoundError,
     MeanRelease,
+    ScaleRelease,
     check_finite_norms,
+    combine_scales,
     norm_bin_counts,
     private_mean_from_sum,
     private_norm_bound_from_counts,
@@ -125,14 +131,18 @@ DEFAULT_NORM_QUANTILE = 0.99
 #: The quantiles searched when ``data_norm="auto"`` chooses between two candidates: the
 #: median and the robust maximum (a target of ``n − 4.5σ``, :mod:`privpca.mechanisms.quantile`).
 BOUND_QUANTILES = (LOW_QUANTILE, 1.0)
+#: The private mean's parts (dropped when the rows are paired, :mod:`privpca.pipeline.pairing`).
+MEAN_PARTS = ("bound_raw", "mean", "bound_residual", "mean_refine")
 #: The parts that are private quantile searches (:class:`PrivateQuantile`).
 QUANTILE_PARTS = ("bound_raw", "bound_residual", "scale_bound", "bound")
 _SEARCH_WHAT = {"bound_raw": "mean's norm bound", "bound_residual": "mean's refined norm "
                 "bound", "scale_bound": "per-feature scale bounds", "bound": "norm bound"}
 #: The most a quantile search's share is raised to on a small table.
 MAX_SEARCH_SHARE = 0.15
-#: Quantile of |x_j − μ_j| used to clip each feature's variance when ``scale=True``.
-SCALE_QUANTILE = 0.99
+#: Quantile of |x_j − μ_j| searched as each feature's base bound when ``scale=True``: the
+#: robust maximum (a target of ``n − 4.5σ``); its second moments are also read at multiples
+#: of it (:data:`~privpca.pipeline.preprocessing.SCALE_LEVELS`).
+SCALE_QUANTILE = 1.0
 #: ``holdout_fraction="auto"`` holds out a share of the rows for the preprocessing from this
 #: many rows on. Below it the whole-table layout is more accurate: leaving the held-out rows
 #: out of the statistic costs about 1/√n, not yet small against the noise (measured,
@@ -254,6 +264,10 @@ class Statistic:
         :mod:`privpca.pipeline.bound_selection` (up to its ``MAX_FEATURES``). Otherwise, and
         with ``"quantile"``, the bound is the private :data:`DEFAULT_NORM_QUANTILE` of the
         norms.
+    pairable : bool
+        The statistic may read the differences of row pairs in place of rows centred on a
+        private mean, where :func:`~privpca.pipeline.budget.pairs_pay` says so (wide tables,
+        :mod:`privpca.pipeline.pairing`).
     """
 
     mechanism: str
@@ -262,6 +276,7 @@ class Statistic:
     kind: str = "gaussian"
     releases_spectrum: bool = False
     subspace_rank: int = 0
+    pairable: bool = False
 
 
 @dataclass
@@ -484,6 +499,29 @@ class ReleasePipeline:
                 shares=shares), held
 
         self.plan, self.held_plan = plans(self._sized_shares(plans, shares))
+        #: Centring by row-pair differences instead of a private mean (wide tables; decided
+        #: from the public shape: :func:`~privpca.pipeline.budget.pairs_pay`).
+        self.pairing = False
+        if self._pairs_pay(shares):
+            unpaired = (self.active, self.plan, self.centering)
+            self.pairing, self.centering = True, None
+            self.active = statistic_parts = tuple(p for p in self.active if p not in MEAN_PARTS)
+            self.plan = plans(self._sized_shares(plans, shares))[0]
+            if self._short_searches(self.plan, None):  # too few pairs: keep the mean
+                self.pairing = False
+                self.active, self.plan, self.centering = unpaired
+
+    def _pairs_pay(self, shares: Mapping[str, float] | None) -> bool:
+        """Whether the rows are paired: a pairable Gaussian statistic on a whole in-memory
+        layout with a private mean and bound, no private scales, the mean's shares not set
+        by the user, and the public shape past :data:`~privpca.pipeline.budget.PAIRS_MIN_RATIO`."""
+        return (self.statistic.pairable and self.statistic.kind == "gaussian"
+                and self.model == "central" and self.n_samples >= 4
+                and isinstance(self.centering, str) and isinstance(self.data_norm, str)
+                and self.scale is not True and self.holdout_fraction is None
+                and not any(part in (shares or {}) for part in MEAN_PARTS)
+                and pairs_pay(self.n_samples, self.n_features, self.epsilon, self.delta,
+                              statistic_share=self.plan["statistic"].weight, shares=shares))
 
     # ------------------------------------------------------------------ budget
     def _search(self, part: str, b: PartBudget, n: int) -> PrivateQuantile:
@@ -498,7 +536,7 @@ class ReleasePipeline:
                         ) -> list[tuple[str, PrivateQuantile]]:
         """The quantile searches of the plans that would have too few rows."""
         sizes = self.held_out_sizes() if held is not None else None
-        pairs = [(plan, self.n_samples)] if sizes is None or held is None else [
+        pairs = [(plan, self.n_statistic)] if sizes is None or held is None else [
             (plan, sizes[1]), (held, sizes[0])]
         out = []
         for which, n in pairs:
@@ -676,7 +714,10 @@ class ReleasePipeline:
 
     @property
     def n_statistic(self) -> int:
-        """Rows the statistic reads: n, or the rows not held out (public: sizes only)."""
+        """Rows the statistic reads: n, the rows not held out, or ⌊n/2⌋ pair differences
+        (public: sizes only)."""
+        if getattr(self, "pairing", False):
+            return self.n_samples // 2
         sizes = self.held_out_sizes()
         return self.n_samples if sizes is None else sizes[1]
 
@@ -779,9 +820,12 @@ class ReleasePipeline:
     # ------------------------------------------------------------------ preprocessing
     def prepare(
         self, X: NDArray[np.float64], rng: np.random.Generator, *,
-        sq: NDArray[np.float64] | None = None,
+        sq: NDArray[np.float64] | None = None, paired: bool = False,
     ) -> PreparedRows:
         """Centre, scale, bound and clip ``X`` (never modified) with the planned budget.
+
+        With :attr:`pairing` the rows are first replaced by their pair differences
+        (:mod:`privpca.pipeline.pairing`), unless ``paired`` (``X`` is them already).
 
         ``sq`` are the squared row norms of ``X`` when the caller has them (computed once,
         before the charge, as the non-finite check); ``None``: computed here if needed (the
@@ -793,6 +837,8 @@ class ReleasePipeline:
         details: dict[str, Any] = {}
         mean: NDArray[np.float64] | None = None
         scale: NDArray[np.float64] | None = None
+        if self.pairing and not paired:  # wide table: pair differences (pipeline.pairing)
+            X, sq = pair_differences(X, rng), None
         if isinstance(self.centering, str):
             mean = self._private_mean(ArraySource(X, validated=True), rng, spends, details)
         elif self.centering is not None:
@@ -897,24 +943,30 @@ class ReleasePipeline:
     ) -> tuple[NDArray[np.float64] | None, NDArray[np.float64]]:
         """The "scale_bound" and "scale" parts: two rounds of per-feature private means and
         standard deviations (:func:`~privpca.pipeline.preprocessing.private_scale`), the
-        second re-bounded around the first's refined means. Returns ``(mean, scale)``."""
+        second re-bounded around the first's refined means; the scales combine both rounds'
+        second moments (:func:`~privpca.pipeline.preprocessing.combine_scales`,
+        post-processing). Returns ``(mean, scale)``."""
         p = source.n_features
         centre = np.zeros(p) if mean is None else mean
         bb, bs = self._part("scale_bound"), self._part("scale")
+        rounds: list[ScaleRelease] = []
         for _ in range(bs.count):  # round 2 re-bounds around round 1's refined means
             s = private_scale(source, centre, bb.multiplier, bs.multiplier,
                               SCALE_QUANTILE, rng, ddof=1 if mean is not None else 0)
+            rounds.append(s)
             if mean is not None:
                 centre = s.mean
         spends.append(self._spend(
-            "scale_bound", f"noisy bisections of |x_j − μ_j| ({p} features, log grid, "
-            f"{QUERY_ROUNDS} rounds of counts each), two rounds", math.sqrt(p),
+            "scale_bound", f"noisy bisections of |x_j − μ_j| ({p} features, quantile "
+            f"{SCALE_QUANTILE:g}, log grid, {QUERY_ROUNDS} rounds of counts each), two rounds",
+            math.sqrt(p),
             math.sqrt(p * QUERY_ROUNDS) * bb.multiplier))
         spends.append(self._spend(
-            "scale", "gaussian: Σu_j and Σu_j², u_j = clip((x_j − μ_j)/b_j, ±1), per "
-            "feature, two rounds (refined means and standard deviations)", s.sensitivity,
-            s.noise_scale))
-        return (None if mean is None else centre), s.scale
+            "scale", f"gaussian: Σu_j and, at each of {len(SCALE_LEVELS)} levels K, "
+            "Σw_jK, u_j = clip((x_j − μ_j)/b_j, ±1), w_jK = min(|x_j − μ_j|/(K·b_j), 1)², "
+            f"per feature (replace-one: Δ = √((4 + {len(SCALE_LEVELS)})·{p})), two rounds "
+            "(refined means and standard deviations)", s.sensitivity, s.noise_scale))
+        return (None if mean is None else centre), combine_scales(rounds)
 
     def _private_bound(
         self,
@@ -1044,6 +1096,8 @@ class ReleasePipeline:
         reduces a Gram over the source (:meth:`PreparedRows.gram`).
         """
 
+        if self.pairing:  # wide table: the pair differences, gathered (pipeline.pairing)
+            return self.prepare(pair_differences(source, rng), rng, paired=True)
         spends: list[PrivacySpend] = []
         details: dict[str, Any] = {}
         n = source.n_samples
@@ -1160,6 +1214,26 @@ class ReleasePipeline:
             sd /= float(np.min(prepared.scale))
         return mean_perturbation_bound(prepared.n_samples, sd, prepared.n_features)
 
+    def bound_choice(self, prepared: PreparedRows) -> Any:
+        """The bound selection's :class:`~privpca.pipeline.bound_selection.BoundChoice` when
+        its pilots are releases over the statistic's own rows, centre and chosen bound (not
+        with a held-out split, whose pilots saw other rows); else None."""
+        choice = prepared.details.get("bound_choice")
+        if choice is None or self.held_plan is not None or choice.chosen != prepared.data_norm:
+            return None
+        return choice
+
+    def clipping_error(self, prepared: PreparedRows, components: NDArray[np.float64],
+                       noise_error: float | None) -> float | None:
+        """The error bar with the rotation clipping may cause: the larger of ``noise_error``
+        and the choice's ``clipping_error`` (:mod:`privpca.pipeline.bound_selection`) when
+        the bound was chosen below the reference candidate on these rows; else
+        ``noise_error`` unchanged (post-processing of released pilots)."""
+        choice = self.bound_choice(prepared)
+        if choice is None or noise_error is None:
+            return noise_error
+        return max(float(noise_error), choice.clipping_error(components))
+
     def denominator(self, prepared: PreparedRows) -> float:
         """n − 1 for centred rows (scikit-learn's covariance), n for the second moment."""
         n = prepared.n_samples
@@ -1183,6 +1257,8 @@ class ReleasePipeline:
         choice = prepared.details.get("bound_choice")
         if choice is not None:
             notes = f"{notes} {choice.describe()}".strip()
+        if self.pairing:
+            notes = f"{notes} {PAIRING_NOTE}".strip()
         record = self._record_from(
             list(prepared.spends), spend, data_norm=prepared.data_norm,
             n_clipped=prepared.n_clipped, notes=notes, calibration=calibration,
@@ -1305,10 +1381,7 @@ def validated_table(owner: Any, X: Any) -> Table:
     A DataFrame whose column names mark an identifier (``id``, ``rownames``, ``Unnamed: 0``,
     …: :mod:`privpca._columns`, by the names alone) is refused with a ``ValueError``.
     """
-    from privpca._columns import refuse_identifier_columns
-
     if not is_streamed(X):
-        refuse_identifier_columns(X, owner)
         Xv, sq = validated_rows(owner, X)
         warn_if_standardised(owner, Xv, sq)
         return Table(Xv, sq, None, Xv.shape[0], Xv.shape[1])
@@ -1382,10 +1455,9 @@ def warn_if_standardised(owner: Any, X: NDArray[np.float64], sq: NDArray[np.floa
 
 def validated_rows(owner: Any, X: ArrayLike) -> tuple[NDArray[np.float64],
                                                        NDArray[np.float64]]:
-    """``validate_data`` and the squared row norms (which double as the non-finite check)."""
-    from sklearn.utils.validation import validate_data
-
-    Xv = validate_data(owner, X, dtype=np.float64, ensure_all_finite=False, reset=True)
+    """:func:`~privpca._validation.fit_input` and the squared row norms (which double as the
+    non-finite check)."""
+    Xv = fit_input(owner, X)
     sq = sq_norms(Xv)
     check_finite_norms(sq, Xv)
     return Xv, sq
