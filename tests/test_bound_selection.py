@@ -270,24 +270,32 @@ def test_with_the_low_bound_the_variances_are_read_off_the_high_pilot():
 
 
 # ------------------------------------------------------------------ the error bar's clipping
-def _choice_with_reference(chosen: int, reference: int, R: np.ndarray, noise: float):
+def _choice_at(chosen: int, robust: np.ndarray, top: np.ndarray, *, robust_noise: float = 0.1,
+               top_noise: float = 0.1, tail: float = 0.05):
     candidates = (1.0, 2.0, 4.0, 8.0)
     return bound_selection.BoundChoice(
         candidates, candidates[chosen], (0.1, 0.1, 0.1), (0.0, 0.0, 0.0), (0.0,) * 4,
-        reference=reference, reference_vectors=R, reference_noise=noise)
+        robust_basis=robust, robust_noise=robust_noise, top_basis=top, top_noise=top_noise,
+        tail_rotation=tail, resolvable=1.0)
 
 
-def test_the_clipping_term_is_the_distance_to_the_reference_pilot_plus_its_noise():
-    p, k = 6, 2
-    R = np.eye(p)[:, :k]
-    turned = np.eye(p)[[0, 2]]  # components_ (k×p): one axis of the reference's replaced
-    choice = _choice_with_reference(0, 2, R, noise=0.1)
-    assert choice.clipping_error(turned) == pytest.approx(math.sqrt(2.0) + 0.1)
-    # At or above the reference nothing is added to the noise bar.
-    assert _choice_with_reference(2, 2, R, 0.1).clipping_error(turned) == 0.0
-    assert _choice_with_reference(3, 2, R, 0.1).clipping_error(turned) == 0.0
-    # A reference that cannot resolve its subspace: no bound (the cap √(2k)).
-    assert _choice_with_reference(0, 2, R, 1.9).clipping_error(turned) == pytest.approx(2.0)
+def test_the_clipping_term_goes_through_the_released_top_pilots():
+    p = 6
+    e = np.eye(p)
+    same, turned = e[:, :2], e[:, [0, 2]]
+    V = e[[0, 1]]  # components_ (k×p) in the plane of features 0 and 1
+    # Chosen at the top: the noise bar alone; at the robust maximum: plus the top shell's.
+    assert _choice_at(3, same, same).clipping_error(V, 0.2) == 0.2
+    assert _choice_at(2, same, same).clipping_error(V, 0.2) == pytest.approx(0.25)
+    # Below: the smaller of the two triangle inequalities, at least the noise bar.
+    assert _choice_at(0, same, turned).clipping_error(V, 0.01) == pytest.approx(0.15)
+    assert _choice_at(0, turned, same).clipping_error(V, 0.01) == pytest.approx(0.1)
+    assert _choice_at(0, same, same).clipping_error(V, 0.5) == 0.5
+    # A robust maximum's pilot that cannot see its subspace says nothing of the top shell,
+    # and a turn neither pilot can rule out is not bounded (the cap √(2k)).
+    assert _choice_at(2, same, same, robust_noise=1.5).clipping_error(V, 0.2) == 2.0
+    assert _choice_at(0, turned, turned, robust_noise=0.7,
+                      top_noise=0.8).clipping_error(V, 0.1) == 2.0
 
 
 def test_the_bar_covers_a_rotation_clipping_caused_or_says_it_cannot(monkeypatch):
@@ -310,7 +318,6 @@ def test_the_bar_covers_a_rotation_clipping_caused_or_says_it_cannot(monkeypatch
                               ledger=PrivacyLedger()).fit(X)
         assert est.expected_error_ >= subspace_distance(est.components_.T, ref.T)
         choice = seen[-1]
-        if choice.candidates.index(choice.chosen) < choice.reference:
+        if choice.chosen < choice.high:
             below += 1
-            assert est.expected_error_ >= choice.clipping_error(est.components_) > 0
     assert below >= 1

@@ -68,11 +68,9 @@ def test_scale_spends_state_the_closed_form_sensitivity():
 
 def _released_sums(X: np.ndarray, centre: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """The vector private_scale adds noise to: Σu_j, then Σw_jℓ level by level."""
-    source = ArraySource(X, validated=True)
-    first = reductions.normalised_moments(source, centre, bounds)[0]
-    squares = [reductions.normalised_moments(source, centre, bounds * k)[1]
-               for k in SCALE_LEVELS]
-    return np.concatenate([first, *squares])
+    first, squares = reductions.normalised_moments(ArraySource(X, validated=True), centre,
+                                                   bounds, SCALE_LEVELS)
+    return np.concatenate([first, squares.ravel()])
 
 
 @pytest.mark.parametrize("seed", range(5))

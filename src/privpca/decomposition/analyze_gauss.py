@@ -147,7 +147,10 @@ class AnalyzeGaussPCA(PipelinePCA):
     n_components_ : int
         k (resolved when ``n_components`` is a fraction).
     mean_ : ndarray of shape (n_features,)
-        The private (or public) mean subtracted by ``transform``; zeros without centring.
+        The private (or public) mean subtracted by ``transform``; zeros without centring,
+        and zeros on a wide table centred by row pairs (no mean is released there:
+        :mod:`privpca.pipeline.pairing`; ``transform`` then returns uncentred scores, which
+        differ from centred ones by a constant per component).
     scale_ : ndarray of shape (n_features,) or None
         The private (or public) scales ``transform`` divides by; None without scaling.
     data_norm_ : float

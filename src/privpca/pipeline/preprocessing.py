@@ -293,7 +293,7 @@ def private_scale(
     a variance below its own noise level gets that level (a floor).
 
     ``source`` is the table, an array or a :class:`~privpca.streaming.RowSource`: one pass for
-    the histograms' counts, then one per level for the sums, each a block reduction.
+    the histograms' counts, one for the sums at every level, each a block reduction.
     """
 
     levels = SCALE_LEVELS if levels is None else tuple(float(k) for k in levels)
@@ -304,18 +304,12 @@ def private_scale(
                                        n_columns=p)
     col, index, counts = reductions.deviation_counts(rows, mean, GRID_BASE)
     bounds = search.estimate_counts(col, index, counts, rng).value[0]
-    first = np.zeros(p)
-    squares = []
-    for i, k in enumerate(levels):
-        signed, square = reductions.normalised_moments(rows, mean, bounds * k)
-        if i == 0:
-            first = signed
-        squares.append(square)
+    first, squares = reductions.normalised_moments(rows, mean, bounds, levels)
     sensitivity = scale_sensitivity(p, len(levels))
     sigma = multiplier * sensitivity
     # One release of (1 + L)p coordinates (Δ covers them all): the signed sums, then the
     # squared sums level by level.
-    released = gaussian_release(np.concatenate([first, *squares]), sigma, rng,
+    released = gaussian_release(np.concatenate([first, squares.ravel()]), sigma, rng,
                                 sensitivity=sensitivity)
     first = released[:p]
     widths = np.asarray(levels)[:, None] * bounds[None, :]

@@ -1225,14 +1225,14 @@ class ReleasePipeline:
 
     def clipping_error(self, prepared: PreparedRows, components: NDArray[np.float64],
                        noise_error: float | None) -> float | None:
-        """The error bar with the rotation clipping may cause: the larger of ``noise_error``
-        and the choice's ``clipping_error`` (:mod:`privpca.pipeline.bound_selection`) when
-        the bound was chosen below the reference candidate on these rows; else
-        ``noise_error`` unchanged (post-processing of released pilots)."""
+        """The error bar with the rotation clipping may cause
+        (:meth:`~privpca.pipeline.bound_selection.BoundChoice.clipping_error`) when the bound
+        was chosen on these rows; else ``noise_error`` unchanged (post-processing of released
+        pilots)."""
         choice = self.bound_choice(prepared)
         if choice is None or noise_error is None:
             return noise_error
-        return max(float(noise_error), choice.clipping_error(components))
+        return choice.clipping_error(components, float(noise_error))
 
     def denominator(self, prepared: PreparedRows) -> float:
         """n − 1 for centred rows (scikit-learn's covariance), n for the second moment."""

@@ -238,13 +238,18 @@ def deviation_counts(source: RowSource, centre: NDArray[np.float64],
 
 def _block_normalised_moments(
     block: NDArray[np.float64], centre: NDArray[np.float64], bounds: NDArray[np.float64],
+    levels: tuple[float, ...],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    u = block - centre
-    u /= bounds
-    np.clip(u, -1.0, 1.0, out=u)
-    first = u.sum(axis=0)
-    u *= u
-    return first, u.sum(axis=0)
+    d = block - centre
+    d /= bounds
+    first = np.clip(d, -1.0, 1.0).sum(axis=0)
+    np.abs(d, out=d)
+    squares = np.empty((len(levels), block.shape[1]))
+    for i, k in enumerate(levels):
+        w = np.minimum(d, k)
+        w *= w
+        squares[i] = w.sum(axis=0) / (k * k)
+    return first, squares
 
 
 def _add_pair(a: tuple[NDArray[np.float64], NDArray[np.float64]],
@@ -255,9 +260,12 @@ def _add_pair(a: tuple[NDArray[np.float64], NDArray[np.float64]],
 
 def normalised_moments(
     source: RowSource, centre: NDArray[np.float64], bounds: NDArray[np.float64],
+    levels: tuple[float, ...] = (1.0,),
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``(Σᵢ u_i, Σᵢ u_i²)`` per feature, ``u = clip((x − centre)/bounds, ±1)``."""
-    return source.reduce(partial(_block_normalised_moments, centre=centre, bounds=bounds),
+    """``(Σᵢ u_i, [Σᵢ w_iK for K in levels])`` per feature in one pass, with
+    ``u = clip((x − centre)/bounds, ±1)`` and ``w_K = min(|x − centre|/(K·bounds), 1)²``."""
+    return source.reduce(partial(_block_normalised_moments, centre=centre, bounds=bounds,
+                                 levels=tuple(float(k) for k in levels)),
                          _add_pair, desc="feature moments")
 
 
