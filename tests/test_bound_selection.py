@@ -42,6 +42,19 @@ def _skewed_tail(seed: int = 0, n: int = 20_000) -> np.ndarray:
     return X
 
 
+@pytest.fixture
+def seen(monkeypatch):
+    """The bound selections the fits of a test make, in order."""
+    choices = []
+
+    def spy(*args):
+        choices.append(choose_bound(*args))
+        return choices[-1]
+
+    monkeypatch.setattr(release, "choose_bound", spy)
+    return choices
+
+
 def _choice(est: object) -> str:
     notes = est.privacy_.notes  # type: ignore[attr-defined]
     assert "The bound selection chose" in notes
@@ -175,16 +188,9 @@ def test_select_without_a_gram_statistic_or_above_max_features(monkeypatch):
     np.testing.assert_array_equal(est.components_, auto.components_)
 
 
-def test_analyze_gauss_averages_the_pilot_at_the_chosen_bound(monkeypatch):
+def test_analyze_gauss_averages_the_pilot_at_the_chosen_bound(seen):
     # Two releases of the same Gram (the pilot and the statistic): their inverse-variance
     # average is post-processing, with noise std σσ_p/√(σ² + σ_p²).
-    seen = []
-
-    def spy(*args):
-        seen.append(choose_bound(*args))
-        return seen[-1]
-
-    monkeypatch.setattr(release, "choose_bound", spy)
     est = AnalyzeGaussPCA(2, epsilon=1.0, data_norm="select", random_state=0,
                           ledger=PrivacyLedger()).fit(_elliptical(n=8_000))
     choice = seen[0]
@@ -298,18 +304,11 @@ def test_the_clipping_term_goes_through_the_released_top_pilots():
                       top_noise=0.8).clipping_error(V, 0.1) == 2.0
 
 
-def test_the_bar_covers_a_rotation_clipping_caused_or_says_it_cannot(monkeypatch):
+def test_the_bar_covers_a_rotation_clipping_caused_or_says_it_cannot(seen):
     # 5 % of rows far out along feature 2 at n = 20 000: the pilots resolve the rotation in
     # some seeds only, and some fits keep a bound that clips it away. The bar covers the
     # distance to the raw table's PCA (scikit-learn's) in every seed, by its clipping term
     # where the bound sits below the reference.
-    seen = []
-
-    def spy(*args):
-        seen.append(choose_bound(*args))
-        return seen[-1]
-
-    monkeypatch.setattr(release, "choose_bound", spy)
     X = _skewed_tail(n=20_000)
     ref = PCA(2).fit(X).components_
     below = 0
