@@ -267,8 +267,6 @@ def private_scale(
     rng: np.random.Generator,
     *,
     ddof: int = 1,
-    levels: tuple[float, ...] | None = None,
-    level_z: float | None = None,
 ) -> ScaleRelease:
     """Private mean and standard deviation of each feature, in that feature's own units.
 
@@ -276,7 +274,7 @@ def private_scale(
     noisy bisection per feature, all in the same rounds: L2 sensitivity ``√p`` per round,
     :class:`~privpca.mechanisms.quantile.PrivateQuantile`). Then one Gaussian release of,
     per feature, ``Σu_j`` with ``u_j = clip((x_j − μ̂_j)/b_j, −1, 1)`` and, for each level
-    ``K_ℓ`` of ``levels`` (:data:`SCALE_LEVELS`), ``Σw_{jℓ}`` with
+    ``K_ℓ`` of :data:`SCALE_LEVELS`, ``Σw_{jℓ}`` with
     ``w_{jℓ} = min(|x_j − μ̂_j|/(K_ℓ b_j), 1)²``. Under replace-one neighbours (n public)
     a row moves each ``Σu_j`` by at most 2 and each ``Σw_{jℓ}`` by at most 1, so
     **Δ = √((4 + L)p)** (:func:`scale_sensitivity`), and the noise is ``multiplier·Δ`` on
@@ -296,8 +294,7 @@ def private_scale(
     the histograms' counts, one for the sums at every level, each a block reduction.
     """
 
-    levels = SCALE_LEVELS if levels is None else tuple(float(k) for k in levels)
-    z = SCALE_LEVEL_Z if level_z is None else float(level_z)
+    levels, z = SCALE_LEVELS, SCALE_LEVEL_Z
     rows = as_row_source(source)
     n, p = rows.n_samples, rows.n_features
     search = PrivateQuantile.calibrate(bound_multiplier, quantiles=quantile, n_records=n,
@@ -338,13 +335,12 @@ def level_variance(
     return chosen, variance, noise[chosen, cols]
 
 
-def combine_scales(releases: list[ScaleRelease], z: float | None = None) -> NDArray[np.float64]:
+def combine_scales(releases: list[ScaleRelease]) -> NDArray[np.float64]:
     """One standard deviation per feature from several :func:`private_scale` releases of the
     same table (post-processing). The rounds' second moments at each level (in each round's
     own bounds, which differ by the searches' noise) are averaged with inverse-noise weights,
     and the level is chosen on the average (:func:`level_variance`): half the noise variance
     of one round, both for the choice and for the variance."""
-    z = SCALE_LEVEL_Z if z is None else float(z)
     if len(releases) == 1:
         return releases[0].scale
     m = np.array([r.moments for r in releases])
@@ -354,7 +350,7 @@ def combine_scales(releases: list[ScaleRelease], z: float | None = None) -> NDAr
     noise = 1.0 / np.sqrt(w.sum(axis=0))
     wl = w[:, 0, :]
     shift_sq = (wl * np.array([r.shift_sq for r in releases])).sum(axis=0) / wl.sum(axis=0)
-    _, variance, floor = level_variance(moments, noise, shift_sq, z)
+    _, variance, floor = level_variance(moments, noise, shift_sq, SCALE_LEVEL_Z)
     scale = np.sqrt(np.maximum(variance, floor))
     scale[~(scale > 0)] = 1.0
     return scale
