@@ -218,9 +218,11 @@ ALLOWED_DRAWS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
         "which rows are paired (wide tables): the sensitivity holds for any fixed pairing, "
         "so the permutation is not privacy noise; it is drawn from the fit's own generator "
         "so that the pairing cannot follow the row order")),
-    ("pipeline/bound_selection.py", "subspace_noise"): (frozenset({"symmetric_noise"}), (
-        "a parametric bootstrap on a released pilot Gram with a public sigma (how far noise "
-        "of that size moves its top-k subspace): post-processing, it reads no data")),
+    ("pipeline/bound_selection.py", "subspace_noise"): (
+        frozenset({"symmetric_noise", "standard_normal"}), (
+            "a parametric bootstrap on a released pilot Gram with a public sigma and the "
+            "private mean's public noise level (how far noise of that size moves its top-k "
+            "subspace): post-processing, it reads no data")),
     # Seeds of other streams: as secret as the generator they come from; nothing released.
     ("decomposition/_base.py", "BasePrivatePCA._preprocessing_rng"): (
         frozenset({"integers"}), (

@@ -860,7 +860,7 @@ class ReleasePipeline:
             D = self._private_bound(
                 partial(reductions.norm_counts, source, mean, scale=scale), X.shape[0], rng,
                 spends, details, centred=mean is not None,
-                grams_at=PilotGrams(source, mean, scale, same_rows=True))
+                grams_at=PilotGrams(source, mean, scale, same_rows=True), scale=scale)
             return PreparedRows(None, float(D), mean, scale, 0, spends, details, source=X)
         if mean is None and scale is None:
             rows, row_sq = X, (sq_norms(X) if sq is None else sq)
@@ -874,7 +874,8 @@ class ReleasePipeline:
             D = self._private_bound(partial(norm_bin_counts, norms), len(norms), rng, spends,
                                     details, centred=mean is not None,
                                     grams_at=PilotGrams(ArraySource(rows, validated=True),
-                                                        None, None, same_rows=False))
+                                                        None, None, same_rows=False),
+                                    scale=scale)
             over = norms > D
             n_clipped = int(over.sum())
             if rows is None:
@@ -978,6 +979,7 @@ class ReleasePipeline:
         *,
         centred: bool,
         grams_at: PilotGrams | None = None,
+        scale: NDArray[np.float64] | None = None,
     ) -> float:
         """The "bound" part: the private quantile D of the norms the statistic will see,
         from ``counter(base)``, their exact counts on the log grid. With the "bound_select"
@@ -999,8 +1001,12 @@ class ReleasePipeline:
             low, high = float(rel.interpolated()[0, 0]), float(values[1])
             stat = self.plan["statistic"]
             final = stat.multiplier if stat.gaussian else self.plan.total_multiplier
+            # The private centre's noise per coordinate, in the scaled rows' units.
+            centre_sd = float(details.get("mean_noise_scale", 0.0)) / (
+                1.0 if scale is None else float(np.min(scale)))
             choice = choose_bound(grams_at, self.statistic.subspace_rank, low, high,
-                                  self._part("bound_select").multiplier, final, rng)
+                                  self._part("bound_select").multiplier, final, rng,
+                                  centring=n * centre_sd**2)
             spends += self._pilot_spends(choice.candidates)
             D = choice.chosen
             # The search's estimates of the rows above the median and the robust maximum;
@@ -1116,7 +1122,8 @@ class ReleasePipeline:
         if isinstance(self.data_norm, str):
             D = self._private_bound(partial(reductions.norm_counts, source, shift, scale=scale),
                                     n, rng, spends, details, centred=mean is not None,
-                                    grams_at=PilotGrams(source, mean, scale, same_rows=True))
+                                    grams_at=PilotGrams(source, mean, scale, same_rows=True),
+                                    scale=scale)
         else:
             D = float(self.data_norm)
         # n_clipped is counted by the statistic's own pass (PreparedRows.gram).
