@@ -10,10 +10,12 @@ p = 100, shifted and in mixed units), prints the best wall time of:
 * scikit-learn's ``PCA(2).fit`` (full SVD solver chosen by scikit-learn);
 
 and the ratios defaults / papers' setting and defaults / (Gram + eigh). The pipeline's extra
-work is three compiled O(np) passes, independent of p², so its share falls as p grows: one per
-round of the private mean (the norm histogram of its bound and its clipped sums at every edge
-of the grid, together) and one for the histogram of the centred norms (the bound D); the Gram
-pass centres and clips block by block.
+work is three compiled O(np) passes — one per round of the private mean (the norm histogram of
+its bound and its clipped sums at every edge of the grid, together) and one for the histogram
+of the centred norms (the candidate bounds) — and the pilot Grams of the bound selection: one
+pass that sorts each slice's rows into the intervals between the candidates and forms ``Σyyᵀ``
+below and ``Σyyᵀ/‖y‖²`` above (about 1.5 Grams' work at six candidates, of which the
+statistic keeps the one at the chosen bound: no Gram pass of its own).
 
 Run: ``python benchmarks/bench_pipeline.py`` (``--repeat 5`` for steadier numbers; run on an
 otherwise idle machine).

@@ -112,3 +112,29 @@ def test_defaults_read_the_table_four_times():
             Counting(X, block_rows=3_000))
     assert calls == ["norms and sums", "norms and sums", "norms", "Gram"]
     np.testing.assert_allclose(streamed.mean_, in_memory.mean_, rtol=1e-10)
+
+
+@pytest.mark.parametrize("centred, scaled", [(False, False), (True, False), (True, True)])
+def test_every_candidates_gram_from_one_interval_pass(centred, scaled):
+    # clipped_grams sorts the rows into the intervals between the bounds (Σyyᵀ below,
+    # Σyyᵀ/‖y‖² above): each Gram and clipped count equals clipped_gram's at that bound,
+    # whatever the blocks, with rows exactly on a bound and rows at the centre.
+    from privpca.streaming.reductions import clipped_gram, clipped_grams
+
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((5_000, 7)) * rng.exponential(2.0, (5_000, 1)) + 3.0
+    centre = X.mean(axis=0) if centred else None
+    scale = X.std(axis=0) if scaled else None
+    Y = (X - (0.0 if centre is None else centre)) / (1.0 if scale is None else scale)
+    norms = np.linalg.norm(Y, axis=1)
+    bounds = (float(norms[0]), *np.quantile(norms, [0.6, 0.9, 0.99]), 2 * norms.max())
+    bounds = tuple(sorted(bounds))
+    X[1] = 0.0 if centre is None else centre  # a row at the centre: norm 0
+    got = clipped_grams(ArraySource(X, block_rows=1_700), centre, scale, bounds)
+    for (gram, n_over), bound in zip(got, bounds, strict=True):
+        want, want_over = clipped_gram(ArraySource(X), centre, scale, bound)
+        np.testing.assert_allclose(gram, want, rtol=1e-12, atol=1e-9 * np.abs(want).max())
+        assert n_over == want_over and np.array_equal(gram, gram.T)
+    assert got[-1][1] == 0  # nothing above twice the largest norm
+    with pytest.raises(ValueError, match="ascending"):
+        clipped_grams(ArraySource(X), centre, scale, bounds[::-1])
