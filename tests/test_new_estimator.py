@@ -14,7 +14,8 @@ from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.decomposition._constraints import PIPELINE
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.sensitivity import gram_sensitivity
-from privpca.pipeline.release import ReleasePipeline, Statistic, Table
+from privpca.pipeline.release import ReleasePipeline
+from privpca.pipeline.rows import Statistic, Table
 from privpca.pipeline.spectrum import check_n_components_spec, fit_noisy_matrix
 
 

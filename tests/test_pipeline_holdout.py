@@ -18,10 +18,10 @@ from privpca.pipeline.budget import BudgetPlan
 from privpca.pipeline.release import (
     HOLDOUT_AUTO_FRACTION,
     HOLDOUT_AUTO_MIN_ROWS,
-    PipelineSettings,
     ReleasePipeline,
-    Statistic,
 )
+from privpca.pipeline.rows import Statistic
+from privpca.pipeline.settings import PipelineSettings
 from privpca.streaming import ArraySource, ChunkSource
 from privpca.streaming.holdout import (
     held_out_size,

@@ -23,7 +23,9 @@ from privpca._validation import check_random_state, check_secure_random_state, n
 from privpca.accounting.ledger import Booking
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.exceptions import NonFiniteInputError
-from privpca.pipeline.release import PipelineSettings, ReleasePipeline, validated_table
+from privpca.pipeline.release import ReleasePipeline
+from privpca.pipeline.rows import validated_table
+from privpca.pipeline.settings import PipelineSettings
 
 __all__ = ["BasePrivatePCA", "FitPlan", "PipelinePCA", "Plan", "Release"]
 
@@ -102,7 +104,7 @@ class BasePrivatePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         return self
 
     def _validate(self, X: Any) -> Any:
-        """The checked input of :meth:`_fit` (a :class:`~privpca.pipeline.release.Table`)."""
+        """The checked input of :meth:`_fit` (a :class:`~privpca.pipeline.rows.Table`)."""
         return validated_table(self, X)
 
     def _plan(self, data: Any) -> Plan:

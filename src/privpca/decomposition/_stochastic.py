@@ -162,16 +162,14 @@ from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.mechanisms.shuffling import secret_permutation
 from privpca.pipeline.budget import DEFAULT_SHARES, PART_NAMES
 from privpca.pipeline.preprocessing import BoundNotFoundError
-from privpca.pipeline.release import (
-    MAX_SEARCH_SHARE,
-    PipelineSettings,
+from privpca.pipeline.release import MAX_SEARCH_SHARE, ReleasePipeline
+from privpca.pipeline.rows import (
     PreparedRows,
-    ReleasePipeline,
     Statistic,
-    check_centering,
     validated_table,
     warn_if_standardised,
 )
+from privpca.pipeline.settings import PipelineSettings, check_centering
 from privpca.pipeline.spectrum import feasible_spectrum
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.oja import MatrixGradients, VectorGradients, check_matrices

@@ -47,7 +47,8 @@ from privpca.mechanisms.sensitivity import (
     Neighbouring,
     gram_sensitivity,
 )
-from privpca.pipeline.release import ReleasePipeline, Statistic, Table
+from privpca.pipeline.release import ReleasePipeline
+from privpca.pipeline.rows import Statistic, Table
 from privpca.pipeline.spectrum import (
     check_n_components_spec,
     fit_noisy_matrix,

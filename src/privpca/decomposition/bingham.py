@@ -47,7 +47,8 @@ from privpca.mechanisms.bingham_sampler import (
     sample_haar,
 )
 from privpca.mechanisms.sensitivity import Neighbouring
-from privpca.pipeline.release import ReleasePipeline, Statistic, Table
+from privpca.pipeline.release import ReleasePipeline
+from privpca.pipeline.rows import Statistic, Table
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.gram import gram_matrix
 

@@ -73,13 +73,9 @@ from privpca.federated.protocol import (
 from privpca.mechanisms.secure_noise import is_os_keyed
 from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
 from privpca.metrics import sin_theta
-from privpca.pipeline.release import (
-    PipelineSettings,
-    PreparedRows,
-    ReleasePipeline,
-    Statistic,
-    warn_if_standardised,
-)
+from privpca.pipeline.release import ReleasePipeline
+from privpca.pipeline.rows import PreparedRows, Statistic, warn_if_standardised
+from privpca.pipeline.settings import PipelineSettings
 from privpca.pipeline.spectrum import (
     component_error_bound,
     feasible_spectrum,

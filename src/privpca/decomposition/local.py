@@ -42,7 +42,7 @@ from privpca.mechanisms.calibration import analytic_multiplier, unary_encoding_f
 from privpca.mechanisms.gaussian import CALIBRATIONS
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.sensitivity import Neighbouring
-from privpca.pipeline.release import check_centering, check_data_norm, check_scale
+from privpca.pipeline.settings import check_centering, check_data_norm, check_scale
 from privpca.pipeline.spectrum import (
     check_n_components_spec,
     feasible_spectrum,

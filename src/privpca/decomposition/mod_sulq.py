@@ -41,7 +41,8 @@ from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.secure_noise import fast_stream
 from privpca.mechanisms.sensitivity import Neighbouring
-from privpca.pipeline.release import ReleasePipeline, Statistic, Table
+from privpca.pipeline.release import ReleasePipeline
+from privpca.pipeline.rows import Statistic, Table
 from privpca.pipeline.spectrum import check_n_components_spec, fit_noisy_matrix
 
 __all__ = ["ModSuLQPCA", "mod_sulq_beta"]

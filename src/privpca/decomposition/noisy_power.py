@@ -55,7 +55,8 @@ from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.decomposition._constraints import GRAM_PIPELINE, positive_int
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
-from privpca.pipeline.release import ReleasePipeline, Statistic, Table
+from privpca.pipeline.release import ReleasePipeline
+from privpca.pipeline.rows import Statistic, Table
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.gram import gram_matrix
 from privpca.solvers.power import power_step, random_orthonormal_basis

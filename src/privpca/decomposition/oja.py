@@ -42,7 +42,7 @@ from privpca.decomposition._stochastic import (
     StreamPlan,
     StreamPrepared,
 )
-from privpca.pipeline.release import check_centering
+from privpca.pipeline.settings import check_centering
 from privpca.pipeline.spectrum import rotate_component_spectrum
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.oja import (

@@ -36,27 +36,21 @@ fit is an adaptive composition, and the split makes it compose to exactly the re
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 import dp_accounting
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from privpca._validation import (
-    RowClippingWarning,
-    caller_stacklevel,
     check_delta,
     check_epsilon,
-    check_norm_bound,
     clip_rows,
-    fit_input,
 )
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
-from privpca.exceptions import NonPrivatePreprocessingWarning
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.quantile import QUERY_ROUNDS, PrivateQuantile
 from privpca.mechanisms.sensitivity import Neighbouring
@@ -79,7 +73,6 @@ from privpca.pipeline.preprocessing import (
     BoundNotFoundError,
     MeanRelease,
     ScaleRelease,
-    check_finite_norms,
     combine_scales,
     norm_bin_counts,
     private_mean_from_sum,
@@ -87,25 +80,30 @@ from privpca.pipeline.preprocessing import (
     private_scale,
     sq_norms,
 )
+from privpca.pipeline.rows import (
+    PilotGrams,
+    PreparedRows,
+    Statistic,
+    Table,
+)
+from privpca.pipeline.settings import (
+    PipelineSettings,
+    check_centering,
+    check_data_norm,
+    check_holdout,
+    check_scale,
+)
 from privpca.pipeline.spectrum import (
     ERROR_ALPHA,
     ComponentSpectrum,
     mean_perturbation_bound,
     rotate_component_spectrum,
 )
-from privpca.solvers.gram import (
-    clipped_blocks,
-    gram_matrix,
-)
-from privpca.streaming import as_row_source, is_streamed, reductions
+from privpca.streaming import reductions
 from privpca.streaming.holdout import held_out_size, random_row_split
 from privpca.streaming.reductions import (
-    clipped_gram,
     clipped_gram_and_sum,
-    clipped_grams,
-    clipped_product,
     clipped_sum,
-    projected_moments,
 )
 from privpca.streaming.selection import drop_rows, take_rows
 from privpca.streaming.sources import ArraySource
@@ -114,16 +112,7 @@ __all__ = [
     "DEFAULT_NORM_QUANTILE",
     "HOLDOUT_AUTO_FRACTION",
     "HOLDOUT_AUTO_MIN_ROWS",
-    "PipelineSettings",
-    "PreparedRows",
     "ReleasePipeline",
-    "Statistic",
-    "Table",
-    "check_centering",
-    "check_data_norm",
-    "check_holdout",
-    "check_scale",
-    "validated_table",
 ]
 
 #: Quantile of the row norms used as the clipping bound when ``data_norm="auto"``.
@@ -150,263 +139,6 @@ SCALE_QUANTILE = 1.0
 HOLDOUT_AUTO_MIN_ROWS = 10_000_000
 #: The share of the rows held out under ``holdout_fraction="auto"``.
 HOLDOUT_AUTO_FRACTION = 0.02
-
-
-def check_centering(value: Any, n_features: int, owner: object) -> Any:
-    """``"private"``, ``None`` or a public mean of shape (n_features,) (returned as an array)."""
-    name = type(owner).__name__
-    if value is None or (isinstance(value, str) and value == "private"):
-        return value
-    if isinstance(value, str):
-        raise ValueError(
-            f"The 'centering' parameter of {name} must be 'private', None or an array of "
-            f"shape ({n_features},) (a public mean). Got {value!r} instead."
-        )
-    arr = np.asarray(value, dtype=np.float64)
-    if arr.shape != (n_features,) or not np.all(np.isfinite(arr)):
-        raise ValueError(
-            f"The 'centering' parameter of {name} must be 'private', None or a finite array "
-            f"of shape ({n_features},). Got an array of shape {arr.shape} instead."
-        )
-    return arr
-
-
-def check_data_norm(value: Any, owner: object) -> Any:
-    """``"auto"``, ``"select"``, ``"quantile"`` or a public bound ``D`` in ``[1e-60, 1e60]``
-    (``check_norm_bound``); which estimators take ``"select"`` and ``"quantile"`` is their
-    constraints' business (without a Gram statistic both are ``"auto"``: the quantile)."""
-    if isinstance(value, str) and value in ("auto", "select", "quantile"):
-        return value
-    if isinstance(value, str):
-        raise ValueError(
-            f"The 'data_norm' parameter of {type(owner).__name__} must be 'auto' or a float "
-            f"in the range [1e-60, 1e+60]. Got {value!r} instead."
-        )
-    return check_norm_bound(value, "data_norm", owner=owner)  # D² must stay a finite float
-
-
-def check_holdout(value: Any, owner: object) -> Any:
-    """``"auto"``, ``None`` (no hold-out) or a fraction in ``(0, 0.5]``."""
-    if value is None or (isinstance(value, str) and value == "auto"):
-        return value
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number) \
-            or not 0.0 < float(value) <= 0.5:
-        raise ValueError(
-            f"The 'holdout_fraction' parameter of {type(owner).__name__} must be 'auto', None "
-            f"or a float in (0, 0.5]. Got {value!r} instead."
-        )
-    return float(value)
-
-
-def check_scale(value: Any, n_features: int, owner: object) -> Any:
-    """``False``, ``True`` (private scales) or public positive scales of shape (n_features,)."""
-    name = type(owner).__name__
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    arr = np.asarray(value, dtype=np.float64)
-    if arr.shape != (n_features,) or not np.all(np.isfinite(arr)) or not np.all(arr > 0):
-        raise ValueError(
-            f"The 'scale' parameter of {name} must be a bool or an array of shape "
-            f"({n_features},) of positive public scales. Got {value!r} instead."
-        )
-    return arr
-
-
-@dataclass(frozen=True)
-class PipelineSettings:
-    """The user's parameters the pipeline reads, handed over explicitly by the estimator.
-
-    Attributes
-    ----------
-    epsilon : float
-    delta : float or None
-        None: the statistic is pure ε-DP and no Gaussian part runs.
-    centering : "private", array-like or None
-    data_norm : float or "auto"
-    scale : bool or array-like
-    budget_shares : dict of part -> share, or None
-    holdout_fraction : "auto", float or None
-    random_state : None, int or Generator
-        Checked against secure mode when the ledger is charged.
-    """
-
-    epsilon: float
-    delta: float | None = None
-    centering: Any = None
-    data_norm: Any = 1.0
-    scale: Any = False
-    budget_shares: Any = None
-    holdout_fraction: Any = None
-    random_state: Any = None
-
-
-@dataclass(frozen=True)
-class Statistic:
-    """What an estimator releases from the prepared rows, declared before the fit.
-
-    Attributes
-    ----------
-    mechanism : str
-        Human-readable description, e.g. ``"gaussian: packed upper triangle of XᵀX"``.
-    sensitivity : callable
-        ``D ↦ Δ``, the L2 sensitivity of one release for rows of norm ≤ D (replace one).
-    count : int
-        Releases (adaptively composed), e.g. T power iterations.
-    kind : {"gaussian", "approx", "pure"}
-        ``"gaussian"``: calibrated by the plan's noise multiplier. ``"approx"``/``"pure"``:
-        given its own (ε, δ) (or pure ε) share and calibrated by the estimator.
-    releases_spectrum : bool
-        The statistic yields a noisy p×p matrix whose eigenvalues give the explained variance
-        for free; otherwise the pipeline spends a small share on the variances.
-    subspace_rank : int
-        k for a statistic of the rows' second moment whose top-k subspace is the estimate:
-        with ``data_norm="auto"`` (or ``"select"``) the bound is then chosen for the table by
-        :mod:`privpca.pipeline.bound_selection` (up to its ``MAX_FEATURES``). Otherwise, and
-        with ``"quantile"``, the bound is the private :data:`DEFAULT_NORM_QUANTILE` of the
-        norms.
-    pairable : bool
-        The statistic may read the differences of row pairs in place of rows centred on a
-        private mean, where :func:`~privpca.pipeline.budget.pairs_pay` says so (wide tables,
-        :mod:`privpca.pipeline.pairing`).
-    """
-
-    mechanism: str
-    sensitivity: Callable[[float], float]
-    count: int = 1
-    kind: str = "gaussian"
-    releases_spectrum: bool = False
-    subspace_rank: int = 0
-    pairable: bool = False
-
-
-@dataclass
-class PreparedRows:
-    """Rows ready for the statistic, and what preprocessing released about them.
-
-    The rows are ``clip_D((x − mean)/scale)``. When they differ from ``X`` they are formed
-    lazily from ``source``: a Gram-based statistic asks for :meth:`gram` (one blocked pass, no
-    copy of the table); an iterative one reads :attr:`rows` (one copy, made on first use).
-    """
-
-    stored_rows: NDArray[np.float64] | None
-    data_norm: float
-    mean: NDArray[np.float64] | None
-    scale: NDArray[np.float64] | None
-    n_clipped: int
-    spends: list[PrivacySpend] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)
-    source: Any = None  # the table X (ndarray) or a privpca.streaming.RowSource
-    warned_clipping: bool = field(default=False, repr=False)
-    #: The released Σ y of the statistic's rows (held-out layout), and the mean it gives.
-    centre_sum: NDArray[np.float64] | None = None
-    reported_mean: NDArray[np.float64] | None = None
-
-    @property
-    def rows(self) -> NDArray[np.float64]:
-        if self.stored_rows is None:
-            if not isinstance(self.source, np.ndarray):
-                raise ValueError("PreparedRows has neither rows nor a source to form them.")
-            n, p = self.source.shape
-            out = np.empty((n, p))
-            start = 0
-            for block, _ in clipped_blocks(self.source, None, self.mean, self.data_norm,
-                                           scale=self.scale):
-                out[start:start + block.shape[0]] = block
-                start += block.shape[0]
-            self.stored_rows = out
-        return self.stored_rows
-
-    def gram(self) -> NDArray[np.float64]:
-        """``Σᵢ rowᵢ rowᵢᵀ`` (symmetric), without forming the rows when they are lazy.
-
-        On a streamed source this is the statistic's pass; it counts the clipped rows, and
-        with a public ``data_norm`` warns (after the charge) when any row was clipped.
-        """
-        if self.stored_rows is not None or self.source is None:
-            return gram_matrix(self.rows)
-
-        pilots = self.details.pop("pilot_grams", None)
-        kept = None if pilots is None else pilots.take(self.data_norm)
-        if kept is not None:  # the same rows, centre, scale and bound: the same matrix
-            gram, n_clipped = kept
-            if not isinstance(self.source, np.ndarray):
-                self.n_clipped = n_clipped
-                self._warn_if_clipped()
-            return gram
-        if isinstance(self.source, np.ndarray):
-            return clipped_gram(self._pass_source(), self.mean, self.scale, self.data_norm)[0]
-        gram, self.n_clipped = clipped_gram(self.source, self.mean, self.scale, self.data_norm)
-        self._warn_if_clipped()
-        return gram
-
-    @property
-    def streamed(self) -> bool:
-        """Whether the rows live in a :class:`~privpca.streaming.RowSource` (read by passes)."""
-        return self.stored_rows is None and self.source is not None and not isinstance(
-            self.source, np.ndarray)
-
-    def product(self, Q: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``Σᵢ rowᵢ(rowᵢᵀQ)``: on a streamed source one pass, without the p×p Gram."""
-        if not self.streamed:
-            rows = self.rows
-            return np.asarray(rows.T @ (rows @ Q))
-
-        out, self.n_clipped = clipped_product(self.source, self.mean, self.scale,
-                                              self.data_norm, Q)
-        self._warn_if_clipped()
-        return out
-
-    def projected_moments(
-        self, components: NDArray[np.float64]
-    ) -> tuple[NDArray[np.float64], float]:
-        """``(Σᵢ (Vrowᵢ)(Vrowᵢ)ᵀ, Σᵢ ‖rowᵢ‖²)`` for ``V = components`` (k×p).
-
-        Lazy rows of an in-memory table are not formed: one blocked pass, as on a stream.
-        """
-        if self.stored_rows is not None or self.source is None:
-            rows = self.rows
-            proj = rows @ components.T
-            return proj.T @ proj, float(np.einsum("ij,ij->", rows, rows))
-
-        return projected_moments(self._pass_source(), self.mean, self.scale, self.data_norm,
-                                 components)
-
-    def _pass_source(self) -> Any:
-        """The lazy rows' source as block passes read it: an in-memory table (validated
-        already) as an :class:`~privpca.streaming.ArraySource`, blocks on every core."""
-
-        if isinstance(self.source, np.ndarray):
-            return ArraySource(self.source, validated=True)
-        return self.source
-
-    def _warn_if_clipped(self) -> None:
-        """With a public bound, one warning (after the charge) when any row was clipped."""
-        if self.n_clipped and "clipped_estimate" not in self.details \
-                and not self.warned_clipping:
-            self.warned_clipping = True
-            warnings.warn(
-                f"Some rows had an L2 norm above data_norm={self.data_norm:g} and were clipped "
-                "to it. The privacy guarantee holds; the estimate is biased.",
-                RowClippingWarning, stacklevel=caller_stacklevel())
-
-    @property
-    def n_samples(self) -> int:
-        return self._shape()[0]
-
-    @property
-    def n_features(self) -> int:
-        return self._shape()[1]
-
-    def _shape(self) -> tuple[int, int]:
-        if self.stored_rows is not None:
-            return self.stored_rows.shape
-        if isinstance(self.source, np.ndarray):
-            return self.source.shape
-        return (int(self.source.n_samples), int(self.source.n_features))
-
-    @property
-    def centred(self) -> bool:
-        return self.mean is not None
 
 
 class ReleasePipeline:
@@ -1334,137 +1066,3 @@ class ReleasePipeline:
             target_epsilon=self.epsilon,
             notes=(notes + split).strip(),
         )
-
-
-class PilotGrams:
-    """The exact Grams ``Σ clip_c((x − mean)/scale)(…)ᵀ`` at the candidate bounds, over
-    ``source``, in one pass; the one at the bound the rule chooses is kept for the statistic
-    (:meth:`take`) when ``same_rows`` (the statistic reads the same rows with the same centre
-    and scale), so on defaults the pilots cost no pass of their own beyond the statistic's.
-    Never published: private values, held in memory until the statistic takes them."""
-
-    def __init__(self, source: Any, mean: NDArray[np.float64] | None,
-                 scale: NDArray[np.float64] | None, *, same_rows: bool) -> None:
-        self.source, self.mean, self.scale, self.same_rows = source, mean, scale, same_rows
-        self._kept: dict[float, tuple[NDArray[np.float64], int]] = {}
-
-    def __call__(self, bounds: tuple[float, ...]) -> list[NDArray[np.float64]]:
-        grams = clipped_grams(self.source, self.mean, self.scale, bounds)
-        if self.same_rows:
-            # The releases add noise to new arrays: these stay the exact statistics.
-            self._kept = dict(zip(bounds, grams, strict=True))
-        return [gram.copy() for gram, _ in grams]
-
-    def take(self, bound: float) -> tuple[NDArray[np.float64], int] | None:
-        """The exact Gram at ``bound`` and its clipped-row count, once (then forgotten)."""
-        found = self._kept.pop(float(bound), None)
-        self._kept.clear()
-        return found
-
-
-@dataclass
-class Table:
-    """The validated input of a fit: an in-memory array with its squared row norms, or a
-    streamed :class:`~privpca.streaming.RowSource` (validated block by block as it is read)."""
-
-    X: NDArray[np.float64] | None
-    sq: NDArray[np.float64] | None
-    source: Any
-    n_samples: int
-    n_features: int
-
-    @property
-    def streamed(self) -> bool:
-        return self.source is not None
-
-
-def validated_table(owner: Any, X: Any) -> Table:
-    """:func:`validated_rows` for an array; a :class:`RowSource` for anything streamed.
-
-    A streamed table is checked as each pass reads it: a non-finite entry raises
-    :class:`~privpca.exceptions.NonFiniteInputError` during the first pass, before anything
-    is released, and the one fit withdraws its booking.
-
-    A DataFrame whose column names mark an identifier (``id``, ``rownames``, ``Unnamed: 0``,
-    …: :mod:`privpca._columns`, by the names alone) is refused with a ``ValueError``.
-    """
-    if not is_streamed(X):
-        Xv, sq = validated_rows(owner, X)
-        warn_if_standardised(owner, Xv, sq)
-        return Table(Xv, sq, None, Xv.shape[0], Xv.shape[1])
-    source = as_row_source(X)
-    owner.n_features_in_ = source.n_features
-    if hasattr(owner, "feature_names_in_"):
-        del owner.feature_names_in_
-    return Table(None, None, source, source.n_samples, source.n_features)
-
-
-#: A column counts as standardised when ``|mean| ≤ STANDARDISED_MEAN_TOL·(1 + sd)`` and
-#: ``|sd − 1| ≤ STANDARDISED_SD_TOL`` (:func:`warn_if_standardised`).
-STANDARDISED_MEAN_TOL = 1e-9
-STANDARDISED_SD_TOL = 1e-6
-
-
-def warn_if_standardised(owner: Any, X: NDArray[np.float64], sq: NDArray[np.float64]) -> None:
-    """Warn when ``X`` looks standardised by a fitted, non-private transformer.
-
-    ``Pipeline([StandardScaler(), privpca.PCA()])`` feeds the fit a table whose every column
-    has mean 0 and standard deviation 1 to rounding: the scaler's means and standard
-    deviations are exact statistics of the data, outside ``privacy_``. When every column's
-    mean is 0 (``|mean| ≤ 1e-9·(1 + sd)``) and every column's standard deviation is 1 to
-    ``1e-6`` (all with ddof 0, or all with ddof 1), this emits a
-    :class:`~privpca.exceptions.NonPrivatePreprocessingWarning` pointing to ``scale=True``.
-
-    Cheap: the squared row norms ``sq`` that the validation already computed give ``Σ‖x‖²/n``,
-    which is ``p`` (ddof 0) or ``p(n − 1)/n`` (ddof 1) for a standardised table; only a table
-    that passes this test gets the two column passes (means and second moments, without
-    temporaries). Whether it fires depends on the data: a
-    :class:`~privpca.exceptions.DataDependentWarning`, for the data holder only.
-
-    Parameters
-    ----------
-    owner : estimator
-        The estimator being fitted (named in the message).
-    X : ndarray of shape (n_samples, n_features)
-        The validated, finite rows.
-    sq : ndarray of shape (n_samples,)
-        Their squared norms.
-    """
-    n, p = X.shape
-    if n < 2 or p == 0:
-        return
-    second = float(np.sum(sq)) / n
-    slack = 4.0 * STANDARDISED_SD_TOL * p
-    if min(abs(second - p), abs(second - p * (n - 1) / n)) > slack:
-        return
-    mean = X.mean(axis=0)
-    var = np.maximum(np.einsum("ij,ij->j", X, X) / n - mean**2, 0.0)
-    sd = np.sqrt(var)
-    if np.any(np.abs(mean) > STANDARDISED_MEAN_TOL * (1.0 + sd)):
-        return
-    if not any(np.all(np.abs(s - 1.0) <= STANDARDISED_SD_TOL)
-               for s in (sd, np.sqrt(var * (n / (n - 1))))):
-        return
-    warnings.warn(
-        f"{type(owner).__name__}: the input looks standardised by a fitted transformer "
-        "(every column has mean 0 and standard deviation 1, as scikit-learn's StandardScaler "
-        "leaves it). That transformer's means and standard deviations are exact statistics "
-        "of the data, not private: whoever sees it or its output can learn them, and "
-        "privacy_ covers only this estimator's own releases. Fit the raw table with "
-        "scale=True instead (private per-feature scales inside the same (epsilon, delta); "
-        "privpca.PCA: options={'scale': True}; privpca fit: --scale), or with scales fixed "
-        "without looking at this table. (Whether this warning fires depends on the data: "
-        "it is for the data holder only.)",
-        NonPrivatePreprocessingWarning,
-        stacklevel=caller_stacklevel(),
-    )
-
-
-def validated_rows(owner: Any, X: ArrayLike) -> tuple[NDArray[np.float64],
-                                                       NDArray[np.float64]]:
-    """:func:`~privpca._validation.fit_input` and the squared row norms (which double as the
-    non-finite check)."""
-    Xv = fit_input(owner, X)
-    sq = sq_norms(Xv)
-    check_finite_norms(sq, Xv)
-    return Xv, sq

@@ -1,0 +1,104 @@
+"""The pipeline's settings: the user's parameters it reads and their checks (post-construction,
+against the table's shape where needed)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from privpca._validation import (
+    check_norm_bound,
+)
+
+__all__ = ["PipelineSettings", "check_centering", "check_data_norm", "check_holdout",
+           "check_scale"]
+
+
+def check_centering(value: Any, n_features: int, owner: object) -> Any:
+    """``"private"``, ``None`` or a public mean of shape (n_features,) (returned as an array)."""
+    name = type(owner).__name__
+    if value is None or (isinstance(value, str) and value == "private"):
+        return value
+    if isinstance(value, str):
+        raise ValueError(
+            f"The 'centering' parameter of {name} must be 'private', None or an array of "
+            f"shape ({n_features},) (a public mean). Got {value!r} instead."
+        )
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != (n_features,) or not np.all(np.isfinite(arr)):
+        raise ValueError(
+            f"The 'centering' parameter of {name} must be 'private', None or a finite array "
+            f"of shape ({n_features},). Got an array of shape {arr.shape} instead."
+        )
+    return arr
+
+
+def check_data_norm(value: Any, owner: object) -> Any:
+    """``"auto"``, ``"select"``, ``"quantile"`` or a public bound ``D`` in ``[1e-60, 1e60]``
+    (``check_norm_bound``); which estimators take ``"select"`` and ``"quantile"`` is their
+    constraints' business (without a Gram statistic both are ``"auto"``: the quantile)."""
+    if isinstance(value, str) and value in ("auto", "select", "quantile"):
+        return value
+    if isinstance(value, str):
+        raise ValueError(
+            f"The 'data_norm' parameter of {type(owner).__name__} must be 'auto' or a float "
+            f"in the range [1e-60, 1e+60]. Got {value!r} instead."
+        )
+    return check_norm_bound(value, "data_norm", owner=owner)  # D² must stay a finite float
+
+
+def check_holdout(value: Any, owner: object) -> Any:
+    """``"auto"``, ``None`` (no hold-out) or a fraction in ``(0, 0.5]``."""
+    if value is None or (isinstance(value, str) and value == "auto"):
+        return value
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number) \
+            or not 0.0 < float(value) <= 0.5:
+        raise ValueError(
+            f"The 'holdout_fraction' parameter of {type(owner).__name__} must be 'auto', None "
+            f"or a float in (0, 0.5]. Got {value!r} instead."
+        )
+    return float(value)
+
+
+def check_scale(value: Any, n_features: int, owner: object) -> Any:
+    """``False``, ``True`` (private scales) or public positive scales of shape (n_features,)."""
+    name = type(owner).__name__
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != (n_features,) or not np.all(np.isfinite(arr)) or not np.all(arr > 0):
+        raise ValueError(
+            f"The 'scale' parameter of {name} must be a bool or an array of shape "
+            f"({n_features},) of positive public scales. Got {value!r} instead."
+        )
+    return arr
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """The user's parameters the pipeline reads, handed over explicitly by the estimator.
+
+    Attributes
+    ----------
+    epsilon : float
+    delta : float or None
+        None: the statistic is pure ε-DP and no Gaussian part runs.
+    centering : "private", array-like or None
+    data_norm : float or "auto"
+    scale : bool or array-like
+    budget_shares : dict of part -> share, or None
+    holdout_fraction : "auto", float or None
+    random_state : None, int or Generator
+        Checked against secure mode when the ledger is charged.
+    """
+
+    epsilon: float
+    delta: float | None = None
+    centering: Any = None
+    data_norm: Any = 1.0
+    scale: Any = False
+    budget_shares: Any = None
+    holdout_fraction: Any = None
+    random_state: Any = None
