@@ -9,6 +9,7 @@ import pytest
 from sklearn.decomposition import PCA
 from sklearn.utils._param_validation import InvalidParameterError
 
+import privpca.pipeline.preparation as preparation
 import privpca.pipeline.release as release
 from privpca import (
     DPSPCA,
@@ -51,7 +52,7 @@ def seen(monkeypatch):
         choices.append(choose_bound(*args, **kwargs))
         return choices[-1]
 
-    monkeypatch.setattr(release, "choose_bound", spy)
+    monkeypatch.setattr(preparation, "choose_bound", spy)
     return choices
 
 

@@ -51,7 +51,7 @@ from privpca.experiments.real_data_tables import (
 )
 from privpca.experiments.spec import ExperimentResult, Panel
 from privpca.metrics import subspace_distance
-from privpca.pipeline.release import DEFAULT_NORM_QUANTILE
+from privpca.pipeline.settings import DEFAULT_NORM_QUANTILE
 
 __all__ = [
     "HALVES",

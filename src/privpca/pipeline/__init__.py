@@ -7,8 +7,9 @@ norm bounds, private scaling, clipping and the charge to the ledger.
 """
 
 from privpca.pipeline.budget import DEFAULT_SHARES, BudgetPlan, PartBudget
-from privpca.pipeline.release import DEFAULT_NORM_QUANTILE, ReleasePipeline
+from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import PreparedRows, Statistic, validated_rows
+from privpca.pipeline.settings import DEFAULT_NORM_QUANTILE
 
 __all__ = [
     "DEFAULT_NORM_QUANTILE",

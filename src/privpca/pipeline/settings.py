@@ -11,9 +11,21 @@ import numpy as np
 from privpca._validation import (
     check_norm_bound,
 )
+from privpca.pipeline.bound_selection import LOW_QUANTILE
 
-__all__ = ["PipelineSettings", "check_centering", "check_data_norm", "check_holdout",
-           "check_scale"]
+__all__ = ["BOUND_QUANTILES", "DEFAULT_NORM_QUANTILE", "SCALE_QUANTILE", "PipelineSettings",
+           "check_centering", "check_data_norm", "check_holdout", "check_scale"]
+
+#: Quantile of the row norms used as the clipping bound when ``data_norm="auto"``.
+DEFAULT_NORM_QUANTILE = 0.99
+#: The quantiles searched when ``data_norm="auto"`` chooses between two candidates: the
+#: median and the robust maximum (a target of ``n − 4.5σ``, :mod:`privpca.mechanisms.quantile`).
+BOUND_QUANTILES = (LOW_QUANTILE, 1.0)
+#: Quantile of |x_j − μ_j| searched as each feature's base bound when ``scale=True``: the
+#: robust maximum (a target of ``n − 4.5σ``); its second moments are also read at multiples
+#: of it (:data:`~privpca.pipeline.preprocessing.SCALE_LEVELS`).
+SCALE_QUANTILE = 1.0
+
 
 
 def check_centering(value: Any, n_features: int, owner: object) -> Any:

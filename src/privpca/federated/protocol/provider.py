@@ -87,9 +87,9 @@ from privpca.pipeline.preprocessing import (
     private_norm_bound,
     private_norm_bound_from_counts,
 )
-from privpca.pipeline.release import DEFAULT_NORM_QUANTILE, ReleasePipeline
+from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import PreparedRows, Statistic
-from privpca.pipeline.settings import PipelineSettings
+from privpca.pipeline.settings import DEFAULT_NORM_QUANTILE, PipelineSettings
 from privpca.streaming import reductions
 from privpca.streaming.reductions import BinCounts
 from privpca.streaming.sources import RowSource
