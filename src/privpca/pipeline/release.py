@@ -40,7 +40,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-import dp_accounting
 import numpy as np
 from numpy.typing import NDArray
 
@@ -48,9 +47,8 @@ from privpca._validation import (
     check_delta,
     check_epsilon,
 )
-from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.mechanisms.noise import gaussian_release
-from privpca.mechanisms.quantile import QUERY_ROUNDS, PrivateQuantile
+from privpca.mechanisms.quantile import PrivateQuantile
 from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.bound_selection import MAX_FEATURES as SELECT_MAX_FEATURES
 from privpca.pipeline.budget import (
@@ -60,11 +58,11 @@ from privpca.pipeline.budget import (
     PartBudget,
     pairs_pay,
 )
-from privpca.pipeline.pairing import PAIRING_NOTE
 from privpca.pipeline.preparation import RowPreparation
 from privpca.pipeline.preprocessing import (
     BoundNotFoundError,
 )
+from privpca.pipeline.recording import PrivacyRecording
 from privpca.pipeline.rows import (
     PreparedRows,
     Statistic,
@@ -72,6 +70,7 @@ from privpca.pipeline.rows import (
 from privpca.pipeline.settings import (
     BOUND_QUANTILES,
     DEFAULT_NORM_QUANTILE,
+    QUANTILE_PARTS,
     SCALE_QUANTILE,
     PipelineSettings,
     check_centering,
@@ -99,8 +98,6 @@ __all__ = [
 
 #: The private mean's parts (dropped when the rows are paired, :mod:`privpca.pipeline.pairing`).
 MEAN_PARTS = ("bound_raw", "mean", "bound_residual", "mean_refine")
-#: The parts that are private quantile searches (:class:`PrivateQuantile`).
-QUANTILE_PARTS = ("bound_raw", "bound_residual", "scale_bound", "bound")
 _SEARCH_WHAT = {"bound_raw": "mean's norm bound", "bound_residual": "mean's refined norm "
                 "bound", "scale_bound": "per-feature scale bounds", "bound": "norm bound"}
 #: The most a quantile search's share is raised to on a small table.
@@ -114,7 +111,7 @@ HOLDOUT_AUTO_MIN_ROWS = 10_000_000
 HOLDOUT_AUTO_FRACTION = 0.02
 
 
-class ReleasePipeline(RowPreparation):
+class ReleasePipeline(RowPreparation, PrivacyRecording):
     """Validate → plan → charge → centre/scale/bound/clip → statistic → variances → record.
 
     Parameters
@@ -439,89 +436,6 @@ class ReleasePipeline(RowPreparation):
         """Noise multiplier σ/Δ of *one* release of the (Gaussian) statistic."""
         return self.plan["statistic"].multiplier
 
-    def statistic_spend(
-        self,
-        data_norm: float,
-        noise_scale: float,
-        *,
-        multiplier: float | None = None,
-        epsilon: float | None = None,
-        delta: float | None = None,
-    ) -> PrivacySpend:
-        """The statistic's privacy map: its spend for rows of norm ≤ ``data_norm`` and noise
-        ``noise_scale``.
-
-        The sensitivity is the statistic's own function of the bound; the event is the
-        Gaussian mechanism at ``multiplier`` (default: the plan's σ/Δ), which must be the
-        planned one for the record to settle. ``epsilon``/``delta`` override the plan's
-        share where an estimator's own calibration certifies another (the papers' settings).
-        """
-        b = self.statistic_budget
-        return PrivacySpend(
-            mechanism=self.statistic.mechanism,
-            epsilon=b.epsilon if epsilon is None else epsilon,
-            delta=b.delta if delta is None else delta,
-            sensitivity=self.statistic.sensitivity(data_norm),
-            noise_scale=noise_scale,
-            count=self.statistic.count,
-            dp_event=dp_accounting.GaussianDpEvent(
-                b.multiplier if multiplier is None else multiplier),
-        )
-
-    def _spend(self, part: str, mechanism: str, sensitivity: float, noise: float) -> PrivacySpend:
-        """One part's spend. A quantile search lists its rounds: ``count`` releases of
-        multiplier ``m·√rounds`` (each round's σ over its Δ), composing to the part's ``m``."""
-        b = self._part(part)
-        rounds = QUERY_ROUNDS if part in QUANTILE_PARTS else 1
-        return PrivacySpend(
-            mechanism=f"{part}: {mechanism}",
-            epsilon=b.epsilon,
-            delta=b.delta,
-            sensitivity=float(sensitivity),
-            noise_scale=float(noise),
-            count=b.count * rounds,
-            dp_event=dp_accounting.GaussianDpEvent(b.multiplier * math.sqrt(rounds))
-            if b.gaussian else None,
-        )
-
-    def planned_record(
-        self,
-        *,
-        epsilon: float | None = None,
-        statistic_event: Any = None,
-    ) -> PrivacyRecord:
-        """The record booked before any data-dependent computation.
-
-        It has every part's event; the final record (:meth:`record`: the released bounds and
-        noise scales) replaces it when the fit completes. ``epsilon`` and ``statistic_event``
-        override the plan where an estimator calibrates its statistic itself (classic
-        calibration, a theorem's noise level), which needs a public bound.
-        """
-        self.check_rows()
-        spends: list[PrivacySpend] = []
-        for part in self._all_parts():
-            if part == "bound_select":
-                spends += self._pilot_spends(None)
-            elif part != "statistic":
-                spends.append(self._spend(part, "planned", math.nan, math.nan))
-        stat = self._planned_statistic_spend()
-        if statistic_event is not None:  # an estimator-specific calibration (paper setting)
-            stat = replace(stat, dp_event=statistic_event)
-        return self._record_from(spends, stat, data_norm=math.nan, n_clipped=0,
-                                 notes="planned before the fit", epsilon=epsilon)
-
-    def _planned_statistic_spend(self) -> PrivacySpend:
-        b = self.plan["statistic"]
-        return PrivacySpend(
-            mechanism=f"statistic: {self.statistic.mechanism}",
-            epsilon=b.epsilon,
-            delta=b.delta,
-            sensitivity=math.nan,
-            noise_scale=math.nan,
-            count=b.count,
-            dp_event=dp_accounting.GaussianDpEvent(b.multiplier) if b.gaussian else None,
-        )
-
     # ------------------------------------------------------------------ variances
     def release_component_spectrum(
         self,
@@ -621,92 +535,3 @@ class ReleasePipeline(RowPreparation):
         """n − 1 for centred rows (scikit-learn's covariance), n for the second moment."""
         n = prepared.n_samples
         return float(n - 1 if prepared.centred and n > 1 else n)
-
-    # ------------------------------------------------------------------ record
-    def record(
-        self,
-        prepared: PreparedRows,
-        statistic_spend: PrivacySpend,
-        *,
-        calibration: str,
-        notes: str = "",
-        epsilon: float | None = None,
-        delta: float | None = None,
-    ) -> PrivacyRecord:
-        """The final record: every part's spend, the certified total and the notes."""
-        spend = replace(statistic_spend, mechanism=statistic_spend.mechanism
-                        if statistic_spend.mechanism.startswith("statistic: ")
-                        else f"statistic: {statistic_spend.mechanism}")
-        choice = prepared.details.get("bound_choice")
-        if choice is not None:
-            notes = f"{notes} {choice.describe()}".strip()
-        if self.pairing:
-            notes = f"{notes} {PAIRING_NOTE}".strip()
-        record = self._record_from(
-            list(prepared.spends), spend, data_norm=prepared.data_norm,
-            n_clipped=prepared.n_clipped, notes=notes, calibration=calibration,
-            epsilon=epsilon, delta=delta,
-        )
-        return record
-
-    def _record_from(
-        self,
-        pre: list[PrivacySpend],
-        statistic_spend: PrivacySpend,
-        *,
-        data_norm: float,
-        n_clipped: int,
-        notes: str,
-        calibration: str = "analytic",
-        epsilon: float | None = None,
-        delta: float | None = None,
-    ) -> PrivacyRecord:
-        rank = {name: i for i, name in enumerate(PART_NAMES)}
-        spends = sorted([*pre, statistic_spend],
-                        key=lambda s: rank.get(s.mechanism.split(":")[0], len(rank)))
-        split = ""
-        if not self.paper_mode:
-            shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in self.plan.parts.items())
-            split = (
-                f" Budget split (shares of the Gaussian budget 1/m², exact composition; "
-                f"dp-accounting): {shares}; total noise multiplier "
-                f"{self.plan.total_multiplier:.6g}."
-            )
-            if self.held_plan is not None:
-                held = self.held_plan
-                sizes = self.held_out_sizes()
-                assert sizes is not None
-                n_held = sizes[0]
-                shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in held.parts.items())
-                split += (
-                    f" Held-out preprocessing (holdout_fraction={self.holdout_fraction:g}): "
-                    f"{', '.join(held.parts)} were released from {n_held} of the "
-                    f"{self.n_samples} rows (a uniformly random set of rows drawn secretly from "
-                    f"the estimator's own generator, whatever the row order) at the whole "
-                    f"(epsilon, delta), split {shares} (total "
-                    f"noise multiplier {held.total_multiplier:.6g}"
-                    + "); the statistic read only the other "
-                    f"{self.n_samples - n_held} rows at the whole (epsilon, delta): each "
-                    "record enters one of the two (parallel composition). A ledger composes "
-                    "this fit as its (epsilon, delta), not as its parts in sequence."
-                )
-                if self.recentre:
-                    split += (" The statistic's pass also released the sum of its clipped rows "
-                              "(the centre part, sensitivity 2D): the statistic is re-centred "
-                              "on its own rows' private mean (post-processing), which is "
-                              "mean_.")
-        return PrivacyRecord(
-            epsilon=self.epsilon if epsilon is None else float(epsilon),
-            delta=self.delta if delta is None else float(delta),
-            model=self.model,
-            neighbouring=self.neighbouring.description,
-            sensitivity=statistic_spend.sensitivity,
-            noise_scale=statistic_spend.noise_scale,
-            calibration=calibration,
-            data_norm=float(data_norm),
-            # n is public under replace-one; under add/remove-one it is a private count.
-            n_samples=self.n_samples if self.neighbouring.n_public else None,
-            spends=tuple(spends),
-            target_epsilon=self.epsilon,
-            notes=(notes + split).strip(),
-        )

@@ -13,7 +13,8 @@ from privpca._validation import (
 )
 from privpca.pipeline.bound_selection import LOW_QUANTILE
 
-__all__ = ["BOUND_QUANTILES", "DEFAULT_NORM_QUANTILE", "SCALE_QUANTILE", "PipelineSettings",
+__all__ = ["BOUND_QUANTILES", "DEFAULT_NORM_QUANTILE", "QUANTILE_PARTS", "SCALE_QUANTILE",
+           "PipelineSettings",
            "check_centering", "check_data_norm", "check_holdout", "check_scale"]
 
 #: Quantile of the row norms used as the clipping bound when ``data_norm="auto"``.
@@ -26,6 +27,8 @@ BOUND_QUANTILES = (LOW_QUANTILE, 1.0)
 #: of it (:data:`~privpca.pipeline.preprocessing.SCALE_LEVELS`).
 SCALE_QUANTILE = 1.0
 
+#: The parts that are private quantile searches (:class:`PrivateQuantile`).
+QUANTILE_PARTS = ("bound_raw", "bound_residual", "scale_bound", "bound")
 
 
 def check_centering(value: Any, n_features: int, owner: object) -> Any:
