@@ -20,7 +20,6 @@ import csv
 import math
 import os
 import platform
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -235,7 +234,3 @@ def run_experiment(
         )
     out.md_path.write_text(_summary(out, command, load))
     return out
-
-
-def _argv_command() -> str:
-    return " ".join(["privpca", *sys.argv[1:]])

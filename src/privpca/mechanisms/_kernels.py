@@ -631,13 +631,6 @@ def _pair_subsets(X, rows, centre, W, s, first, stop, n_iter, out):
     return bad
 
 
-@numba.njit(**_JIT)
-def _pair_top_eigenvalues(X, rows, centre, W, n_subsets, n_iter, out):
-    s = rows.shape[0] // 2 // n_subsets
-    bad = _pair_subsets(X, rows, centre, W, s, 0, n_subsets, n_iter, out)
-    return bad or _rows_check(X, rows, 2 * n_subsets * s, rows.shape[0]) != 0.0
-
-
 @numba.njit(**_PARALLEL)
 def _pair_top_eigenvalues_parallel(X, rows, centre, W, n_subsets, n_iter, out, n_chunks):
     s = rows.shape[0] // 2 // n_subsets
@@ -689,7 +682,7 @@ def pair_top_eigenvalues(
         return bool(
             _pair_top_eigenvalues_parallel(X, rows, centre, W, n_subsets, n_iter, out, n_chunks)
         )
-    # _pair_top_eigenvalues's two calls from here: one compiled layer less (numba optimises
-    # each layer's callees again, so the first call compiles ~20% faster), the same code.
+    # The serial path calls the subsets' kernel from here: one compiled layer less (numba
+    # optimises each layer's callees again, so the first call compiles ~20% faster).
     bad = _pair_subsets(X, rows, centre, W, s, 0, n_subsets, n_iter, out)
     return bool(bad or _rows_check(X, rows, 2 * n_subsets * s, rows.shape[0]) != 0.0)

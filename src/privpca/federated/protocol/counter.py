@@ -8,15 +8,11 @@ counter survives process restarts and new runs, and pins the agreement.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-import numpy as np
-from numpy.typing import NDArray
 
 from privpca.exceptions import BudgetExceededError
 
@@ -200,10 +196,3 @@ class _LockedState:
     def _release(self) -> None:
         fcntl.flock(self._fh, fcntl.LOCK_UN)
         self._fh.close()
-
-
-def data_fingerprint(X: NDArray[np.float64]) -> str:
-    """SHA-256 of the array's shape and bytes (binds a state file to its data; stays local)."""
-    h = hashlib.sha256(repr(X.shape).encode())
-    h.update(np.ascontiguousarray(X).tobytes())
-    return h.hexdigest()
