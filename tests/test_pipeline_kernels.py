@@ -119,7 +119,8 @@ def test_every_candidates_gram_from_one_interval_pass(centred, scaled):
     # clipped_grams sorts the rows into the intervals between the bounds (Σyyᵀ below,
     # Σyyᵀ/‖y‖² above): each Gram and clipped count equals clipped_gram's at that bound,
     # whatever the blocks, with rows exactly on a bound and rows at the centre.
-    from privpca.streaming.reductions import clipped_gram, clipped_grams
+    from privpca.streaming.interval_grams import clipped_grams
+    from privpca.streaming.reductions import clipped_gram
 
     rng = np.random.default_rng(7)
     X = rng.standard_normal((5_000, 7)) * rng.exponential(2.0, (5_000, 1)) + 3.0

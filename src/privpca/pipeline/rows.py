@@ -29,9 +29,9 @@ from privpca.solvers.gram import (
     gram_matrix,
 )
 from privpca.streaming import as_row_source, is_streamed
+from privpca.streaming.interval_grams import clipped_grams
 from privpca.streaming.reductions import (
     clipped_gram,
-    clipped_grams,
     clipped_product,
     projected_moments,
 )
