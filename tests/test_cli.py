@@ -88,7 +88,7 @@ def test_fit_data_norm_select_chooses_the_bound_and_says_so(runner, customers_cs
     text = json.dumps(payload["privacy"])
     assert "bound_select" in text and "The bound selection chose" in text
     refused = runner.invoke(main, [*args, "-m", "local-gaussian"])
-    assert refused.exit_code != 0 and "data_norm" in refused.output
+    assert refused.exit_code != 0 and "'--data-norm' (local-gaussian)" in refused.output
 
 
 def test_fit_defaults_on_a_mixed_unit_table_match_sklearn(runner, customers_csv, tmp_path):
@@ -303,19 +303,19 @@ def test_fit_refuses_text_columns_and_ragged_rows(runner, tmp_path):
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        (["--epsilon", "0"], "Invalid value for '--epsilon': 0.0 is not in the range x>0"),
-        (["--epsilon", "-1"], "Invalid value for '--epsilon': -1.0 is not in the range x>0"),
+        (["--epsilon", "0"], "Invalid value for '--epsilon' (analyze-gauss): must be a float"),
+        (["--epsilon", "-1"], "Got -1.0 instead"),
         (["--epsilon", "1", "--delta", "1"], "Invalid value for '--delta'"),
-        (["--epsilon", "1", "-k", "0"], "expected an int >= 1"),
-        (["--epsilon", "1", "-k", "1.5"], "float in (0, 1)"),
+        (["--epsilon", "1", "-k", "0"], "must be an int in the range [1, inf)"),
+        (["--epsilon", "1", "-k", "1.5"], "or a float in the range (0.0, 1.0). Got 1.5"),
         (["--epsilon", "1", "-k", "two"], "Got 'two'"),
         (["--epsilon", "1", "-k", "7"], "n_components=7 must be between 1 and n_features=6"),
         (["--epsilon", "1", "--data-norm", "-2"],
-         "expected 'auto', 'select', 'quantile' or a float in (0, inf)"),
+         "Invalid value for '--data-norm' (analyze-gauss)"),
         (["--epsilon", "1", "--data-norm", "big"], "Got 'big'"),
         (["--epsilon", "1", "--centering", "mean"], "Invalid value for '--centering'"),
         (["--epsilon", "1", "--holdout-fraction", "1.5"],
-         "expected 'auto', 'none' or a float in (0, 1)"),
+         "None or a float in the range (0.0, 0.5]. Got 1.5 instead."),
         (["--epsilon", "1", "--holdout-fraction", "0.7"],
          "None or a float in the range (0.0, 0.5]. Got 0.7 instead."),
     ],

@@ -82,13 +82,16 @@ def test_auto_in_the_distributed_model_picks_dps_pca(table):
     assert payload["mechanism"] == "dps-pca" and payload["privacy"]["model"] == "distributed"
 
 
-def test_auto_above_the_gram_width_picks_the_noisy_power_method():
-    from privpca.cli.fit import _select
-    from privpca.pca import MAX_GRAM_FEATURES
+def test_auto_above_the_gram_width_picks_the_noisy_power_method(tmp_path, monkeypatch):
+    import privpca.pca
 
-    assert _select("auto", "central", 1e-5, MAX_GRAM_FEATURES)[0] == "analyze-gauss"
-    name, reason = _select("auto", "central", 1e-5, MAX_GRAM_FEATURES + 1)
-    assert name == "noisy-power" and "forms none" in reason
+    monkeypatch.setattr(privpca.pca, "MAX_GRAM_FEATURES", 5)  # a "wide" table of 6 columns
+    rng = np.random.default_rng(0)
+    path = tmp_path / "wide.csv"
+    np.savetxt(path, rng.normal(size=(3000, 6)), delimiter=",")
+    payload = payload_of(fit(path, "--method", "auto", "--no-header"))
+    assert payload["mechanism"] == "noisy-power" and "forms none" in payload["selection_reason"]
+    assert "solver='data'" in payload["estimator"]  # never a p×p matrix
 
 
 def test_a_named_method_keeps_its_json_and_may_name_its_model(table):

@@ -63,6 +63,10 @@ FORWARDED: tuple[str, ...] = (
     "privacy_", "n_features_in_", "feature_names_in_",
 )
 
+#: What the rule sets on the mechanism it chooses (a mechanism asked for by name keeps its own
+#: defaults): the noisy power method chosen for a wide table never forms a p×p matrix.
+AUTO_OPTIONS: dict[str, dict[str, Any]] = {"noisy-power": {"solver": "data"}}
+
 #: The parameters PCA passes itself; ``options`` may not repeat them.
 OWN_PARAMETERS: tuple[str, ...] = ("n_components", "epsilon", "delta", "random_state", "ledger")
 
@@ -277,8 +281,8 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         repeated = sorted(set(options) & set(OWN_PARAMETERS))
         if repeated:
             raise ValueError(f"options may not set {repeated}: they are parameters of PCA.")
-        if name == "noisy-power" and self.mechanism == "auto":
-            options.setdefault("solver", "data")  # chosen because p×p is too large
+        if self.mechanism == "auto":
+            options = {**AUTO_OPTIONS.get(name, {}), **options}
         public_bound = isinstance(options.get("data_norm"), numbers.Real) and not isinstance(
             options.get("data_norm"), bool)
         private_scale = options.get("scale", False) is True

@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
+import re
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
+from sklearn.utils._param_validation import InvalidParameterError
 
 from privpca._registry import PRIVATE_ESTIMATORS, TRUST_MODELS
 from privpca.cli.columns import MissingPolicy
-from privpca.cli.options import _DataNorm, _HoldoutFraction, _NComponents, _ScoresDelta
+from privpca.cli.options import _Declared, _ScoresDelta
 from privpca.cli.payload import _fit_payload, _summary
 from privpca.cli.tables import _read_table
 from privpca.exceptions import BudgetExceededError, DataDependentWarning
-from privpca.pca import MODELS, OWN_PARAMETERS, PCA, select_mechanism
+from privpca.pca import AUTO_OPTIONS, MODELS, select_mechanism
 
 __all__ = ["fit"]
 
@@ -63,7 +66,7 @@ def _check_writable(path: Path) -> None:
 @click.option(
     "--n-components",
     "-k",
-    type=_NComponents(),
+    type=_Declared("n_components", int, float),
     default="2",
     show_default=True,
     help="Number of components, or a float in (0, 1): the smallest k whose (private) "
@@ -71,13 +74,13 @@ def _check_writable(path: Path) -> None:
 )
 @click.option(
     "--epsilon",
-    type=click.FloatRange(min=0, min_open=True),
+    type=float,
     required=True,
     help="ε > 0 of the (ε, δ)-DP guarantee of the whole fit (centring and bound included).",
 )
 @click.option(
     "--delta",
-    type=click.FloatRange(min=0, max=1, max_open=True),
+    type=float,
     default=1e-5,
     show_default=True,
     help="0 < δ < 1; well below 1/n. 0 (pure ε-DP): bingham only (or --method auto), with "
@@ -85,7 +88,7 @@ def _check_writable(path: Path) -> None:
 )
 @click.option(
     "--centering",
-    type=click.Choice(["private", "none"]),
+    type=_Declared("centering"),
     default="private",
     show_default=True,
     help="'private': centre on a private mean (as PCA does); 'none': the uncentred second "
@@ -93,7 +96,7 @@ def _check_writable(path: Path) -> None:
 )
 @click.option(
     "--data-norm",
-    type=_DataNorm(("auto", "select", "quantile")),
+    type=_Declared("data_norm", float),
     default="auto",
     show_default=True,
     help="Bound on each (centred) row's L2 norm. 'auto': chosen privately for the table; for "
@@ -107,7 +110,7 @@ def _check_writable(path: Path) -> None:
 )
 @click.option(
     "--holdout-fraction",
-    type=_HoldoutFraction(),
+    type=_Declared("holdout_fraction", float),
     default=None,
     help="Rows held out for the private mean and bound, released at the whole (ε, δ) while "
     "the statistic reads the rest (parallel composition). Default: the method's own ('auto' "
@@ -148,20 +151,21 @@ def _check_writable(path: Path) -> None:
 )
 @click.option(
     "--calibration",
-    type=click.Choice(["analytic", "classic"]),
+    type=_Declared("calibration"),
     default="analytic",
     show_default=True,
 )
 @click.option(
     "--amplification",
-    type=click.Choice(["shuffle", "none"]),
+    type=_Declared("amplification"),
     default="shuffle",
     show_default=True,
     help="private-oja only: 'shuffle' certifies ε by amplification by shuffling (records in a "
     "random order: in-memory data); 'none' the per-step guarantee, valid in any order (more "
     "noise; needed with --stream).",
 )
-@click.option("--seed", type=int, default=None, help="Seed (omit for fresh randomness).")
+@click.option("--seed", "random_state", type=int, default=None,
+              help="Seed (omit for fresh randomness).")
 @click.option(
     "--output",
     "-o",
@@ -265,7 +269,7 @@ def fit(
     scale: bool,
     calibration: str,
     amplification: str,
-    seed: int | None,
+    random_state: int | None,
     output: Path | None,
     stream: bool,
     scheduler: str | None,
@@ -319,50 +323,18 @@ def fit(
         flag = "--header" if header else "--no-header"
         raise click.UsageError(f"{flag} is for a CSV read into memory: a .npy file has no "
                                "header (x0, x1, …), Parquet's names are in its schema.")
-    name, reason = _select(method, model, delta, None)  # refuse a bad combination first
-    _check_pure(name, delta, centering, data_norm, scale)
+    # Refused before the table is read: a combination no mechanism honours, and a value the
+    # estimator's declared constraints refuse (for auto, those of its choice at unknown width).
+    _refuse_combination(method, model, delta, centering, data_norm, scale)
+    name, reason = (select_mechanism(None, delta=delta, model=model) if method == "auto"
+                    else (method, ""))
+    est = _estimator(ctx, name, auto=method == "auto")
     X, names, client = _read_table(data, columns=columns, missing=missing, stream=stream,
                                    scheduler=scheduler, chunk_rows=chunk_rows,
                                    show_data_warnings=show_data_warnings, header=header)
-    if method == "auto":  # the table's width (public) may change the choice
-        name, reason = _select(method, model, delta, len(names))
-    cls = PRIVATE_ESTIMATORS[name]
-    accepted = cls().get_params()
-    # estimator parameter -> (click parameter, value); a method gets only what it takes, and
-    # an option given explicitly to a method that does not take it is refused.
-    wanted: dict[str, tuple[str, Any]] = {
-        "n_components": ("n_components", n_components),
-        "epsilon": ("epsilon", epsilon),
-        "delta": ("delta", delta),
-        "centering": ("centering", None if centering == "none" else "private"),
-        "data_norm": ("data_norm", data_norm),
-        "scale": ("scale", scale),
-        "calibration": ("calibration", calibration),
-        "amplification": ("amplification", amplification),
-        "random_state": ("seed", seed),
-    }
-    if ctx.get_parameter_source("holdout_fraction") is not click.core.ParameterSource.DEFAULT:
-        wanted["holdout_fraction"] = ("holdout_fraction", holdout_fraction)
-    if "clip_norm" in accepted and "data_norm" not in accepted:
-        # Private Oja clips gradients x xᵀw, whose norm is ≤ ‖x‖²: the same bound, squared.
-        del wanted["data_norm"]
-        wanted["clip_norm"] = ("data_norm",
-                               data_norm if isinstance(data_norm, str) else data_norm**2)
-    params: dict[str, Any] = {}
-    for key, (option, value) in wanted.items():
-        if key in accepted:
-            params[key] = value
-        elif ctx.get_parameter_source(option) is not click.core.ParameterSource.DEFAULT:
-            flag = "--" + option.replace("_", "-")
-            raise click.UsageError(
-                f"{flag} does not apply to {name} ({cls.__name__} takes no {key!r} "
-                "parameter)."
-            )
-    if "progress" in accepted:  # long solvers (LocalSparsePCA's ADMM): a bar on stderr
-        params["progress"] = True
-    # Pure ε-DP methods may take no delta: their privacy record states what they certify.
-    front: PCA | None = _front_door(model, params) if method == "auto" else None
-    est: Any = cls(**params) if front is None else front
+    if method == "auto":  # the one choice, from the table's width (public)
+        name, reason = select_mechanism(len(names), delta=delta, model=model)
+        est = _estimator(ctx, name, auto=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -371,9 +343,6 @@ def fit(
         finally:
             if client is not None:
                 client.close()
-    if front is not None:  # what follows reads the chosen estimator's fitted attributes
-        est = front.estimator_
-        name, reason = front.mechanism_, front.selection_reason_
     for w in caught:
         # A data-dependent warning is one bit about the data outside the guarantee: printed
         # only on request, for the data holder (never in the JSON). NumPy's RuntimeWarnings
@@ -384,12 +353,12 @@ def fit(
         click.echo(f"warning: {w.category.__name__}: {w.message}", err=True)
     payload = _fit_payload(method, est, len(names), names)
     payload["missing"] = "refuse" if missing is None else missing  # the policy, never a count
-    if front is not None:
+    if method == "auto":
         payload.update(model=model, mechanism=name, selection_reason=reason)
     score_ax = None
     if scores_epsilon is not None:
         score_ax = _release_scores(est, X, scores_epsilon, scores_delta, scores_bins,
-                                   scores_bound, seed, show_data_warnings)
+                                   scores_bound, random_state, show_data_warnings)
         payload["score_plot"] = _scores_payload(score_ax)
     text = json.dumps(payload, indent=2, default=str, allow_nan=False)
     if output is None:
@@ -455,6 +424,8 @@ def _refusal_says_what_was_spent(show_data_warnings: bool,
     booked = len(ledger)
     try:
         yield
+    except InvalidParameterError as exc:  # a value its declaration refuses: nothing booked
+        raise _option_refused(exc) from exc
     except (ValueError, BudgetExceededError) as exc:
         if isinstance(exc, BoundNotFoundError) and exc.needed is not None:
             text = _shell_rows_refusal(exc, what)  # public: n, p, ε, δ; before any booking
@@ -472,28 +443,6 @@ def _refusal_says_what_was_spent(show_data_warnings: bool,
         raise click.ClickException(text) from exc
 
 
-def _select(method: str, model: str, delta: float, n_features: int | None) -> tuple[str, str]:
-    """The estimator's CLI name and why (:func:`privpca.pca.select_mechanism`), with the
-    refusals worded for the command line."""
-    if method != "auto" and MODELS.index(TRUST_MODELS[method]) < MODELS.index(model):
-        fitting = ", ".join(n for n, m in sorted(TRUST_MODELS.items())
-                            if MODELS.index(m) >= MODELS.index(model))
-        raise click.UsageError(
-            f"--method {method} runs in the {TRUST_MODELS[method]} model: it needs more trust "
-            f"than --model {model} grants. Choose one of {fitting}, or --method auto."
-        )
-    if delta == 0 and model != "central":
-        raise click.UsageError(
-            f"--delta 0 (pure ε-DP) has no mechanism in the {model} model: its mechanisms add "
-            "Gaussian noise. Give --delta > 0, or --model central (the exponential mechanism, "
-            "bingham)."
-        )
-    try:
-        return select_mechanism(n_features, delta=delta, model=model, mechanism=method)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from exc
-
-
 def _shell_rows_refusal(exc: Any, what: str) -> str:
     """A too-small table's refusal in the shell's terms (flags, not Python parameters)."""
     eps = exc.epsilon_needed
@@ -506,17 +455,32 @@ def _shell_rows_refusal(exc: Any, what: str) -> str:
             "norm, never read off this table), without --scale.")
 
 
-def _check_pure(name: str, delta: float, centering: str, data_norm: str | float,
-                scale: bool) -> None:
-    """Refuse ``--delta 0`` where the fit would need δ > 0: before the table is read."""
+def _refuse_combination(method: str, model: str, delta: float, centering: str | None,
+                        data_norm: str | float, scale: bool) -> None:
+    """Refuse, before the table is read and in the shell's words, a --method that needs more
+    trust than --model grants and a --delta 0 that no mechanism of the fit could honour (the
+    rules of :func:`~privpca.pca.select_mechanism` and :class:`~privpca.PCA`)."""
+    if method != "auto" and MODELS.index(TRUST_MODELS[method]) < MODELS.index(model):
+        fitting = ", ".join(n for n, m in sorted(TRUST_MODELS.items())
+                            if MODELS.index(m) >= MODELS.index(model))
+        raise click.UsageError(
+            f"--method {method} runs in the {TRUST_MODELS[method]} model: it needs more trust "
+            f"than --model {model} grants. Choose one of {fitting}, or --method auto."
+        )
     if delta != 0:
         return
-    if name != "bingham":
+    if model != "central":
         raise click.UsageError(
-            f"--delta 0 (pure ε-DP) is for bingham (the exponential mechanism) only: {name} "
+            f"--delta 0 (pure ε-DP) has no mechanism in the {model} model: its mechanisms add "
+            "Gaussian noise. Give --delta > 0, or --model central (the exponential mechanism, "
+            "bingham)."
+        )
+    if method not in ("auto", "bingham"):
+        raise click.UsageError(
+            f"--delta 0 (pure ε-DP) is for bingham (the exponential mechanism) only: {method} "
             "adds Gaussian noise. Give --delta > 0, or --method bingham (or auto)."
         )
-    if centering != "none" or isinstance(data_norm, str) or scale:
+    if centering is not None or isinstance(data_norm, str) or scale:
         raise click.UsageError(
             "--delta 0 (pure ε-DP) needs a public centre and norm bound: give --centering none "
             "and --data-norm D (a public bound on the rows' norms, never read off the data), "
@@ -525,15 +489,52 @@ def _check_pure(name: str, delta: float, centering: str, data_norm: str | float,
         )
 
 
-def _front_door(model: str, params: dict[str, Any]) -> PCA:
-    """``privpca.PCA`` with the options the chosen estimator takes (the same fit as that
-    estimator built from ``params``, bit for bit)."""
-    return PCA(
-        n_components=params["n_components"], epsilon=params["epsilon"],
-        delta=params["delta"], model=model, mechanism="auto",
-        options={key: value for key, value in params.items() if key not in OWN_PARAMETERS},
-        random_state=params["random_state"],
-    )
+def _estimator(ctx: click.Context, name: str, *, auto: bool) -> Any:
+    """The estimator ``name``, built once: every option named as one of its parameters
+    (``--seed`` is ``random_state``), on top of what ``--method auto`` sets on its choice
+    (:data:`~privpca.pca.AUTO_OPTIONS`); an option left at a None default is left to the
+    estimator, and one given for an estimator that does not take it is refused. Private Oja
+    clips gradients x xᵀw, of norm ≤ ‖x‖²: ``--data-norm D`` is its clip_norm D²."""
+    params = dict(AUTO_OPTIONS.get(name, {})) if auto else {}
+    cls = PRIVATE_ESTIMATORS[name]
+    takes = inspect.signature(cls).parameters
+    declared = {p for c in PRIVATE_ESTIMATORS.values() for p in inspect.signature(c).parameters}
+    for option in ctx.command.params:
+        key, value = option.name or "", ctx.params.get(option.name or "")
+        given = ctx.get_parameter_source(key) is not click.core.ParameterSource.DEFAULT
+        if key == "data_norm" and "clip_norm" in takes and key not in takes:
+            key = "clip_norm"
+            value = value**2 if isinstance(value, float) and value > 0 else value
+        if key not in declared or (value is None and not given):
+            continue
+        if key not in takes and given:
+            raise click.UsageError(f"{max(option.opts, key=len)} does not apply to {name} "
+                                   f"({cls.__name__} takes no {key!r} parameter).")
+        if key in takes:
+            params[key] = value
+    if "progress" in takes:  # long solvers (LocalSparsePCA's ADMM): a bar on stderr
+        params["progress"] = True
+    est = cls(**params)
+    try:
+        if hasattr(est, "_validate_params"):  # scikit-learn's check of the declared values
+            est._validate_params()
+    except InvalidParameterError as exc:
+        raise _option_refused(exc) from exc
+    return est
+
+
+def _option_refused(exc: InvalidParameterError) -> click.ClickException:
+    """An estimator's refusal of a parameter's value (its declared constraints, checked before
+    anything is booked), said of the option that gave it."""
+    ctx = click.get_current_context()
+    found = re.match(r"The '(\w+)' parameter of (\w+) ", str(exc))
+    key = {"clip_norm": "data_norm"}.get(found[1], found[1]) if found else None
+    option = next((o for o in ctx.command.params if o.name == key), None)
+    if found is None or option is None:
+        return click.UsageError(str(exc))
+    names = {cls.__name__: n for n, cls in PRIVATE_ESTIMATORS.items()}
+    hint = f"{option.get_error_hint(ctx)} ({names.get(found[2], found[2])})"
+    return click.BadParameter(str(exc)[found.end():], ctx, param_hint=hint)
 
 
 def _command_line(ctx: click.Context) -> list[str]:

@@ -1,5 +1,5 @@
-"""Option types shared by the commands: ``-k`` (a count or a share of the explained
-variance), ``--data-norm`` (``auto`` or a public bound) and ``--holdout-fraction``."""
+"""Option types shared by the commands: an estimator parameter as typed in the shell
+(:class:`_Declared`), ``--data-norm`` of the federated commands, and the score plot's δ."""
 
 from __future__ import annotations
 
@@ -7,69 +7,67 @@ import math
 from typing import Any
 
 import click
+from sklearn.utils._param_validation import StrOptions
+
+from privpca._registry import PRIVATE_ESTIMATORS
 
 
-class _NComponents(click.ParamType):
-    """An int ≥ 1, or a float in (0, 1) (a share of the explained variance)."""
+class _Declared(click.ParamType):
+    """An estimator parameter, parsed only: one of the words the registered estimators declare
+    for it (their ``_parameter_constraints``; ``none`` where they take None), else a number of
+    one of ``numbers``, else the text as given. The estimator validates the value; ``privpca
+    fit`` says its refusal of the option (:func:`privpca.cli.fit._option_refused`).
 
-    name = "K"
+    >>> _Declared("centering").name, _Declared("centering").convert("none", None, None)
+    ('private|none', None)
+    >>> _Declared("data_norm", float).convert("2", None, None)
+    2.0
+    """
 
-    def convert(self, value: Any, param: Any, ctx: Any) -> int | float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            number: int | float = value
-        else:
-            text = str(value).strip()
+    def __init__(self, parameter: str, *numbers: type) -> None:
+        constraints = [c for cls in PRIVATE_ESTIMATORS.values()
+                       for c in cls._parameter_constraints.get(parameter, [])]
+        self.words = sorted({w for c in constraints if isinstance(c, StrOptions)
+                             for w in c.options})
+        self.none = None in constraints and "none" not in self.words  # "none" is None
+        self.numbers = numbers
+        self.name = "|".join([*self.words, *["none"] * self.none,
+                              *(n.__name__.upper() for n in numbers)])
+
+    def get_metavar(self, param: Any, ctx: Any = None) -> str:
+        return f"[{self.name}]"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        word = value.strip().lower()
+        if word == "none" and self.none:
+            return None
+        if word in self.words:
+            return word
+        for number in self.numbers:
             try:
-                number = int(text)
+                return number(word)
             except ValueError:
-                try:
-                    number = float(text)
-                except ValueError:
-                    number = math.nan
-        if isinstance(number, int) and number >= 1:
-            return number
-        if isinstance(number, float) and 0.0 < number < 1.0:
-            return number
-        self.fail(
-            f"expected an int >= 1 (the number of components) or a float in (0, 1) (the share "
-            f"of the explained variance to reach). Got {value!r}.", param, ctx)
+                pass
+        return value
 
 
 class _DataNorm(click.ParamType):
-    """``auto`` (or another of ``words``) or a float > 0 (a public bound on the rows' norms)."""
+    """``auto`` or a float > 0 (a public bound on the rows' norms): the federated commands'
+    ``--data-norm``, checked here because it travels to another process."""
 
-    def __init__(self, words: tuple[str, ...] = ("auto",)) -> None:
-        self.words = words
-        self.name = "|".join(words) + "|FLOAT"
+    name = "auto|FLOAT"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> str | float:
-        if isinstance(value, str) and value.strip().lower() in self.words:
-            return value.strip().lower()
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
         try:
             number = float(value)
         except (TypeError, ValueError):
             number = math.nan
         if not (math.isfinite(number) and number > 0):
-            words = ", ".join(repr(w) for w in self.words)
-            self.fail(f"expected {words} or a float in (0, inf). Got {value!r}.", param, ctx)
-        return number
-
-
-class _HoldoutFraction(click.ParamType):
-    """``auto``, ``none`` or a fraction in (0, 1) of the rows held out for the preprocessing."""
-
-    name = "auto|none|FLOAT"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> str | float | None:
-        if isinstance(value, str) and value.strip().lower() in ("auto", "none"):
-            return None if value.strip().lower() == "none" else "auto"
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = math.nan
-        if not (0.0 < number < 1.0):
-            self.fail(f"expected 'auto', 'none' or a float in (0, 1). Got {value!r}.", param,
-                      ctx)
+            self.fail(f"expected 'auto' or a float in (0, inf). Got {value!r}.", param, ctx)
         return number
 
 
