@@ -85,3 +85,22 @@ def test_the_toy_spends_its_budget_and_matches_analyze_gauss():
     assert np.array_equal(toy.components_, ref.components_)
     assert np.array_equal(toy.mean_, ref.mean_)
     assert math.isfinite(toy.expected_error_)
+
+
+def test_registering_the_toy_is_all_the_front_door_and_the_audit_need(monkeypatch):
+    """One line in :mod:`privpca._registry` (here patched in): ``privpca.PCA`` fits it by
+    name and ``privpca audit``'s table runs it, with no list elsewhere to extend."""
+    import privpca
+    from privpca._registry import PRIVATE_ESTIMATORS, TRUST_MODELS
+    from privpca.audit.cli import audit_table
+
+    monkeypatch.setitem(PRIVATE_ESTIMATORS, "toy-gram", ToyGramPCA)
+    monkeypatch.setitem(TRUST_MODELS, "toy-gram", "central")
+    X = np.random.default_rng(0).standard_normal((3000, 4)) + 2.0
+    front = privpca.PCA(2, epsilon=1.0, mechanism="toy-gram", random_state=1,
+                        ledger=privpca.PrivacyLedger()).fit(X)
+    assert isinstance(front.estimator_, ToyGramPCA) and front.components_.shape == (2, 4)
+    rows = audit_table(["ToyGramPCA"], [1.0], delta=1e-5, runs=20, setting="release",
+                       seed=0, progress=False)
+    assert [(r["method"], r["kind"]) for r in rows] == [("ToyGramPCA", "audit")]
+    assert "error" not in rows[0], rows[0]

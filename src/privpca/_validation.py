@@ -13,6 +13,7 @@ import warnings
 from typing import Any
 
 import numpy as np
+import sklearn
 from numpy.typing import ArrayLike, NDArray
 
 from privpca.exceptions import NonFiniteInputError, RowClippingWarning
@@ -482,19 +483,22 @@ def _warn_reproducible() -> None:
     )
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+#: Frames in these folders are "inside": privpca's own, and scikit-learn's (its ``fit``
+#: wrapper, a Pipeline) between the user's line and privpca.
+_INSIDE = (os.path.dirname(os.path.abspath(__file__)) + os.sep,
+           os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep)
 
 
 def caller_stacklevel() -> int:
-    """The ``stacklevel`` that makes a warning point at the first frame outside privpca.
+    """The ``stacklevel`` that makes a warning point at the first frame outside privpca (and
+    scikit-learn, whose ``fit`` wrapper calls privpca's).
 
     A warning raised deep inside a fit (the one fit, a pipeline step) then names the user's
     line that called ``fit``, whatever the depth of privpca's own calls.
     """
     frame = sys._getframe(1)
     level = 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
-            _PACKAGE_DIR):
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_INSIDE):
         frame = frame.f_back  # type: ignore[assignment]
         level += 1
     return level

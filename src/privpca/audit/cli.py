@@ -31,6 +31,8 @@ from typing import Any
 import click
 import numpy as np
 
+from privpca._config import config_context
+from privpca._registry import PRIVATE_ESTIMATORS
 from privpca.audit import (
     audit,
     audit_with_probe,
@@ -43,15 +45,17 @@ from privpca.mechanisms import GaussianMechanism, analytic_gaussian_sigma
 from privpca.mechanisms.noise import laplace_release
 from privpca.mechanisms.secure_noise import discrete_gaussian
 
-__all__ = ["AUDITED", "LATTICE_CONTROL", "MECHANISMS", "Issue35Generator", "Levels",
+__all__ = ["LATTICE_CONTROL", "MECHANISMS", "Issue35Generator", "Levels",
            "audit_command", "audit_table", "format_row", "format_table", "iter_audit_rows",
            "plan_cells", "summary"]
 
-#: The private estimators the table covers (the non-private OjaPCA/SparsePCA are excluded).
-AUDITED: tuple[str, ...] = (
-    "AnalyzeGaussPCA", "ModSuLQPCA", "NoisyPowerPCA", "DPSPCA", "BinghamPCA",
-    "LocalGaussianPCA", "LocalSparsePCA", "PrivateOjaPCA", "DPPCA",
-)
+
+def audited() -> dict[str, type]:
+    """Class name → class of the estimators the table covers: every registered one, read when
+    asked (the registry lists no non-private estimator)."""
+    return {cls.__name__: cls for cls in PRIVATE_ESTIMATORS.values()}
+
+
 #: The noise mechanisms the probe also runs directly (f(D) = 0 against f(D') = 1, the
 #: sensitivity; the exact values are given to the probe, as an adversary knows them).
 MECHANISMS: tuple[str, ...] = ("GaussianMechanism", "Laplace")
@@ -136,12 +140,10 @@ def iter_audit_rows(methods: list[str], epsilons: list[float], *, delta: float, 
     :class:`~privpca.audit.GeneratorLatticeReport`), or ``error`` when the cell could not run
     (it still counts in the family).
     """
-    import privpca
-
     p_runs = runs if probe_runs is None else int(probe_runs)
     for name in methods:
         for eps in epsilons:
-            est = getattr(privpca, name)()
+            est = audited()[name]()
             start = time.perf_counter()
             try:
                 if probe:
@@ -168,7 +170,7 @@ def iter_audit_rows(methods: list[str], epsilons: list[float], *, delta: float, 
             if probe:
                 start = time.perf_counter()
                 try:
-                    with privpca.config_context(secure_mode=True):
+                    with config_context(secure_mode=True):
                         prb = float_probe(est, epsilon=eps, delta=delta, runs=p_runs,
                                           setting=setting, confidence=confidence,
                                           progress=progress)
@@ -516,19 +518,17 @@ def audit_command(method: str, epsilons: tuple[float, ...], delta: float, runs: 
     lattice probe and the generator lattice probe, and the family-wise summary (Bonferroni
     and Holm over every cell).
     """
-    import privpca
-
     if method == "mechanisms":
         methods: list[str] = []
         probe = True
     elif method == "all":
-        methods = list(AUDITED)
+        methods = list(audited())
     else:
         methods = [method]
     for name in methods:
-        if name not in AUDITED or not hasattr(privpca, name):
+        if name not in audited():
             raise click.BadParameter(f"unknown method {name!r}; choose from "
-                                     f"{', '.join(AUDITED)}, 'all' or 'mechanisms'.",
+                                     f"{', '.join(audited())}, 'all' or 'mechanisms'.",
                                      param_hint="METHOD")
     if not 0.0 < confidence < 1.0:
         raise click.BadParameter("must be in (0, 1).", param_hint="--confidence")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from sklearn import config_context
 from sklearn.utils._param_validation import InvalidParameterError
 
 from privpca._registry import PRIVATE_ESTIMATORS, TRUST_MODELS
@@ -338,7 +339,9 @@ def fit(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            with _refusal_says_what_was_spent(show_data_warnings):
+            # validated when built (before the table was read): not again in fit
+            with _refusal_says_what_was_spent(show_data_warnings), \
+                    config_context(skip_parameter_validation=True):
                 est.fit(X)
         finally:
             if client is not None:

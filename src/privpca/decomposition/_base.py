@@ -15,7 +15,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from privpca._config import fit_noise_mode
@@ -50,6 +55,7 @@ class BasePrivatePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     #: :meth:`fit`; :mod:`privpca.decomposition._constraints` holds the shared ones).
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: ArrayLike, y: Any = None) -> Any:
         """Fit privately: plan, charge, prepare, release, record.
 
@@ -65,7 +71,6 @@ class BasePrivatePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         -------
         self
         """
-        self._validate_params()  # the declared constraints, before the input is read
         return self._fit(self._validate(X))
 
     def _fit(self, data: Any) -> Any:

@@ -146,6 +146,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from sklearn.base import _fit_context
 
 from privpca._validation import (
     check_delta,
@@ -368,6 +369,7 @@ class StochasticPCA(BasePrivatePCA):
             return StreamInput(Mode.TABLE_STREAM, ArraySource(Xv, validated=True), False)
         return StreamInput(Mode.TABLE, Xv, True)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit_matrices(self, A: ArrayLike) -> Any:
         """Fit on general symmetric matrices ``A_i`` (Liu et al.'s Assumption 1).
 
@@ -385,7 +387,6 @@ class StochasticPCA(BasePrivatePCA):
         -------
         self
         """
-        self._validate_params()
         arr = check_matrices(A)
         centering = getattr(self, "centering", None)
         if centering is not None and not (isinstance(centering, str)

@@ -46,6 +46,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -263,6 +264,7 @@ default="random"
         self.random_state = random_state
         self.ledger = ledger
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None, *, groups: ArrayLike | None = None) -> DPSPCA:
         """Run DPS-PCA with providers given by ``groups`` (or ``n_providers`` equal blocks).
 
@@ -283,9 +285,9 @@ default="random"
         -------
         self
         """
-        self._validate_params()
         return self._fit(self._split(X, groups))
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit_providers(self, datasets: Sequence[Any]) -> DPSPCA:
         """Run DPS-PCA with one provider per table of ``datasets`` (ids ``"0"``, ``"1"``, …).
 
@@ -311,7 +313,6 @@ default="random"
         """
         from privpca.streaming import as_row_source, is_streamed
 
-        self._validate_params()
         if isinstance(datasets, np.ndarray) or is_streamed(datasets) or len(datasets) == 0:
             raise ValueError("fit_providers expects a non-empty list of 2-D tables, one per "
                              "provider.")

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import dp_accounting
 import numpy as np
 from numpy.typing import NDArray
+from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -152,6 +153,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
     aggregate to the estimator's :meth:`_fit_second_moment`.
     """
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit_aggregate(self, aggregator: LocalCovarianceAggregator) -> _LocalCovarianceEstimator:
         """Fit from reports collected by the real client/server protocol.
 
@@ -164,7 +166,6 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         -------
         self
         """
-        self._validate_params()
         return self._fit(_Collected(aggregator))
 
     # ------------------------------------------------------------------ the one fit's steps
