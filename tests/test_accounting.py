@@ -222,7 +222,7 @@ def test_huge_epsilon_composes_quickly_and_in_bounded_memory():
 
 def test_neighbouring_relations_are_one_type():
     """Every record names its relation through Neighbouring; the public option maps once."""
-    from privpca.mechanisms.sensitivity import Neighbouring
+    from privpca.accounting.neighbouring import Neighbouring
 
     assert Neighbouring.from_option("replace") is Neighbouring.REPLACE_ONE
     assert Neighbouring.from_option("add-remove") is Neighbouring.ADD_REMOVE_ONE

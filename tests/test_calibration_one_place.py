@@ -1,4 +1,4 @@
-"""Issue 35: every (ε, δ) → noise calibration is written once, in mechanisms/calibration.py.
+"""Issue 35: every (ε, δ) → noise calibration is written once, in accounting/calibration.py.
 
 The source scan below fails when a calibration formula appears anywhere else in privpca; the
 closed-form checks pin what that one module computes.
@@ -15,9 +15,9 @@ import pytest
 from scipy.stats import norm
 
 import privpca
+from privpca.accounting import calibration as cal
 from privpca.accounting import compose_epsilon
 from privpca.exceptions import PrivacyLeakWarning
-from privpca.mechanisms import calibration as cal
 from privpca.mechanisms.gaussian import (
     analytic_gaussian_sigma,
     certified_epsilon,
@@ -26,7 +26,7 @@ from privpca.mechanisms.gaussian import (
 from privpca.pipeline.budget import BudgetPlan
 
 SRC = pathlib.Path(privpca.__file__).parent
-HOME = "mechanisms/calibration.py"
+HOME = "accounting/calibration.py"
 
 #: dp-accounting's calibration helpers: σ from (ε, δ), ε from σ, and the search of a noise
 #: parameter against an accountant. Accounting that composes events (PLDs, RDP) is not banned.
@@ -97,7 +97,7 @@ def test_calibrations_are_written_only_in_the_calibration_module():
     for path in sorted(SRC.rglob("*.py")):
         relpath = path.relative_to(SRC).as_posix()
         found += calibration_formulas(path.read_text(encoding="utf-8"), relpath)
-    assert not found, ("Calibrations belong in privpca/mechanisms/calibration.py; import them "
+    assert not found, ("Calibrations belong in privpca/accounting/calibration.py; import them "
                        "from there:\n" + "\n".join(found))
 
 

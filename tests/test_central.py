@@ -398,7 +398,7 @@ def test_defaults_refuse_nan_wherever_it_is_and_charge_nothing(where, value):
     preprocessing, the stream's rows by its compiled passes, the unread rows at the start): a
     NaN or inf row anywhere is refused, nothing is set on the estimator and the booking is
     withdrawn."""
-    from privpca._validation import check_random_state
+    from privpca.mechanisms.randomness import check_random_state
 
     n = 60_000
     X, _ = shifted(n, 4, seed=6)

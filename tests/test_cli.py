@@ -222,8 +222,8 @@ def test_fit_stderr_does_not_depend_on_clipping(runner, tmp_path, monkeypatch):
     Two tables equal after clipping (a row of norm 2 clipped to [1, 0, 0], or that row as is)
     give byte-identical stdout and stderr by default; --show-data-warnings (for the data
     holder) prints the warning, and in Python it is a DataDependentWarning."""
-    from privpca import _validation
     from privpca.exceptions import DataDependentWarning, RowClippingWarning
+    from privpca.mechanisms import randomness
 
     X = np.random.default_rng(0).standard_normal((300, 3)) * 0.1
     outputs = []
@@ -231,7 +231,7 @@ def test_fit_stderr_does_not_depend_on_clipping(runner, tmp_path, monkeypatch):
         X[0] = first
         path = tmp_path / f"table{first[0]:g}.npy"
         np.save(path, X)
-        monkeypatch.setattr(_validation, "_warned_reproducible", False)  # same lines each run
+        monkeypatch.setattr(randomness, "_warned_reproducible", False)  # same lines each run
         result = runner.invoke(main, ["fit", "-k", "1", "--epsilon", "1", "--centering",
                                       "none", "--data-norm", "1", "--seed", "0", str(path)])
         assert result.exit_code == 0, result.output

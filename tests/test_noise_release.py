@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 
 import privpca
+from privpca._config import GRID_BITS, SECURE_NOISE_NOTE
 from privpca.mechanisms import noise
 from privpca.mechanisms.gaussian import symmetric_gaussian_noise
-from privpca.mechanisms.secure_noise import GRID_BITS, SecureGenerator
+from privpca.mechanisms.secure_noise import SecureGenerator
 
 SRC = pathlib.Path(privpca.__file__).parent
 
@@ -518,11 +519,11 @@ def test_a_secure_fits_record_states_the_grid_rule():
     est = privpca.AnalyzeGaussPCA(n_components=2, epsilon=1.0, centering=None, data_norm=1.0)
     with privpca.config_context(secure_mode=True):
         est.fit(X)
-    assert noise.SECURE_NOISE_NOTE in est.privacy_.notes
+    assert SECURE_NOISE_NOTE in est.privacy_.notes
     default = privpca.AnalyzeGaussPCA(n_components=2, epsilon=1.0, centering=None,
                                       data_norm=1.0).fit(X)  # unseeded: secure by default
-    assert noise.SECURE_NOISE_NOTE in default.privacy_.notes
+    assert SECURE_NOISE_NOTE in default.privacy_.notes
     with privpca.config_context(secure_mode=False):
         plain = privpca.AnalyzeGaussPCA(n_components=2, epsilon=1.0, centering=None,
                                         data_norm=1.0).fit(X)
-    assert noise.SECURE_NOISE_NOTE not in plain.privacy_.notes
+    assert SECURE_NOISE_NOTE not in plain.privacy_.notes

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from privpca.accounting import PrivacyLedger
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
 from privpca.mechanisms.gaussian import analytic_gaussian_sigma
-from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.plot import SCORES_NEIGHBOURING, scores
 from privpca.report import render_release_report
 

@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
+from privpca.accounting.calibration import unary_encoding_flip_probability
 from privpca.mechanisms import RandomisedResponse
-from privpca.mechanisms.calibration import unary_encoding_flip_probability
 from privpca.protocols.local_preprocessing import (
     THRESHOLDS,
     LocalBinRandomiser,

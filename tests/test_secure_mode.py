@@ -13,11 +13,10 @@ import pytest
 from scipy import stats
 
 import privpca
-from privpca import _validation
-from privpca._config import ReproducibleNoiseWarning
-from privpca._validation import check_noise_rng, check_random_state
+from privpca._config import GRID_BITS, ReproducibleNoiseWarning
+from privpca.mechanisms import randomness
+from privpca.mechanisms.randomness import check_noise_rng, check_random_state
 from privpca.mechanisms.secure_noise import (
-    GRID_BITS,
     SecureGenerator,
     discrete_gaussian,
     discrete_laplace,
@@ -60,7 +59,8 @@ def test_set_config_is_thread_local_and_checked():
     ("1", ["True", "SecureGenerator"]), ("0", ["False", "Generator"]),
     ("", ["auto", "SecureGenerator"])])
 def test_environment_variable_sets_the_process_default(value, expected):
-    code = ("import privpca, sys; from privpca._validation import check_random_state as c; "
+    code = ("import privpca, sys; "
+            "from privpca.mechanisms.randomness import check_random_state as c; "
             "print(privpca.get_config()['secure_mode'], type(c(None)).__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PRIVPCA_SECURE_MODE": value, "PATH": ""}, check=True)
@@ -79,7 +79,7 @@ def test_secure_mode_refuses_every_seed(seed):
 
 
 def test_seeded_fit_warns_once_outside_secure_mode(monkeypatch):
-    monkeypatch.setattr(_validation, "_warned_reproducible", False)
+    monkeypatch.setattr(randomness, "_warned_reproducible", False)
     X = np.random.default_rng(0).standard_normal((100, 3))
     est = privpca.AnalyzeGaussPCA(1, centering=None, data_norm=5.0, random_state=0,
                                   ledger=privpca.PrivacyLedger())

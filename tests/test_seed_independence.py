@@ -10,7 +10,7 @@ with different seeds on the same data, and fail if equal seeds do measurably bet
 The estimators run in the papers' setting (``centering=None``, public bound) with few
 iterations, where the start matters most: one power step, one Gibbs sweep, one Oja pass. With
 the seeds shared (the old behaviour, reproduced by setting
-``privpca._validation.RANDOM_STREAM_KEYS["data"]`` to the estimator's tag) the default run
+``privpca.mechanisms.randomness.RANDOM_STREAM_KEYS["data"]`` to the estimator's tag) the default run
 fails for 8 pairs: DPPCA, OjaPCA, NoisyPowerPCA and DPSPCA on ``make_spiked``, OjaPCA and
 NoisyPowerPCA on ``make_low_rank_gaussian``, NoisyPowerPCA and DPSPCA on
 ``make_signal_noise``.

@@ -11,11 +11,11 @@ from privpca._validation import (
     check_epsilon,
     check_n_components,
     check_norm_bound,
-    check_random_state,
     clip_rows,
     row_norms,
 )
 from privpca.exceptions import RowClippingWarning
+from privpca.mechanisms.randomness import check_random_state
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,32 @@ from typing import Any
 
 from privpca.exceptions import PrivacyWarning
 
-__all__ = ["ReproducibleNoiseWarning", "config_context", "get_config", "set_config"]
+__all__ = ["GRID_BITS", "NOISE_MODE_NOTES", "SECURE_NOISE_NOTE", "ReproducibleNoiseWarning",
+           "config_context", "get_config", "set_config"]
+
+#: log₂ of the number of grid points per noise standard deviation (or Laplace scale) of the
+#: secure path (:func:`privpca.mechanisms.noise.grid_step`).
+GRID_BITS = 30
+
+SECURE_NOISE_NOTE = (
+    "Secure mode: every noisy value was snapped to the grid L = 2^(floor(log2 sigma) - "
+    f"{GRID_BITS}) and given exact discrete Gaussian/Laplace noise on that grid, its scale "
+    "raised by the factor (Delta + L*sqrt(d))/Delta to cover the rounding (sensitivity "
+    "Delta + L*sqrt(d) over d coordinates), so (epsilon, delta) is as stated."
+)
+
+#: The note each :attr:`~privpca.accounting.PrivacyRecord.noise_mode` adds to a record.
+NOISE_MODE_NOTES: dict[str, str] = {
+    "secure": SECURE_NOISE_NOTE,
+    "reproducible": (
+        "Reproducible run: random_state was given, so the noise is NumPy's float noise from "
+        "that seed, which anyone who knows it can rebuild and subtract. For tests and "
+        "experiments; not a release (leave random_state=None for one)."),
+    "float": (
+        "Float noise: secure_mode=False was set, so the noise is NumPy's continuous float "
+        "noise (PCG64, fresh OS entropy); floating-point attacks on the samplers (Mironov "
+        "2012) are not answered."),
+}
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")

@@ -29,21 +29,14 @@ from numpy.typing import NDArray
 from sklearn.exceptions import NotFittedError
 
 from privpca._config import fit_noise_mode
-from privpca._validation import (
-    check_data,
-    check_delta,
-    check_epsilon,
-    check_in_range,
-    check_random_state,
-    noise_mode_of,
-    warn_clipped,
-)
+from privpca._validation import check_data, check_delta, check_epsilon, check_in_range, warn_clipped
+from privpca.accounting.calibration import laplace_scale
 from privpca.accounting.ledger import Booking, resolve_ledger
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
-from privpca.mechanisms.calibration import laplace_scale
 from privpca.mechanisms.gaussian import analytic_gaussian_sigma
 from privpca.mechanisms.noise import gaussian_release, laplace_release
-from privpca.mechanisms.sensitivity import Neighbouring
+from privpca.mechanisms.randomness import check_random_state, noise_mode_of
 
 __all__ = ["loadings", "scores", "scree"]
 
@@ -361,7 +354,7 @@ def _n_private_relation(est: Any) -> str | None:
     """The fit's neighbouring relation (its record's text) when it keeps n private, else None.
 
     A fit under add/remove-one neighbours (``privacy_.n_samples`` is None, or its relation is
-    :attr:`~privpca.mechanisms.sensitivity.Neighbouring.ADD_REMOVE_ONE`) does not release the
+    :attr:`~privpca.accounting.neighbouring.Neighbouring.ADD_REMOVE_ONE`) does not release the
     number of rows; its score plot must not either, and states the same relation, so that
     the two guarantees compose.
     """

@@ -31,8 +31,8 @@ from matplotlib.axes import Axes
 
 from privpca import plot
 from privpca.accounting.ledger import PrivacyLedger
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import NOISE_LABELS, PrivacyRecord, PrivacySpend
-from privpca.mechanisms.sensitivity import Neighbouring
 
 __all__ = ["render_release_report", "write_release_report"]
 
@@ -245,7 +245,7 @@ def _relation(record: PrivacyRecord) -> str:
     """The neighbouring relation ``record``'s guarantee is stated under, up to its wording.
 
     Records of different estimator families word replace-one differently
-    (:class:`~privpca.mechanisms.sensitivity.Neighbouring`); one user's record (local model)
+    (:class:`~privpca.accounting.neighbouring.Neighbouring`); one user's record (local model)
     and one record of one provider (distributed model) are one record of the table too, so
     all of these are ``"replace"``: guarantees under it compose. ``"add-remove"`` (n private)
     is another relation: a replace-one release may publish n, which add/remove protects, so

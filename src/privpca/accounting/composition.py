@@ -20,7 +20,7 @@ from typing import Any, Literal
 import dp_accounting
 from dp_accounting import pld, rdp
 
-import privpca.mechanisms.calibration as calibration
+import privpca.accounting.calibration as calibration
 
 __all__ = [
     "compose_epsilon",
@@ -247,7 +247,7 @@ def gaussian_noise_multiplier_for_composition(
 ) -> float:
     """The noise multiplier σ/Δ such that ``count`` Gaussian releases compose to (ε, δ).
 
-    :func:`privpca.mechanisms.calibration.composed_gaussian_multiplier`: exactly
+    :func:`privpca.accounting.calibration.composed_gaussian_multiplier`: exactly
     ``√count·σ₁(ε, δ)`` for ``accountant=None``; ``"pld"``/``"rdp"`` instead bisect on that
     accountant of this module (slower, slightly more noise; the tests check the identity).
     """

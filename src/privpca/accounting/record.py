@@ -8,10 +8,9 @@ from typing import Any
 
 import dp_accounting
 
-from privpca._config import current_noise_mode
+from privpca._config import NOISE_MODE_NOTES, current_noise_mode
 from privpca.accounting.composition import compose_epsilon
-from privpca.mechanisms.noise import NOISE_MODE_NOTES
-from privpca.mechanisms.sensitivity import Neighbouring
+from privpca.accounting.neighbouring import Neighbouring
 
 __all__ = ["NOISE_LABELS", "PrivacyRecord", "PrivacySpend"]
 
@@ -102,7 +101,7 @@ class PrivacyRecord:
     notes : str
         Anything a reader of the guarantee must know.
     noise_mode : {"secure", "reproducible", "float", "none"}
-        How the noise was drawn (:data:`privpca.mechanisms.noise.NOISE_MODE_NOTES` says what
+        How the noise was drawn (:data:`privpca._config.NOISE_MODE_NOTES` says what
         each means; the note is appended to ``notes``): ``"secure"`` (an unseeded fit: OS-keyed
         cryptographic generator, values snapped to a grid with exact discrete noise),
         ``"reproducible"`` (a seeded fit: NumPy's float noise, rebuilt by whoever knows the

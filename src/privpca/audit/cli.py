@@ -220,7 +220,7 @@ def _generator_rows(seed: int | None) -> Iterator[dict[str, Any]]:
     import warnings
 
     import privpca
-    from privpca._validation import check_random_state
+    from privpca.mechanisms.randomness import check_random_state
 
     jobs: list[tuple[str, str, str]] = [("generator", mode, "generator") for mode in MODES]
     jobs.append(("generator-control", "default", LATTICE_CONTROL))

@@ -34,10 +34,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privpca._config import ReproducibleNoiseWarning, secure_mode
-from privpca._validation import check_random_state
 from privpca.accounting import PrivacyLedger
 from privpca.audit._bounds import CellBounds, best_threshold, epsilon_bound, ideal_power
 from privpca.audit.neighbours import builtin_neighbours, release_features
+from privpca.mechanisms.randomness import check_random_state
 
 __all__ = ["SELECTION_CONFIDENCE", "AuditReport", "audit"]
 

@@ -1019,7 +1019,7 @@ def generator_lattice_probe(rng: np.random.Generator | None = None, *, draws: in
     """Do the continuous draws a fit would make lie on a lattice?
 
     ``rng=None`` probes the generator an unseeded estimator gets in the mode in force
-    (:func:`privpca._validation.check_random_state`). Each method of
+    (:func:`privpca.mechanisms.randomness.check_random_state`). Each method of
     :data:`GENERATOR_METHODS` draws ``draws`` vectors of ``dim`` values, each scored by
     :func:`privpca.audit.lattice.lattice_score`; a method is flagged when most of its vectors
     are proportional to a short integer vector. Issue 35's ``standard_normal`` (``2^-30·K``)
@@ -1033,8 +1033,8 @@ def generator_lattice_probe(rng: np.random.Generator | None = None, *, draws: in
     draws have no reason for an offset) coarser than about ``2^(−45)`` relative to the draws:
     NumPy's ``random()`` (multiples of 2⁻⁵³) is not flagged, and need not be.
     """
-    from privpca._validation import check_random_state
     from privpca.audit.lattice import LATTICE_THRESHOLD, lattice_score
+    from privpca.mechanisms.randomness import check_random_state
 
     if rng is None:
         rng = check_random_state(None)

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca._validation import check_in_range, check_random_state
+from privpca._validation import check_in_range
+from privpca.mechanisms.randomness import check_random_state
 
 __all__ = [
     "make_dpspca_covariance",

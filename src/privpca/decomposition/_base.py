@@ -24,10 +24,14 @@ from sklearn.base import (
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from privpca._config import fit_noise_mode
-from privpca._validation import check_random_state, check_secure_random_state, noise_mode_of
 from privpca.accounting.ledger import Booking
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.exceptions import NonFiniteInputError
+from privpca.mechanisms.randomness import (
+    check_random_state,
+    check_secure_random_state,
+    noise_mode_of,
+)
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import validated_table
 from privpca.pipeline.settings import PipelineSettings

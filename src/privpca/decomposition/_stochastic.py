@@ -156,10 +156,10 @@ from privpca._validation import (
     fit_input,
     refuse_non_finite,
 )
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA, Plan, Release
 from privpca.decomposition._records import RecordStream, table_records
-from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.mechanisms.shuffling import secret_permutation
 from privpca.pipeline.budget import DEFAULT_SHARES, PART_NAMES
 from privpca.pipeline.preprocessing import BoundNotFoundError

@@ -33,6 +33,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from privpca._validation import check_options
 from privpca.accounting.ledger import PrivacyLedger
+from privpca.accounting.neighbouring import NEIGHBOURING_RELATIONS, Neighbouring
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.decomposition._constraints import GRAM_PIPELINE
 from privpca.mechanisms.gaussian import (
@@ -42,11 +43,7 @@ from privpca.mechanisms.gaussian import (
 )
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.secure_noise import fast_stream
-from privpca.mechanisms.sensitivity import (
-    NEIGHBOURING_RELATIONS,
-    Neighbouring,
-    gram_sensitivity,
-)
+from privpca.mechanisms.sensitivity import gram_sensitivity
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import Statistic, Table
 from privpca.pipeline.spectrum import (

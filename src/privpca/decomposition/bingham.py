@@ -34,6 +34,7 @@ from privpca._validation import (
     check_options,
 )
 from privpca.accounting.ledger import PrivacyLedger
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.decomposition._constraints import DELTA_OR_ZERO, GRAM_PIPELINE, positive_int
@@ -46,7 +47,6 @@ from privpca.mechanisms.bingham_sampler import (
     sample_bingham_gibbs,
     sample_haar,
 )
-from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import Statistic, Table
 from privpca.solvers.eigen import fix_signs

@@ -50,14 +50,9 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from privpca._validation import (
-    check_data,
-    check_in_range,
-    check_n_components,
-    check_random_state,
-    fit_input,
-)
+from privpca._validation import check_data, check_in_range, check_n_components, fit_input
 from privpca.accounting.ledger import PrivacyLedger
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord
 from privpca.decomposition._base import BasePrivatePCA, FitPlan, Release
 from privpca.decomposition._constraints import N_COMPONENTS, PIPELINE, positive_int
@@ -71,8 +66,9 @@ from privpca.federated.protocol import (
     paper_noise_scale,
     provider_privacy_record,
 )
+from privpca.mechanisms.randomness import check_random_state
 from privpca.mechanisms.secure_noise import is_os_keyed
-from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
+from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.metrics import sin_theta
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import PreparedRows, Statistic, warn_if_standardised

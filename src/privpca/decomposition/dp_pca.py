@@ -95,7 +95,9 @@ from privpca._validation import (
     check_options,
     refuse_non_finite,
 )
+from privpca.accounting.calibration import laplace_scale
 from privpca.accounting.ledger import PrivacyLedger
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._constraints import STOCHASTIC, positive_int
 from privpca.decomposition._records import RecordStream
@@ -107,10 +109,8 @@ from privpca.decomposition._stochastic import (
     StreamPlan,
     StreamRun,
 )
-from privpca.mechanisms.calibration import laplace_scale
 from privpca.mechanisms.gradient_statistics import PrivateMean, PrivateTopEigenvalue
 from privpca.mechanisms.noise import laplace_release
-from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.oja import (
     GradientSource,

@@ -35,14 +35,14 @@ from privpca._validation import (
     check_options,
     clip_rows,
 )
+from privpca.accounting.calibration import analytic_multiplier, unary_encoding_flip_probability
 from privpca.accounting.ledger import PrivacyLedger
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA, Plan, Release
 from privpca.decomposition._constraints import LOCAL, positive_int
-from privpca.mechanisms.calibration import analytic_multiplier, unary_encoding_flip_probability
 from privpca.mechanisms.gaussian import CALIBRATIONS
 from privpca.mechanisms.noise import symmetric_gaussian_release
-from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.settings import check_centering, check_data_norm, check_scale
 from privpca.pipeline.spectrum import (
     check_n_components_spec,

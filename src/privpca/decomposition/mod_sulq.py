@@ -35,12 +35,12 @@ import numpy as np
 
 from privpca._validation import check_delta, check_epsilon, check_in_range
 from privpca.accounting.ledger import PrivacyLedger
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.decomposition._constraints import GRAM_PIPELINE
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.secure_noise import fast_stream
-from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import Statistic, Table
 from privpca.pipeline.spectrum import check_n_components_spec, fit_noisy_matrix

@@ -51,10 +51,11 @@ from privpca._validation import (
 )
 from privpca.accounting.composition import gaussian_noise_multiplier_for_composition
 from privpca.accounting.ledger import PrivacyLedger
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.decomposition._constraints import GRAM_PIPELINE, positive_int
 from privpca.mechanisms.gaussian import certified_epsilon
-from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
+from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import Statistic, Table
 from privpca.solvers.eigen import fix_signs

@@ -78,7 +78,9 @@ from privpca._validation import (
     check_norm_bound,
     check_options,
 )
+from privpca.accounting.calibration import analytic_multiplier
 from privpca.accounting.ledger import PrivacyLedger
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._constraints import DATA_NORM, STOCHASTIC
 from privpca.decomposition._records import RecordStream
@@ -91,9 +93,7 @@ from privpca.decomposition._stochastic import (
     StreamRun,
 )
 from privpca.exceptions import RowClippingWarning
-from privpca.mechanisms.calibration import analytic_multiplier
 from privpca.mechanisms.noise import GaussianNoiseSteps
-from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.mechanisms.shuffling import local_epsilon_for_shuffling, secret_permutation
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.oja import (

@@ -39,12 +39,12 @@ from privpca._validation import (
     check_in_range,
     check_n_components,
     check_options,
-    check_random_state,
     fit_input,
 )
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord
 from privpca.decomposition._base import BasePrivatePCA
+from privpca.mechanisms.randomness import check_random_state
 from privpca.solvers.eigen import fix_signs, top_eigenvectors
 from privpca.solvers.fantope import fantope_admm
 from privpca.solvers.gram import gram_matrix

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca._validation import check_random_state
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.datasets.real import load_dataset
 from privpca.decomposition.sparse_pca import truncated_power_method
@@ -23,6 +22,7 @@ from privpca.experiments.context import RunContext
 from privpca.experiments.spec import Experiment, ExperimentResult, Panel
 from privpca.experiments.sweep import Cell, Truths, sweep
 from privpca.experiments.wang_xu import ERROR_LABEL, PAPER, fitter
+from privpca.mechanisms.randomness import check_random_state
 from privpca.solvers.power import random_orthonormal_basis
 
 __all__ = ["EXPERIMENTS", "PAPER_TABLE1", "PAPER_TABLE2", "run_tables", "sparse_truth"]

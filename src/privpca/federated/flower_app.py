@@ -59,7 +59,6 @@ from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
-from privpca._validation import check_random_state
 from privpca.exceptions import DataDependentWarning, NonFiniteInputError
 from privpca.federated.flower_shim import shorten_pull_backoff
 from privpca.federated.protocol import (
@@ -85,6 +84,7 @@ from privpca.federated.protocol import (
     provider_release_limits,
     select_replies,
 )
+from privpca.mechanisms.randomness import check_random_state
 
 __all__ = [
     "client_app",

@@ -1,13 +1,14 @@
 """Privacy mechanisms: each states its neighbouring relation, sensitivity and calibration."""
 
-from privpca.mechanisms import calibration, gaussian
+from privpca.accounting import calibration
+from privpca.accounting.calibration import *  # noqa: F403
+from privpca.mechanisms import gaussian
 from privpca.mechanisms.bingham_sampler import (
     ProposalBudgetExceededError,
     mixing_diagnostics,
     sample_bingham_exact,
     sample_bingham_gibbs,
 )
-from privpca.mechanisms.calibration import *  # noqa: F403
 from privpca.mechanisms.gaussian import *  # noqa: F403
 from privpca.mechanisms.randomised_response import RandomisedResponse
 

@@ -93,7 +93,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import lapack
 from threadpoolctl import threadpool_limits
 
-from privpca._validation import check_noise_rng
+from privpca.mechanisms.randomness import check_noise_rng
 
 __all__ = [
     "BinghamGibbsResult",
@@ -563,7 +563,7 @@ def sample_bingham_gibbs(
         Starting ``V`` (orthonormalised). ``None``: Haar-random, independent of ``B``.
     rng : numpy.random.Generator, optional
         ``None``: fresh OS entropy. In secure mode only None or an OS-keyed SecureGenerator
-        (:func:`privpca._validation.check_noise_rng`): the draw may be a private release.
+        (:func:`privpca.mechanisms.randomness.check_noise_rng`): the draw may be a private release.
 
     Returns
     -------

@@ -8,7 +8,7 @@ under the chosen neighbouring relation (``‖f(D) − f(D')‖₂ ≤ Δ`` for a
 * **classic** calibration (Dwork & Roth, 2014, Theorem A.1), ``σ = Δ·√(2 ln(1.25/δ))/ε``,
   certifies (ε, δ)-DP only for ε < 1.
 
-The formulas are in :mod:`privpca.mechanisms.calibration`; the functions here check their
+The formulas are in :mod:`privpca.accounting.calibration`; the functions here check their
 arguments and warn where a calibration does not certify what was asked.
 """
 
@@ -27,17 +27,17 @@ from privpca._validation import (
     check_delta,
     check_epsilon,
     check_in_range,
-    check_noise_rng,
     check_options,
 )
-from privpca.exceptions import PrivacyLeakWarning
-from privpca.mechanisms.calibration import (
+from privpca.accounting.calibration import (
     analytic_gaussian_delta,
     analytic_multiplier,
     certified_epsilon,
     classic_sigma,
 )
+from privpca.exceptions import PrivacyLeakWarning
 from privpca.mechanisms.noise import gaussian_release, symmetric_noise
+from privpca.mechanisms.randomness import check_noise_rng
 
 __all__ = [
     "Calibration",
@@ -70,7 +70,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     -------
     sigma : float
         The noise standard deviation ``Δ · σ₁(ε, δ)``, where ``σ₁`` is the Δ = 1 value
-        (:func:`privpca.mechanisms.calibration.analytic_multiplier`).
+        (:func:`privpca.accounting.calibration.analytic_multiplier`).
     """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
@@ -120,7 +120,7 @@ def symmetric_gaussian_noise(
     the row-major order of the packed upper triangle (row 0 first), so the matrix equals
     ``unpack_upper_triangle(scale * rng.standard_normal(p(p+1)/2))`` for the same generator
     state. In secure mode ``rng`` must be an OS-keyed SecureGenerator (a seeded one is
-    refused: :func:`privpca._validation.check_noise_rng`).
+    refused: :func:`privpca.mechanisms.randomness.check_noise_rng`).
     """
     rng = check_noise_rng(rng, owner="symmetric_gaussian_noise")
     return symmetric_noise(int(n_features), scale, rng)
@@ -187,7 +187,7 @@ class GaussianMechanism:
         """Return ``value + N(0, σ²)`` noise of the same shape (a new array).
 
         In secure mode ``rng`` must be None or an OS-keyed SecureGenerator; anything seeded is
-        refused before the value is read (:func:`privpca._validation.check_noise_rng`).
+        refused before the value is read (:func:`privpca.mechanisms.randomness.check_noise_rng`).
         """
         rng = check_noise_rng(rng, owner="GaussianMechanism")
         value = np.asarray(value, dtype=np.float64)

@@ -53,7 +53,7 @@ from privpca._validation import (
     check_in_range,
     refuse_non_finite,
 )
-from privpca.mechanisms.calibration import analytic_multiplier, share_multiplier, threshold_tail
+from privpca.accounting.calibration import analytic_multiplier, share_multiplier, threshold_tail
 from privpca.mechanisms.histogram import (
     StabilityHistogram,
     column_bin_counts,

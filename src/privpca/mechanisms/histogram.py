@@ -41,14 +41,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
-from privpca._validation import check_delta, check_epsilon, check_in_range, check_noise_rng
-from privpca.accounting.composition import compose_epsilon
-from privpca.mechanisms.calibration import (
+from privpca._validation import check_delta, check_epsilon, check_in_range
+from privpca.accounting.calibration import (
     analytic_multiplier,
     composed_laplace_scale,
     threshold_tail,
 )
+from privpca.accounting.composition import compose_epsilon
 from privpca.mechanisms.noise import gaussian_release, laplace_release
+from privpca.mechanisms.randomness import check_noise_rng
 
 __all__ = [
     "HistogramRelease",

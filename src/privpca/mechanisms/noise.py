@@ -5,10 +5,11 @@ provider's answers, gradient steps, histogram counts) calls one of these functio
 **exact value**, its **sensitivity** and the noise scale its calibration gave. A test reads
 the source and checks that nothing outside :mod:`privpca.mechanisms` draws privacy noise.
 Every function passes its generator through secure mode's rule first
-(:func:`privpca._validation.check_noise_rng`: in secure mode only an OS-keyed
+(:func:`privpca.mechanisms.randomness.check_noise_rng`: in secure mode only an OS-keyed
 :class:`~privpca.mechanisms.secure_noise.SecureGenerator` may draw a release).
 
-Two modes, chosen by the generator (:func:`privpca._validation.check_random_state` returns a
+Two modes, chosen by the generator (:func:`~privpca.mechanisms.randomness.check_random_state`
+returns a
 :class:`~privpca.mechanisms.secure_noise.SecureGenerator` in secure mode):
 
 * **default** (NumPy's PCG64): ``value + σ·Z`` with ``Z`` standard normal (or
@@ -30,7 +31,7 @@ exactly what the caller calibrated. With ``Λ ≤ σ·2^-30`` the factor is at m
 ``1 + 2^-30·√d·σ/Δ`` (below ``1 + 10^-5`` for every calibration in this library at
 d ≤ 10⁶). A query whose values are integers (counts, ``integer_valued=True``) with ``Λ ≤ 1`` is
 on the grid already: no rounding, no extra noise. :func:`secure_noise_scale` returns σ' and
-:data:`SECURE_NOISE_NOTE` states the rule in every secure fit's privacy record.
+:data:`privpca._config.SECURE_NOISE_NOTE` states the rule in every secure fit's privacy record.
 
 The discrete Gaussian ``N_ℤ(0, s²)`` on an integer query is ``Δ²/(2s²)``-zCDP like the
 continuous one and its (ε, δ) curve matches to a relative error below ``e^(−2π²s²)`` with
@@ -46,17 +47,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privpca._validation import check_noise_rng
+from privpca._config import GRID_BITS
+from privpca.mechanisms.randomness import check_noise_rng
 from privpca.mechanisms.secure_noise import (
-    GRID_BITS,
     SecureGenerator,
     discrete_gaussian,
     discrete_laplace,
 )
 
 __all__ = [
-    "NOISE_MODE_NOTES",
-    "SECURE_NOISE_NOTE",
     "GaussianNoiseSteps",
     "gaussian_release",
     "grid_step",
@@ -64,27 +63,6 @@ __all__ = [
     "secure_noise_scale",
     "symmetric_gaussian_release",
 ]
-
-SECURE_NOISE_NOTE = (
-    "Secure mode: every noisy value was snapped to the grid L = 2^(floor(log2 sigma) - "
-    f"{GRID_BITS}) and given exact discrete Gaussian/Laplace noise on that grid, its scale "
-    "raised by the factor (Delta + L*sqrt(d))/Delta to cover the rounding (sensitivity "
-    "Delta + L*sqrt(d) over d coordinates), so (epsilon, delta) is as stated."
-)
-
-#: The note each :attr:`~privpca.accounting.PrivacyRecord.noise_mode` adds to a record.
-NOISE_MODE_NOTES: dict[str, str] = {
-    "secure": SECURE_NOISE_NOTE,
-    "reproducible": (
-        "Reproducible run: random_state was given, so the noise is NumPy's float noise from "
-        "that seed, which anyone who knows it can rebuild and subtract. For tests and "
-        "experiments; not a release (leave random_state=None for one)."),
-    "float": (
-        "Float noise: secure_mode=False was set, so the noise is NumPy's continuous float "
-        "noise (PCG64, fresh OS entropy); floating-point attacks on the samplers (Mironov "
-        "2012) are not answered."),
-}
-
 
 def grid_step(scale: float) -> float:
     """The power of two Λ with ``scale/Λ ∈ [2^GRID_BITS, 2^(GRID_BITS+1))``."""

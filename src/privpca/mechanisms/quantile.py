@@ -48,9 +48,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privpca._validation import check_in_range, check_noise_rng
+from privpca._validation import check_in_range
 from privpca.mechanisms.histogram import _as_columns, _column_counts, geometric_bin
 from privpca.mechanisms.noise import gaussian_release
+from privpca.mechanisms.randomness import check_noise_rng
 
 __all__ = ["GRID_BASE", "QUERY_ROUNDS", "PrivateQuantile", "QuantileRelease"]
 

@@ -12,7 +12,7 @@ nothing but bits that each user randomises before sending them. Two forms, one c
   value moves two bits of the one-hot (L1 sensitivity 2); the likelihood ratio of a report is
   at most ``½(1 − q)/(½q) = e^ε``.
 
-``q`` is :func:`privpca.mechanisms.calibration.unary_encoding_flip_probability` (ε capped at
+``q`` is :func:`privpca.accounting.calibration.unary_encoding_flip_probability` (ε capped at
 700 against overflow): the one place it is written.
 
 **Privacy statement.** Neighbouring relation: *one user's report*: any two values of that
@@ -24,7 +24,7 @@ disjoint groups of users compose in parallel.
 randomise each user's bits; :meth:`~RandomisedResponse.unary_counts` draws the per-bin sums of
 ``m`` users' unary reports exactly (``Binomial(n_b, ½) + Binomial(m − n_b, q)``: independent
 bits), which simulates many users inside one fit. They draw from the given generator
-(:func:`privpca._validation.check_noise_rng`: in strict secure mode only ``None`` or an
+(:func:`privpca.mechanisms.randomness.check_noise_rng`: in strict secure mode only ``None`` or an
 OS-keyed :class:`~privpca.mechanisms.secure_noise.SecureGenerator`), the same numbers in the
 same order as the randomisers drew them before this module, so seeded results are unchanged.
 """
@@ -37,8 +37,9 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privpca._validation import check_epsilon, check_noise_rng
-from privpca.mechanisms.calibration import unary_encoding_flip_probability
+from privpca._validation import check_epsilon
+from privpca.accounting.calibration import unary_encoding_flip_probability
+from privpca.mechanisms.randomness import check_noise_rng
 
 __all__ = ["RandomisedResponse"]
 

@@ -18,7 +18,8 @@ What this module provides
 keyed with 128 bits from the operating system (:mod:`secrets`). Its key cannot be read or
 replaced through the public API (``bit_generator.state`` refuses both), it cannot be pickled,
 and ``spawn`` gives children with fresh OS keys. It is what
-:func:`privpca._validation.check_random_state` returns for ``random_state=None`` unless the
+:func:`~privpca.mechanisms.randomness.check_random_state` returns for ``random_state=None``
+unless the
 user opted out (``privpca.set_config(secure_mode=False)``).
 
 Its *continuous* draws are built from full-precision uniforms (:func:`uniform_full`: every
@@ -65,7 +66,6 @@ from numpy.typing import NDArray
 from scipy.special import ndtri
 
 __all__ = [
-    "GRID_BITS",
     "SecureGenerator",
     "discrete_gaussian",
     "discrete_laplace",
@@ -75,8 +75,6 @@ __all__ = [
     "uniform_full",
 ]
 
-#: log₂ of the number of grid points per noise standard deviation (or Laplace scale).
-GRID_BITS = 30
 
 def _sealed_class() -> type:
     """``randomgen.AESCounter`` whose state (key and counter) cannot be read or replaced."""

@@ -13,7 +13,7 @@ The adaptive composition of Gaussian mechanisms with noise multipliers ``m₁, �
 variances add. So with ``m = σ₁(ε, δ_noise)`` (the analytic calibration) and weights
 ``wᵢ ≥ 0`` summing to 1, the multipliers ``mᵢ = m/√wᵢ`` compose to exactly (ε, δ_noise). A
 part released ``T`` times (a power method) gets ``m√T/√w`` per release
-(:mod:`privpca.mechanisms.calibration` holds the formulas). The weights are shares of
+(:mod:`privpca.accounting.calibration` holds the formulas). The weights are shares of
 ``1/m²`` (zCDP's ρ), not of ε; a 5 % share costs the statistic only 2.5 % more noise.
 
 The private quantiles (:mod:`privpca.mechanisms.quantile`) are Gaussian searches like the
@@ -56,7 +56,7 @@ import dp_accounting
 import numpy as np
 
 from privpca._validation import check_in_range
-from privpca.mechanisms import calibration
+from privpca.accounting import calibration
 
 __all__ = [
     "DEFAULT_SHARES",

@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca._validation import check_noise_rng
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.quantile import GRID_BASE, PrivateQuantile, QuantileRelease
+from privpca.mechanisms.randomness import check_noise_rng
 from privpca.streaming import as_row_source, reductions
 from privpca.streaming.reductions import BinCounts, BinnedSums, log_bin_counts
 

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import dp_accounting
 
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.mechanisms.quantile import QUERY_ROUNDS
-from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.budget import (
     PART_NAMES,
     BudgetPlan,

@@ -47,9 +47,9 @@ from privpca._validation import (
     check_delta,
     check_epsilon,
 )
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.quantile import PrivateQuantile
-from privpca.mechanisms.sensitivity import Neighbouring
 from privpca.pipeline.bound_selection import MAX_FEATURES as SELECT_MAX_FEATURES
 from privpca.pipeline.budget import (
     DEFAULT_SHARES,

@@ -32,17 +32,17 @@ from privpca._validation import (
     caller_stacklevel,
     check_data,
     check_in_range,
-    check_noise_rng,
     check_options,
     clip_rows,
 )
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.exceptions import PrivacyLeakWarning
 from privpca.mechanisms.gaussian import (
     GaussianMechanism,
     certified_epsilon,
 )
 from privpca.mechanisms.noise import gaussian_release, symmetric_gaussian_release
-from privpca.mechanisms.sensitivity import Neighbouring
+from privpca.mechanisms.randomness import check_noise_rng
 from privpca.solvers.gram import gram_matrix
 
 __all__ = [
@@ -189,7 +189,7 @@ class LocalCovarianceRandomiser:
         rng : numpy.random.Generator or None, default=None
             The user's randomness (``None``: fresh OS entropy). In secure mode only ``None``
             or an OS-keyed :class:`~privpca.mechanisms.secure_noise.SecureGenerator` is
-            accepted (:func:`privpca._validation.check_noise_rng`); a seeded generator is
+            accepted (:func:`privpca.mechanisms.randomness.check_noise_rng`); a seeded generator is
             refused with a ValueError.
 
         Returns

@@ -49,16 +49,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import binom
 
-from privpca._validation import (
-    check_data,
-    check_delta,
-    check_epsilon,
-    check_in_range,
-    check_noise_rng,
-)
+from privpca._validation import check_data, check_delta, check_epsilon, check_in_range
 from privpca.mechanisms.gaussian import analytic_gaussian_sigma
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.randomised_response import RandomisedResponse
+from privpca.mechanisms.randomness import check_noise_rng
 
 __all__ = [
     "BOUND_QUANTILE",

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 import dp_accounting
 
 from privpca.accounting.composition import gaussian_noise_multiplier_for_composition
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.mechanisms.gaussian import certified_epsilon
-from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
+from privpca.mechanisms.sensitivity import power_sensitivity
 
 STATISTIC_MECHANISM = "gaussian: XᵢᵀXᵢQ per round, each provider its own noise (Frobenius " \
     "sensitivity)"

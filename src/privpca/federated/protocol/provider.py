@@ -43,12 +43,11 @@ from privpca._validation import (
     check_delta,
     check_epsilon,
     check_in_range,
-    check_noise_rng,
     check_norm_bound,
-    noise_mode_of,
     row_norms,
     warn_clipped,
 )
+from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.federated.protocol.agreement import (
     MEAN_PARTS,
@@ -78,7 +77,8 @@ from privpca.federated.protocol.privacy import (
     provider_privacy_record,
 )
 from privpca.mechanisms.noise import gaussian_release
-from privpca.mechanisms.sensitivity import Neighbouring, power_sensitivity
+from privpca.mechanisms.randomness import check_noise_rng, noise_mode_of
+from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.pipeline.budget import BudgetPlan
 from privpca.pipeline.preprocessing import (
     BoundNotFoundError,
