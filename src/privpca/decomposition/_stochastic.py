@@ -149,8 +149,6 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import _fit_context
 
 from privpca._validation import (
-    check_delta,
-    check_epsilon,
     check_in_range,
     check_n_components,
     fit_input,
@@ -525,8 +523,7 @@ class StochasticPCA(BasePrivatePCA):
         lists every held-out part and the stream's event (before the data are read)."""
         n, p = data.n_samples, data.n_features
         k = check_n_components(self.n_components, p, owner=self)
-        epsilon = check_epsilon(getattr(self, "epsilon", None), owner=self)
-        delta = check_delta(getattr(self, "delta", None), owner=self)
+        epsilon, delta = float(self.epsilon), float(self.delta)  # declared: checked
         centering = check_centering(getattr(self, "centering", None), p, self)
         n_held, m, pairs = self._split(n, centering)
         run = self._held_out_pipeline(n_held, p, epsilon, delta, centering,
@@ -588,18 +585,12 @@ class StochasticPCA(BasePrivatePCA):
                                                 notes=notes))
 
     def _holdout_fraction(self) -> float:
-        return check_in_range(getattr(self, "holdout_fraction", DEFAULT_HOLDOUT_FRACTION),
-                              "holdout_fraction", low=0.0, high=1.0, owner=self)
+        return float(getattr(self, "holdout_fraction", DEFAULT_HOLDOUT_FRACTION))
 
     def _holdout_weights(self, active: tuple[str, ...]) -> dict[str, float]:
         """``budget_shares`` merged into :data:`HOLDOUT_SHARES`, normalised over ``active``."""
         shares = getattr(self, "budget_shares", None)
         name = type(self).__name__
-        if shares is not None and not isinstance(shares, Mapping):
-            raise ValueError(
-                f"The 'budget_shares' parameter of {name} must be a dict of part -> weight or "
-                f"None. Got {shares!r} instead."
-            )
         weights = dict(HOLDOUT_SHARES)
         for part, value in (shares or {}).items():
             if part not in HOLDOUT_SHARES:

@@ -31,7 +31,6 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.utils._param_validation import StrOptions
 
-from privpca._validation import check_options
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.neighbouring import NEIGHBOURING_RELATIONS, Neighbouring
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
@@ -266,7 +265,7 @@ class AnalyzeGaussPCA(PipelinePCA):
         k = check_n_components_spec(self.n_components, p, self)
         neighbouring = Neighbouring.from_option(self.neighbouring, owner=self)
         relation = neighbouring.relation
-        calibration = check_options(self.calibration, "calibration", CALIBRATIONS, owner=self)
+        calibration = self.calibration  # declared: checked
         rank = k if isinstance(k, int) else 0  # a variance share: no subspace test
         run = ReleasePipeline(self, self._settings(), n, p, self._statistic(relation, rank),
                               neighbouring=neighbouring)

@@ -28,10 +28,7 @@ from threadpoolctl import threadpool_limits
 
 from privpca._validation import (
     caller_stacklevel,
-    check_epsilon,
-    check_in_range,
     check_n_components,
-    check_options,
 )
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.neighbouring import Neighbouring
@@ -286,23 +283,8 @@ class BinghamPCA(PipelinePCA):
 
     # ------------------------------------------------------------------------------------
     def _check_params(self, n_features: int) -> int:
+        # Each value was checked against its declaration; what remains depends on p.
         k = check_n_components(self.n_components, n_features, owner=self)
-        check_epsilon(self.epsilon, owner=self)
-        check_options(self.sampler, "sampler", SAMPLERS, owner=self)
-        check_options(self.update, "update", UPDATES, owner=self)
-        check_in_range(self.burn_in, "burn_in", low=0, low_closed=True, integer=True, owner=self)
-        check_in_range(self.n_iter, "n_iter", low=0, low_closed=True, integer=True, owner=self)
-        check_in_range(
-            self.max_proposals, "max_proposals", low=1, low_closed=True, integer=True, owner=self
-        )
-        check_in_range(
-            self.diagnostic_chains,
-            "diagnostic_chains",
-            low=0,
-            low_closed=True,
-            integer=True,
-            owner=self,
-        )
         if self.sampler == "exact" and k != 1:
             raise ValueError(
                 f"sampler='exact' of BinghamPCA samples one direction only: it requires "

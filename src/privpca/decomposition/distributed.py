@@ -347,8 +347,7 @@ default="random"
             warn_if_standardised(self, table, np.einsum("ij,ij->i", table, table))
             n = table.shape[0]
         if groups is None:
-            n_prov = int(check_in_range(self.n_providers, "n_providers", low=1,
-                                        low_closed=True, integer=True, owner=self))
+            n_prov = int(self.n_providers)  # declared: checked
             if n_prov > n:
                 raise ValueError(
                     f"n_providers={n_prov} exceeds n_samples={n}: every provider needs at least "
@@ -371,8 +370,7 @@ default="random"
         with all of (ε, δ)) or the pipeline's (every part of every provider's budget plan)."""
         p, N = data.n_features, data.n_samples
         k = check_n_components(self.n_components, p, owner=self)
-        T = int(check_in_range(self.n_iter, "n_iter", low=1, low_closed=True, integer=True,
-                               owner=self))
+        T = int(self.n_iter)  # declared: checked
         if isinstance(self.scale, bool | np.bool_) and self.scale:
             raise ValueError(
                 f"{type(self).__name__} does not offer private scaling (scale=True) in the "

@@ -88,11 +88,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from privpca._validation import (
     caller_stacklevel,
-    check_delta,
-    check_epsilon,
-    check_in_range,
     check_n_components,
-    check_options,
     refuse_non_finite,
 )
 from privpca.accounting.calibration import laplace_scale
@@ -417,46 +413,36 @@ class DPPCA(StochasticPCA):
     # ------------------------------------------------------------------ planning
     def _step_plan(self, n: int, q: int, *, what: str = "n_samples") -> _Plan:
         """Calibrate both mechanisms and size the batches for ``n`` records, q coordinates."""
-        epsilon = check_epsilon(self.epsilon, owner=self)
-        delta = check_delta(self.delta, owner=self)
-        split = check_options(self.budget_split, "budget_split", ("parallel", "paper"),
-                              owner=self)
-        eps_call, delta_call = (epsilon, delta) if split == "parallel" else (epsilon / 2,
-                                                                             delta / 2)
+        # Each parameter was checked against its declaration (_parameter_constraints).
+        epsilon, delta = float(self.epsilon), float(self.delta)
+        eps_call, delta_call = ((epsilon, delta) if self.budget_split == "parallel"
+                                else (epsilon / 2, delta / 2))
         if isinstance(self.n_subsets, str) and self.n_subsets == "auto":
             eigen = PrivateTopEigenvalue.calibrate(
                 eps_call, delta_call, subsets_factor=self.subsets_factor
             )
         else:
-            m = int(check_in_range(self.n_subsets, "n_subsets", low=1, low_closed=True,
-                                   integer=True, owner=self))
-            eigen = PrivateTopEigenvalue.calibrate(eps_call, delta_call, n_subsets=m)
+            eigen = PrivateTopEigenvalue.calibrate(eps_call, delta_call,
+                                                   n_subsets=int(self.n_subsets))
         mean = PrivateMean.calibrate(
             eps_call,
             delta_call,
             q,
-            centre_fraction=check_in_range(self.centre_fraction, "centre_fraction", low=0,
-                                           high=1, owner=self),
-            bin_width=check_in_range(self.bin_width, "bin_width", low=0, owner=self),
-            radius=check_in_range(self.truncation_radius, "truncation_radius", low=0,
-                                  owner=self),
-            zeta=check_in_range(self.zeta, "zeta", low=0, high=1, owner=self),
+            centre_fraction=self.centre_fraction, bin_width=self.bin_width,
+            radius=self.truncation_radius, zeta=self.zeta,
         )
-        s_min = int(check_in_range(self.min_subset_size, "min_subset_size", low=1,
-                                   low_closed=True, integer=True, owner=self))
+        s_min = int(self.min_subset_size)
         minimum = 2 * eigen.min_gradients() * s_min
         auto = isinstance(self.n_subsets, str)
         # "auto": the fullest bin should hold τ + 3 noise scales (n_subsets' docstring).
         need = eigen.histogram.threshold + 3.0 * eigen.histogram.scale
         resolvable = 4 * math.ceil(need * math.sqrt(SUBSET_SPREAD * RESOLVING_SUBSET_SIZE))
         if isinstance(self.batch_size, str) and self.batch_size == "auto":
-            c = check_in_range(self.batch_constant, "batch_constant", low=0, owner=self)
-            B = max(int(c * n / math.log(max(n, 3)) ** 2), minimum)
+            B = max(int(self.batch_constant * n / math.log(max(n, 3)) ** 2), minimum)
             if auto and B < resolvable <= n:  # raised, then spread over all the records
                 B = n // (n // resolvable)
         else:
-            B = int(check_in_range(self.batch_size, "batch_size", low=2, low_closed=True,
-                                   integer=True, owner=self))
+            B = int(self.batch_size)
             if B < minimum:
                 raise ValueError(
                     f"batch_size={B} is too small for n_subsets={self.n_subsets} and "
@@ -479,11 +465,6 @@ class DPPCA(StochasticPCA):
     # ------------------------------------------------------------------ fitting
     def _setup(self, n: int, p: int, *, what: str = "n_samples") -> _Setup:
         """Validate and calibrate for a stream of ``n`` records (public: no data read)."""
-        if not isinstance(self.keep_history, bool | np.bool_):
-            raise ValueError(
-                f"The 'keep_history' parameter of DPPCA must be a bool. Got "
-                f"{self.keep_history!r} instead."
-            )
         k = check_n_components(self.n_components, p, owner=self)
         if isinstance(self.learning_rate, str) and self.learning_rate == "search":
             grid = DEFAULT_SEARCH_GRID if self.search_grid is None else tuple(self.search_grid)
@@ -491,9 +472,7 @@ class DPPCA(StochasticPCA):
                 raise ValueError("search_grid needs at least two (c1, c2) candidates.")
             candidates = tuple(resolve_learning_rate(c, DEFAULT_LEARNING_RATE, owner="DPPCA")
                                for c in grid)
-            frac = check_in_range(self.search_fraction, "search_fraction", low=0, high=1,
-                                  owner=self)
-            n_val = max(int(frac * n), 1)
+            n_val = max(int(self.search_fraction * n), 1)
             per = (n - n_val) // len(candidates)
             plan = self._step_plan(per, p * k, what=f"{what} per candidate")
             search = {"epsilon": plan.epsilon_call, "n_candidates": len(candidates),
@@ -678,7 +657,7 @@ class DPPCA(StochasticPCA):
             dp_event=dp_accounting.ComposedDpEvent(events),
             tail=tail,
         )
-        target = check_epsilon(self.epsilon, owner=self)
+        target = float(self.epsilon)
         if self.budget_split == "paper":
             notes += (
                 " budget_split='paper' gives each call (epsilon/2, delta/2) as Algorithm 3 "

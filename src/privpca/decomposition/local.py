@@ -12,6 +12,7 @@ distribution as the average of n separate reports, at the cost of one Gram matri
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,7 +33,6 @@ from privpca._validation import (
     caller_stacklevel,
     check_in_range,
     check_n_components,
-    check_options,
     clip_rows,
 )
 from privpca.accounting.calibration import analytic_multiplier, unary_encoding_flip_probability
@@ -41,9 +41,8 @@ from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA, Plan, Release
 from privpca.decomposition._constraints import LOCAL, positive_int
-from privpca.mechanisms.gaussian import CALIBRATIONS
 from privpca.mechanisms.noise import symmetric_gaussian_release
-from privpca.pipeline.settings import check_centering, check_data_norm, check_scale
+from privpca.pipeline.settings import check_centering, check_scale
 from privpca.pipeline.spectrum import (
     check_n_components_spec,
     feasible_spectrum,
@@ -52,7 +51,6 @@ from privpca.pipeline.spectrum import (
     noise_norm_bound,
 )
 from privpca.protocols.local_covariance import (
-    SENSITIVITY_RULES,
     LocalCovarianceAggregator,
     LocalCovarianceRandomiser,
 )
@@ -210,20 +208,15 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         self, n_features: int, data_norm: float | None = None,
         centre: NDArray[np.float64] | None = None,
     ) -> LocalCovarianceRandomiser:
-        if data_norm is None:
-            check_in_range(self.data_norm, "data_norm", low=0.0, owner=self)
-            data_norm = float(self.data_norm)
-        check_options(self.calibration, "calibration", CALIBRATIONS, owner=self)
-        check_options(self.sensitivity, "sensitivity", SENSITIVITY_RULES, owner=self)
-        check_in_range(self.epsilon, "epsilon", low=0.0, owner=self)
-        check_in_range(self.delta, "delta", low=0.0, high=1.0, owner=self)
+        # The randomiser checks what it is given (it is also the users' public API).
+        data_norm = float(self.data_norm) if data_norm is None else data_norm
         return LocalCovarianceRandomiser(n_features, self.epsilon, self.delta, data_norm,
                                          self.calibration, self.sensitivity, centre=centre)
 
     def _protocol_settings(self, n_features: int) -> tuple[Any, Any]:
         """The checked ``(centering, data_norm)``; ``(None, a number)`` is the papers' setting."""
         centering = check_centering(self.centering, n_features, self)
-        data_norm = check_data_norm(self.data_norm, self)
+        data_norm = self.data_norm  # declared: checked
         if check_scale(self.scale, n_features, self) is not False:
             raise ValueError(
                 f"The 'scale' parameter of {type(self).__name__} must be False: private "
@@ -774,22 +767,10 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
         self.ledger = ledger
 
     def _check_params(self, n_features: int) -> None:
-        check_n_components(self.n_components, n_features, owner=self)
-        if not (self.max_eig is None
-                or (isinstance(self.max_eig, str) and self.max_eig == "auto")):
-            check_in_range(self.max_eig, "max_eig", low=int(self.n_components),
-                           integer=True, owner=self)
-        if not (isinstance(self.lam, str) and self.lam == "auto"):
-            check_in_range(self.lam, "lam", low=0.0, low_closed=True, owner=self)
-        check_in_range(self.lam_scale, "lam_scale", low=0.0, owner=self)
-        if self.projection_dtype not in ("auto", "float64", "float32"):
-            raise ValueError(f"{type(self).__name__}: projection_dtype must be 'auto', "
-                             f"'float64' or 'float32', got {self.projection_dtype!r}.")
-        check_in_range(self.max_iter, "max_iter", low=1, low_closed=True, integer=True, owner=self)
-        check_in_range(self.tol, "tol", low=0.0, owner=self)
-        if not isinstance(self.progress, bool | np.bool_):
-            raise ValueError(f"{type(self).__name__}: progress must be a bool, got "
-                             f"{self.progress!r}.")
+        # Each value was checked against its declaration; what remains relates two of them.
+        k = check_n_components(self.n_components, n_features, owner=self)
+        if isinstance(self.max_eig, numbers.Integral):
+            check_in_range(self.max_eig, "max_eig", low=k, integer=True, owner=self)
 
     def default_lam(self, n_samples: int, n_features: int) -> float:
         """λ for ``lam="auto"``: ``lam_scale · (σ₁/√n)·√(2 ln(p²))`` (public inputs only).

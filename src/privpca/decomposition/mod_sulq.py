@@ -209,8 +209,6 @@ class ModSuLQPCA(PipelinePCA):
     def _plan(self, table: Table) -> FitPlan:
         n, d = table.n_samples, table.n_features
         k = check_n_components_spec(self.n_components, d, self)
-        check_epsilon(self.epsilon, owner=self)
-        check_delta(self.delta, owner=self)
         n_stat = [n]  # the statistic's rows: n, or the rows not held out (public)
         run = ReleasePipeline(
             self, self._settings(), n, d,

@@ -45,9 +45,7 @@ import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
 from privpca._validation import (
-    check_in_range,
     check_n_components,
-    check_options,
 )
 from privpca.accounting.composition import gaussian_noise_multiplier_for_composition
 from privpca.accounting.ledger import PrivacyLedger
@@ -252,15 +250,7 @@ class NoisyPowerPCA(PipelinePCA):
     def _plan(self, table: Table) -> FitPlan:
         n, p = table.n_samples, table.n_features
         k = check_n_components(self.n_components, p, owner=self)
-        T = int(
-            check_in_range(self.n_iter, "n_iter", low=1, low_closed=True, integer=True, owner=self)
-        )
-        solver = check_options(self.solver, "solver", SOLVERS, owner=self)
-        if not isinstance(self.keep_history, bool | np.bool_):
-            raise ValueError(
-                f"The 'keep_history' parameter of {type(self).__name__} must be a bool. "
-                f"Got {self.keep_history!r} instead."
-            )
+        T, solver = int(self.n_iter), self.solver  # declared: checked
         run = ReleasePipeline(
             self, self._settings(), n, p,
             Statistic("gaussian: XᵀX Q per power iteration (Frobenius sensitivity)",

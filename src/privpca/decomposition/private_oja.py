@@ -72,11 +72,8 @@ from sklearn.utils._param_validation import StrOptions
 
 from privpca._validation import (
     caller_stacklevel,
-    check_delta,
-    check_epsilon,
     check_n_components,
     check_norm_bound,
-    check_options,
 )
 from privpca.accounting.calibration import analytic_multiplier
 from privpca.accounting.ledger import PrivacyLedger
@@ -321,11 +318,8 @@ class PrivateOjaPCA(StochasticPCA):
 
     def _calibrate(self, n: int, *, shuffle: bool = True) -> _Calibration:
         """Validate (ε, δ, amplification, learning rate) and calibrate α for n steps."""
-        epsilon = check_epsilon(self.epsilon, owner=self)
-        delta = check_delta(self.delta, owner=self)
-        amplification = check_options(
-            self.amplification, "amplification", ("shuffle", "none"), owner=self
-        )
+        epsilon, delta = float(self.epsilon), float(self.delta)  # declared: checked
+        amplification = self.amplification
         if amplification == "shuffle" and not shuffle:
             # Never swap the guarantee silently: amplification needs a uniformly random,
             # unreleased order; records read in a given order get the per-step guarantee.

@@ -43,10 +43,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca._validation import (
-    check_delta,
-    check_epsilon,
-)
+from privpca._validation import check_delta
 from privpca.accounting.neighbouring import Neighbouring
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.quantile import PrivateQuantile
@@ -74,8 +71,6 @@ from privpca.pipeline.settings import (
     SCALE_QUANTILE,
     PipelineSettings,
     check_centering,
-    check_data_norm,
-    check_holdout,
     check_scale,
 )
 from privpca.pipeline.spectrum import (
@@ -147,18 +142,16 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
         self.statistic = statistic
         self.model = model
         self.neighbouring = neighbouring
-        self.epsilon = check_epsilon(settings.epsilon, owner=owner)
+        # The values were checked by the caller's declaration (an estimator's
+        # _parameter_constraints, a provider's agreement); what depends on p is checked here.
+        self.epsilon = float(settings.epsilon)
         pure = statistic.kind == "pure"
         raw_delta = settings.delta
         self.centering = check_centering(settings.centering, n_features, owner)
-        self.data_norm = check_data_norm(settings.data_norm, owner)
+        self.data_norm = (settings.data_norm if isinstance(settings.data_norm, str)
+                          else float(settings.data_norm))
         self.scale = check_scale(settings.scale, n_features, owner)
         shares = settings.budget_shares
-        if shares is not None and not isinstance(shares, Mapping):
-            raise ValueError(
-                f"The 'budget_shares' parameter of {type(owner).__name__} must be a dict of "
-                f"part -> share or None. Got {shares!r} instead."
-            )
         active = []
         if isinstance(self.centering, str):
             active += ["bound_raw", "mean", "bound_residual", "mean_refine"]
@@ -176,11 +169,13 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
         self.active = tuple(active)
         if pure and not self.active:
             self.delta = 0.0  # a pure statistic alone: pure epsilon-DP, delta unused
-        else:
+        elif pure:  # δ = 0 declared valid; the Gaussian preprocessing needs δ > 0
             self.delta = check_delta(raw_delta, owner=owner)
+        else:
+            self.delta = float(raw_delta)  # type: ignore[arg-type]  # declared in (0, 1)
         held_parts = tuple(part for part in self.active if part != "variance")
         self.holdout_fraction = self._resolve_holdout(
-            check_holdout(settings.holdout_fraction, owner), held_parts)
+            settings.holdout_fraction, held_parts)
         #: The held-out rows' plan (preprocessing only, the whole (ε, δ)), or None.
         self.held_plan: BudgetPlan | None = None
         statistic_parts = self.active

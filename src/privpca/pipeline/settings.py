@@ -8,14 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from privpca._validation import (
-    check_norm_bound,
-)
 from privpca.pipeline.bound_selection import LOW_QUANTILE
 
 __all__ = ["BOUND_QUANTILES", "DEFAULT_NORM_QUANTILE", "QUANTILE_PARTS", "SCALE_QUANTILE",
            "PipelineSettings",
-           "check_centering", "check_data_norm", "check_holdout", "check_scale"]
+           "check_centering", "check_scale"]
 
 #: Quantile of the row norms used as the clipping bound when ``data_norm="auto"``.
 DEFAULT_NORM_QUANTILE = 0.99
@@ -48,33 +45,6 @@ def check_centering(value: Any, n_features: int, owner: object) -> Any:
             f"of shape ({n_features},). Got an array of shape {arr.shape} instead."
         )
     return arr
-
-
-def check_data_norm(value: Any, owner: object) -> Any:
-    """``"auto"``, ``"select"``, ``"quantile"`` or a public bound ``D`` in ``[1e-60, 1e60]``
-    (``check_norm_bound``); which estimators take ``"select"`` and ``"quantile"`` is their
-    constraints' business (without a Gram statistic both are ``"auto"``: the quantile)."""
-    if isinstance(value, str) and value in ("auto", "select", "quantile"):
-        return value
-    if isinstance(value, str):
-        raise ValueError(
-            f"The 'data_norm' parameter of {type(owner).__name__} must be 'auto' or a float "
-            f"in the range [1e-60, 1e+60]. Got {value!r} instead."
-        )
-    return check_norm_bound(value, "data_norm", owner=owner)  # D² must stay a finite float
-
-
-def check_holdout(value: Any, owner: object) -> Any:
-    """``"auto"``, ``None`` (no hold-out) or a fraction in ``(0, 0.5]``."""
-    if value is None or (isinstance(value, str) and value == "auto"):
-        return value
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number) \
-            or not 0.0 < float(value) <= 0.5:
-        raise ValueError(
-            f"The 'holdout_fraction' parameter of {type(owner).__name__} must be 'auto', None "
-            f"or a float in (0, 0.5]. Got {value!r} instead."
-        )
-    return float(value)
 
 
 def check_scale(value: Any, n_features: int, owner: object) -> Any:

@@ -269,6 +269,9 @@ class ProviderState:
                 "public per-feature scales as an array, or scale=False."
             )
         self.centering, self.data_norm, self.scale = centering, data_norm, scale
+        if budget_shares is not None and not isinstance(budget_shares, Mapping):
+            raise ValueError(f"The 'budget_shares' parameter of {who} must be a dict of part -> "
+                             f"share or None. Got {budget_shares!r} instead.")
         self.budget_shares = budget_shares
         self.table_mode = is_table_mode(centering, data_norm, scale)
         limits = provider_release_limits(self.n_rounds, centering, data_norm, scale)
