@@ -191,9 +191,9 @@ ALLOWED_DRAWS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
         "random orthonormal start of the iterative estimators (noisy power method, Oja, "
         "Private Oja and DP-PCA's W0, SparsePCA): drawn independently of the data, and each "
         "privacy proof holds for every start, so it need not be secret")),
-    ("solvers/fantope.py", "_capped_projection"): (frozenset({"standard_normal"}),
+    ("solvers/fantope_partial.py", "_capped_projection"): (frozenset({"standard_normal"}),
                                                    _SOLVER_START),
-    ("solvers/fantope.py", "_partial_eig"): (frozenset({"standard_normal"}), _SOLVER_START),
+    ("solvers/fantope_partial.py", "_partial_eig"): (frozenset({"standard_normal"}), _SOLVER_START),
     # Public, data-independent assignments and orders: the guarantee holds for every draw.
     ("decomposition/dp_pca.py", "DPPCA._stream"): (frozenset({"permutation"}), (
         "DP-PCA's order of the records: each record enters one minibatch, so the steps "

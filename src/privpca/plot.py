@@ -20,23 +20,21 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import dp_accounting
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from numpy.typing import NDArray
 from sklearn.exceptions import NotFittedError
 
-from privpca._config import fit_noise_mode
-from privpca._validation import check_data, check_delta, check_epsilon, check_in_range, warn_clipped
-from privpca.accounting.calibration import laplace_scale
-from privpca.accounting.ledger import Booking, resolve_ledger
-from privpca.accounting.neighbouring import Neighbouring
-from privpca.accounting.record import PrivacyRecord, PrivacySpend
-from privpca.mechanisms.gaussian import analytic_gaussian_sigma
-from privpca.mechanisms.noise import gaussian_release, laplace_release
-from privpca.mechanisms.randomness import check_random_state, noise_mode_of
+from privpca._score_release import SCORES_ADD_REMOVE_SENSITIVITY as SCORES_ADD_REMOVE_SENSITIVITY
+from privpca._score_release import SCORES_L1_SENSITIVITY as SCORES_L1_SENSITIVITY
+from privpca._score_release import SCORES_L2_SENSITIVITY as SCORES_L2_SENSITIVITY
+from privpca._score_release import SCORES_NEIGHBOURING as SCORES_NEIGHBOURING
+from privpca._score_release import Box, Edges, release_scores
+from privpca._validation import check_delta, check_epsilon, check_in_range
+from privpca.accounting.record import PrivacyRecord
 
 __all__ = ["loadings", "scores", "scree"]
 
@@ -106,6 +104,42 @@ def _privacy_label(est: Any) -> str:
     return f"(ε = {eps_f:.3g}, δ = {delta_f:.3g})-DP"
 
 
+def _draw_eigenvalues(ax: Axes, values: NDArray[np.float64] | None, noise: float | None
+                      ) -> list[str]:
+    """The private eigenvalues with their noise band on ``ax``; returns what is missing."""
+    if values is None:
+        ax.text(0.5, 0.5, "explained variance\nnot released by this estimator",
+                transform=ax.transAxes, ha="center", va="center", color="0.4")
+        return ["explained variance not released"]
+    k = values.size
+    ax.plot(np.arange(1, k + 1), values, "o-", color="C0",
+            label="private eigenvalue (explained variance)")
+    ax.axhline(0.0, color="0.7", linewidth=0.8)
+    if noise is None:
+        return ["noise level not available"]
+    # One shaded patch: component i's band spans [i − ½, i + ½] at values[i] ± noise.
+    edges = np.arange(k + 1) + 0.5
+    ax.fill_between(
+        edges, np.append(values - noise, values[-1] - noise),
+        np.append(values + noise, values[-1] + noise), step="post", alpha=0.25,
+        color="C0", linewidth=0, zorder=1, label=f"± noise level ({noise:.3g}, 95 % bound)",
+    )
+    ax.axhline(noise, color="0.4", linestyle=":", linewidth=1,
+               label="noise level (unresolved below)")
+    return []
+
+
+def _draw_cumulative_ratio(ax: Axes, ratios: NDArray[np.float64]) -> Line2D:
+    """The cumulative explained variance ratio on a twin y axis of ``ax``, from 0 to 1."""
+    twin = ax.twinx()
+    cumulative = np.cumsum(np.nan_to_num(ratios, nan=0.0))
+    (line,) = twin.plot(np.arange(1, ratios.size + 1), cumulative, "s--", color="C1",
+                        label="cumulative explained variance ratio")
+    twin.set_ylim(0.0, max(1.05, float(np.max(cumulative)) * 1.05))
+    twin.set_ylabel("cumulative ratio (private)")
+    return line
+
+
 def scree(est: Any, ax: Axes | None = None, *, ratio: bool = False) -> Axes:
     """Scree plot: the private eigenvalues per component, with the noise band.
 
@@ -163,28 +197,8 @@ def scree(est: Any, ax: Axes | None = None, *, ratio: bool = False) -> Axes:
     if ax is None:
         ax = _new_axes((6.4, 4.8))
     x = np.arange(1, k + 1)
-    missing: list[str] = []
-    values = _vector(est, "explained_variance_", k)
-    noise = _scalar(est, "noise_level_")
-    if values is not None:
-        ax.plot(x, values, "o-", color="C0", label="private eigenvalue (explained variance)")
-        ax.axhline(0.0, color="0.7", linewidth=0.8)
-        if noise is not None:
-            # One shaded patch: component i's band spans [i − ½, i + ½] at values[i] ± noise.
-            edges = np.arange(k + 1) + 0.5
-            ax.fill_between(
-                edges, np.append(values - noise, values[-1] - noise),
-                np.append(values + noise, values[-1] + noise), step="post", alpha=0.25,
-                color="C0", linewidth=0, zorder=1, label=f"± noise level ({noise:.3g}, 95 % bound)",
-            )
-            ax.axhline(noise, color="0.4", linestyle=":", linewidth=1,
-                       label="noise level (unresolved below)")
-        else:
-            missing.append("noise level not available")
-    else:
-        missing.append("explained variance not released")
-        ax.text(0.5, 0.5, "explained variance\nnot released by this estimator",
-                transform=ax.transAxes, ha="center", va="center", color="0.4")
+    missing = _draw_eigenvalues(ax, _vector(est, "explained_variance_", k),
+                                _scalar(est, "noise_level_"))
     ax.set_xlim(0.5, k + 0.5)
     ax.set_xticks(x)
     ax.set_xlabel("component")
@@ -194,12 +208,7 @@ def scree(est: Any, ax: Axes | None = None, *, ratio: bool = False) -> Axes:
     if ratio:
         ratios = _vector(est, "explained_variance_ratio_", k)
         if ratios is not None:
-            twin = ax.twinx()
-            cumulative = np.cumsum(np.nan_to_num(ratios, nan=0.0))
-            (line,) = twin.plot(x, cumulative, "s--", color="C1",
-                                label="cumulative explained variance ratio")
-            twin.set_ylim(0.0, max(1.05, float(np.max(cumulative)) * 1.05))
-            twin.set_ylabel("cumulative ratio (private)")
+            line = _draw_cumulative_ratio(ax, ratios)
             handles.append(line)
             labels.append(line.get_label())
         else:
@@ -340,37 +349,22 @@ def loadings(
     return ax
 
 
-#: L1 and L2 sensitivities of a histogram on a fixed grid under replace-one neighbours: one
-#: record leaves one bin for another, so two counts change by 1.
-SCORES_L1_SENSITIVITY = 2.0
-SCORES_L2_SENSITIVITY = math.sqrt(2.0)
-#: The same under add/remove-one neighbours: one count changes by 1 (L1 and L2).
-SCORES_ADD_REMOVE_SENSITIVITY = 1.0
-#: The neighbouring relation of :func:`scores` after a fit whose n is public.
-SCORES_NEIGHBOURING = "replace one record (any two records; n public)"
+def _score_params(
+    est: Any, epsilon: float, delta: float, bins: int, bound: Any
+) -> tuple[NDArray[np.float64], float, float, int, Box]:
+    """:func:`scores`' checks, all before the charge: ``(components, ε, δ, bins, box)``."""
+    comps = _components(est)
+    if comps.shape[0] < 2:
+        raise ValueError(f"scores needs at least two components; {type(est).__name__} has "
+                         f"{comps.shape[0]}.")
+    epsilon = check_epsilon(epsilon, owner="scores")
+    delta = 0.0 if delta == 0 else check_delta(delta, owner="scores")
+    m = int(check_in_range(bins, "bins", low=2, low_closed=True, high=4096, high_closed=True,
+                           integer=True, owner="scores"))
+    return comps, epsilon, delta, m, _score_box(est, bound)
 
 
-def _n_private_relation(est: Any) -> str | None:
-    """The fit's neighbouring relation (its record's text) when it keeps n private, else None.
-
-    A fit under add/remove-one neighbours (``privacy_.n_samples`` is None, or its relation is
-    :attr:`~privpca.accounting.neighbouring.Neighbouring.ADD_REMOVE_ONE`) does not release the
-    number of rows; its score plot must not either, and states the same relation, so that
-    the two guarantees compose.
-    """
-    record = getattr(est, "privacy_", None)
-    if record is None:
-        return None
-    text = getattr(record, "neighbouring", None)
-    relation = next((m for m in Neighbouring if m.description == text), None)
-    n_private = (relation is not None and not relation.n_public) or (
-        getattr(record, "n_samples", 0) is None and getattr(record, "model", "") != "non-private")
-    if not n_private:
-        return None
-    return str(text) if text else Neighbouring.ADD_REMOVE_ONE.description
-
-
-def _score_box(est: Any, bound: Any) -> tuple[tuple[float, float], tuple[float, float]]:
+def _score_box(est: Any, bound: Any) -> Box:
     """The public box ``((x0, x1), (y0, y1))`` the projections are clipped to."""
     if bound is None:
         radius = _scalar(est, "data_norm_")
@@ -393,83 +387,9 @@ def _score_box(est: Any, bound: Any) -> tuple[tuple[float, float], tuple[float, 
     return (float(box[0, 0]), float(box[0, 1])), (float(box[1, 0]), float(box[1, 1]))
 
 
-def _scores_record(
-    est: Any, epsilon: float, delta: float, bins: int, box: tuple[tuple[float, float], ...],
-    n_samples: int | None, n_private: str | None = None,
-) -> PrivacyRecord:
-    """The record of a score histogram: Laplace (δ = 0) or analytic Gaussian noise per count.
-
-    ``n_private``: the fit's relation when it keeps n private (:func:`_n_private_relation`):
-    the record then states it, one count moves by 1 and ``n_samples`` is not recorded.
-    """
-    what = f"2-D histogram of the projections on PC1, PC2 ({bins}×{bins} bins)"
-    if n_private is not None:
-        # Add or remove one record: one count moves by 1 (L1 and L2 sensitivity 1).
-        sensitivity = SCORES_ADD_REMOVE_SENSITIVITY
-        if delta == 0.0:
-            scale = laplace_scale(epsilon, sensitivity)
-            event: Any = dp_accounting.LaplaceDpEvent(scale / sensitivity)
-            mechanism, calibration = f"laplace: {what}, L1 sensitivity 1", "laplace"
-        else:
-            scale = analytic_gaussian_sigma(epsilon, delta, sensitivity)
-            event = dp_accounting.GaussianDpEvent(scale / sensitivity)
-            mechanism, calibration = f"gaussian: {what}, L2 sensitivity 1", "analytic"
-    elif delta == 0.0:
-        # Two counts move by 1: two Laplace mechanisms of L1 sensitivity 1 each.
-        scale = laplace_scale(epsilon, SCORES_L1_SENSITIVITY)
-        event = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(scale), 2)
-        sensitivity, mechanism, calibration = (
-            SCORES_L1_SENSITIVITY, f"laplace: {what}, L1 sensitivity 2", "laplace")
-    else:
-        sensitivity = SCORES_L2_SENSITIVITY
-        scale = analytic_gaussian_sigma(epsilon, delta, sensitivity)
-        event = dp_accounting.GaussianDpEvent(scale / sensitivity)
-        mechanism, calibration = f"gaussian: {what}, L2 sensitivity √2", "analytic"
-    spend = PrivacySpend(mechanism=mechanism, epsilon=epsilon, delta=delta,
-                         sensitivity=sensitivity, noise_scale=scale, dp_event=event)
-    (x0, x1), (y0, y1) = box
-    notes = (f"Score plot of {type(est).__name__}: a release of its own, composed with the "
-             f"fit's. Projections clipped to the public box [{x0:.4g}, {x1:.4g}] × "
-             f"[{y0:.4g}, {y1:.4g}] before counting; negative noisy counts are drawn as 0 "
-             "(post-processing).")
-    if n_private is not None:
-        notes += (" The fit keeps the number of records private (add or remove one record): "
-                  "so does the plot, under the same relation. n is not recorded; the noisy "
-                  "counts' sum is its only trace, as private as the counts.")
-    return PrivacyRecord(
-        epsilon=epsilon, delta=delta, model="central",
-        neighbouring=SCORES_NEIGHBOURING if n_private is None else n_private,
-        sensitivity=sensitivity, noise_scale=scale, calibration=calibration,
-        data_norm=float(max(abs(x0), abs(x1), abs(y0), abs(y1))),
-        n_samples=None if n_private is not None else n_samples,
-        spends=(spend,), target_epsilon=epsilon, notes=notes,
-    )
-
-
-def _projections(est: Any, X: NDArray[np.float64], comps: NDArray[np.float64]
-                 ) -> NDArray[np.float64]:
-    """Rows centred and scaled as the fit prepared them, projected on PC1 and PC2."""
-    mean = getattr(est, "mean_", None)
-    scale = getattr(est, "scale_", None)
-    if mean is not None and np.any(np.asarray(mean) != 0.0):
-        X = X - np.asarray(mean, dtype=np.float64)
-    if scale is not None:
-        X = X / np.asarray(scale, dtype=np.float64)
-    return np.asarray(X @ comps[:2].T)
-
-
-def scores(
-    est: Any,
-    X: Any,
-    *,
-    epsilon: float,
-    delta: float = 0.0,
-    bins: int = 20,
-    bound: float | Sequence[Sequence[float]] | None = None,
-    random_state: Any = None,
-    ledger: Any = None,
-    ax: Axes | None = None,
-) -> Axes:
+def scores(est: Any, X: Any, *, epsilon: float, delta: float = 0.0, bins: int = 20,
+           bound: float | Sequence[Sequence[float]] | None = None, random_state: Any = None,
+           ledger: Any = None, ax: Axes | None = None) -> Axes:
     """Private score plot: a noisy 2-D histogram of the rows projected on PC1 and PC2.
 
     Unlike :func:`scree` and :func:`loadings`, this reads the rows ``X`` again, so it is a
@@ -478,9 +398,8 @@ def scores(
     1. each row is centred and scaled as the fit did (``mean_``, ``scale_``) and projected on
        the first two private components;
     2. each projection is clipped to a public box (``bound``; by default ``[-D, D]²`` with
-       ``D = est.data_norm_``, the released bound on the prepared rows' norms, which bounds
-       every projection of an unclipped row), so every row falls in one of ``bins × bins``
-       fixed cells;
+       ``D = est.data_norm_``, the released bound on the prepared rows' norms, which holds
+       every projection of an unclipped row): each row falls in one of ``bins × bins`` fixed cells;
     3. the counts are released with noise through :mod:`privpca.mechanisms.noise`. Replacing
        one row moves one count out of one cell into another (L1 sensitivity 2, L2 √2):
        Laplace noise of scale ``2/ε`` per count when ``delta == 0`` (pure ε-DP), else
@@ -494,11 +413,9 @@ def scores(
     other fit, n is public and the relation is replace-one.
 
     The noisy counts are drawn with negatives shown as 0 (post-processing). The title states
-    the guarantee and the clipping box. Whether some projection was actually clipped depends
-    on the data: it is said only by a :class:`~privpca.exceptions.RowClippingWarning` (a
-    :class:`~privpca.exceptions.DataDependentWarning`, for the data holder) when ``bound``
-    was given, never in the figure. (The default box holds every projection of a row within
-    ``D``, so only rows the fit itself clipped to ``D`` are clipped again; as in the fit with
+    the guarantee and the clipping box, never whether a projection was clipped: that depends on
+    the data and only the data holder is told, by the warning below when ``bound`` was given.
+    (The default box clips again only rows the fit itself clipped to ``D``; as in the fit with
     a privately chosen bound, that is not warned about.)
 
     Parameters
@@ -545,8 +462,8 @@ def scores(
     Warns
     -----
     RowClippingWarning
-        When some projection lay outside a ``bound`` given explicitly (data-dependent: for the
-        data holder only).
+        When some projection lay outside a ``bound`` given explicitly (a
+        :class:`~privpca.exceptions.DataDependentWarning`: for the data holder only).
 
     Examples
     --------
@@ -565,82 +482,19 @@ def scores(
     >>> len(ledger)  # the fit and the plot
     2
     """
-    comps = _components(est)
-    if comps.shape[0] < 2:
-        raise ValueError(f"scores needs at least two components; {type(est).__name__} has "
-                         f"{comps.shape[0]}.")
-    epsilon = check_epsilon(epsilon, owner="scores")
-    delta = 0.0 if delta == 0 else check_delta(delta, owner="scores")
-    m = int(check_in_range(bins, "bins", low=2, low_closed=True, high=4096, high_closed=True,
-                           integer=True, owner="scores"))
-    box = _score_box(est, bound)
-    rng = check_random_state(random_state)  # secure mode refuses a seed before the charge
-    n_private = _n_private_relation(est)
-    with fit_noise_mode(noise_mode_of(random_state)):  # the records state how it was drawn
-        return _score_plot(est, X, comps, epsilon, delta, m, box, bound, rng, n_private,
-                           ledger, ax)
+    checked = _score_params(est, epsilon, delta, bins, bound)  # (components, ε, δ, bins, box)
+    record, noisy, edges = release_scores(est, X, *checked, warn=bound is not None,
+                                          random_state=random_state, ledger=ledger)
+    return _draw_scores(ax, est, record, noisy, edges)
 
 
-def _score_plot(est: Any, X: Any, comps: NDArray[np.float64], epsilon: float,
-                delta: float, m: int, box: tuple[tuple[float, float], ...],
-                bound: Any, rng: np.random.Generator, n_private: str | None,
-                ledger: Any, ax: Any) -> Any:
-    """:func:`scores` after its checks: charge, read X, release the counts, draw."""
-    planned = _scores_record(est, epsilon, delta, m, box, None, n_private)
-    target = resolve_ledger(est, ledger)
-    target.spend(planned, label=f"{type(est).__name__} score plot")
-    booking = Booking(target, planned)
-    try:  # the first look at X, after the charge; a refused input releases nothing
-        Xv = check_data(X)
-        if Xv.shape[1] != comps.shape[1]:
-            raise ValueError(f"X has {Xv.shape[1]} features; {type(est).__name__} was fitted "
-                             f"on {comps.shape[1]}.")
-    except ValueError:
-        booking.withdraw()
-        raise
-    counts, edges = _clipped_histogram(_projections(est, Xv, comps), box, m,
-                                       warn=bound is not None)
-    noisy = _noisy_counts(counts, planned, rng)
-    record = booking.settle(_scores_record(est, epsilon, delta, m, box, int(Xv.shape[0]),
-                                           n_private))
+def _draw_scores(ax: Axes | None, est: Any, record: PrivacyRecord, noisy: NDArray[np.float64],
+                 edges: Edges) -> Axes:
+    """Draw released counts (post-processing) and attach ``privacy_record``, ``noisy_counts``
+    and ``bin_edges`` to the axes."""
     if ax is None:
         ax = _new_axes((6.0, 5.0))
-    _draw_scores(ax, est, noisy, edges, record, box)
-    ax.privacy_record = record
-    ax.noisy_counts = noisy
-    ax.bin_edges = edges
-    return ax
-
-
-def _clipped_histogram(
-    Z: NDArray[np.float64], box: tuple[tuple[float, float], ...], bins: int, *, warn: bool
-) -> tuple[NDArray[np.float64], tuple[NDArray[np.float64], NDArray[np.float64]]]:
-    """Exact counts of the projections clipped to ``box`` on a fixed ``bins × bins`` grid.
-
-    ``warn``: say (data-dependent) when a projection left a box the user stated; the default
-    box ``[-D, D]²`` holds every projection of a row the fit itself did not clip.
-    """
-    (x0, x1), (y0, y1) = box
-    zx, zy = np.clip(Z[:, 0], x0, x1), np.clip(Z[:, 1], y0, y1)
-    if warn and (np.any(zx != Z[:, 0]) or np.any(zy != Z[:, 1])):
-        warn_clipped("scores", max(abs(x0), abs(x1), abs(y0), abs(y1)), what="projections",
-                     bound="bound")
-    xedges, yedges = np.linspace(x0, x1, bins + 1), np.linspace(y0, y1, bins + 1)
-    counts, _, _ = np.histogram2d(zx, zy, bins=(xedges, yedges))
-    return counts, (xedges, yedges)
-
-
-def _noisy_counts(counts: NDArray[np.float64], record: PrivacyRecord,
-                  rng: np.random.Generator) -> NDArray[np.float64]:
-    release = laplace_release if record.delta == 0.0 else gaussian_release
-    return np.asarray(release(counts, record.noise_scale, rng, sensitivity=record.sensitivity,
-                              integer_valued=True), dtype=np.float64)
-
-
-def _draw_scores(ax: Axes, est: Any, noisy: NDArray[np.float64],
-                 edges: tuple[NDArray[np.float64], NDArray[np.float64]],
-                 record: PrivacyRecord, box: tuple[tuple[float, float], ...]) -> None:
-    (x0, x1), (y0, y1) = box
+    (x0, x1), (y0, y1) = (edges[0][0], edges[0][-1]), (edges[1][0], edges[1][-1])  # the box
     shown = np.maximum(noisy, 0.0)  # post-processing: a count is never negative
     mesh = ax.pcolormesh(edges[0], edges[1], shown.T, cmap="viridis", shading="flat")
     ax.figure.colorbar(mesh, ax=ax, label="noisy count (negatives shown as 0)")
@@ -655,3 +509,6 @@ def _draw_scores(ax: Axes, est: Any, noisy: NDArray[np.float64],
         f"(ε = {record.epsilon:.3g}, δ = {record.delta:.3g})-DP of its own\n"
         f"projections clipped to [{x0:.3g}, {x1:.3g}] × [{y0:.3g}, {y1:.3g}]\n{noise}",
         fontsize="medium")
+    released: Any = ax
+    released.privacy_record, released.noisy_counts, released.bin_edges = record, noisy, edges
+    return ax
