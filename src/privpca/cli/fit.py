@@ -305,25 +305,9 @@ def fit(
     stdout, stderr and the JSON can be published as they are; nor are the columns, lines and
     cells behind a refusal of the table.
     """
-    if output is not None:
-        _check_writable(output)  # before anything is read or fitted (nothing spent)
-    if plot_dir is not None:
-        _check_writable(plot_dir / "scree.png")
-    if report_path is not None:
-        _check_writable(report_path)
-    if scores_epsilon is None:
-        for option in ("scores_delta", "scores_bins", "scores_bound"):
-            if ctx.get_parameter_source(option) is not click.core.ParameterSource.DEFAULT:
-                raise click.UsageError(f"--{option.replace('_', '-')} needs --scores-epsilon "
-                                       "(the score plot's own budget).")
-    elif stream or scheduler is not None or data.suffix == ".parquet" or data.is_dir():
-        raise click.UsageError("--scores-epsilon needs the table in memory: not with --stream, "
-                               "--scheduler, Parquet or a folder.")
-    if header is not None and (data.suffix not in {".csv", ".txt"} or data.is_dir() or stream
-                               or scheduler is not None):
-        flag = "--header" if header else "--no-header"
-        raise click.UsageError(f"{flag} is for a CSV read into memory: a .npy file has no "
-                               "header (x0, x1, …), Parquet's names are in its schema.")
+    _refuse_io_options(ctx, data, output=output, plot_dir=plot_dir, report_path=report_path,
+                       scores_epsilon=scores_epsilon, stream=stream, scheduler=scheduler,
+                       header=header)
     # Refused before the table is read: a combination no mechanism honours, and a value the
     # estimator's declared constraints refuse (for auto, those of its choice at unknown width).
     _refuse_combination(method, model, delta, centering, data_norm, scale)
@@ -336,24 +320,7 @@ def fit(
     if method == "auto":  # the one choice, from the table's width (public)
         name, reason = select_mechanism(len(names), delta=delta, model=model)
         est = _estimator(ctx, name, auto=True)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            # validated when built (before the table was read): not again in fit
-            with _refusal_says_what_was_spent(show_data_warnings), \
-                    config_context(skip_parameter_validation=True):
-                est.fit(X)
-        finally:
-            if client is not None:
-                client.close()
-    for w in caught:
-        # A data-dependent warning is one bit about the data outside the guarantee: printed
-        # only on request, for the data holder (never in the JSON). NumPy's RuntimeWarnings
-        # (overflow, invalid value) fire on the values too: treated the same way.
-        if issubclass(w.category, DataDependentWarning | RuntimeWarning) \
-                and not show_data_warnings:
-            continue
-        click.echo(f"warning: {w.category.__name__}: {w.message}", err=True)
+    _fit_quietly(est, X, client, show_data_warnings)
     payload = _fit_payload(method, est, len(names), names)
     payload["missing"] = "refuse" if missing is None else missing  # the policy, never a count
     if method == "auto":
@@ -373,6 +340,66 @@ def fit(
     if score_ax is not None:
         click.echo(f"  score plot, a release of its own: {score_ax.privacy_record}", err=True)
     written = [str(output)] if output is not None else []
+    written += _write_figures(ctx, est, names, plot_dir, report_path, score_ax)
+    if written:
+        click.echo(f"Wrote {', '.join(written)}", err=True)
+
+
+def _refuse_io_options(ctx: click.Context, data: Path, *, output: Path | None,
+                       plot_dir: Path | None, report_path: Path | None,
+                       scores_epsilon: float | None, stream: bool, scheduler: str | None,
+                       header: bool | None) -> None:
+    """Refuse an unwritable output or an option that does not fit the input, before anything
+    is read or fitted (nothing spent)."""
+    if output is not None:
+        _check_writable(output)
+    if plot_dir is not None:
+        _check_writable(plot_dir / "scree.png")
+    if report_path is not None:
+        _check_writable(report_path)
+    if scores_epsilon is None:
+        for option in ("scores_delta", "scores_bins", "scores_bound"):
+            if ctx.get_parameter_source(option) is not click.core.ParameterSource.DEFAULT:
+                raise click.UsageError(f"--{option.replace('_', '-')} needs --scores-epsilon "
+                                       "(the score plot's own budget).")
+    elif stream or scheduler is not None or data.suffix == ".parquet" or data.is_dir():
+        raise click.UsageError("--scores-epsilon needs the table in memory: not with --stream, "
+                               "--scheduler, Parquet or a folder.")
+    if header is not None and (data.suffix not in {".csv", ".txt"} or data.is_dir() or stream
+                               or scheduler is not None):
+        flag = "--header" if header else "--no-header"
+        raise click.UsageError(f"{flag} is for a CSV read into memory: a .npy file has no "
+                               "header (x0, x1, …), Parquet's names are in its schema.")
+
+
+def _fit_quietly(est: Any, X: Any, client: Any, show_data_warnings: bool) -> None:
+    """Fit ``est`` (validated when built, before the table was read: not again), close the
+    scheduler, and print the warnings that are public."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            # validated when built (before the table was read): not again in fit
+            with _refusal_says_what_was_spent(show_data_warnings), \
+                    config_context(skip_parameter_validation=True):
+                est.fit(X)
+        finally:
+            if client is not None:
+                client.close()
+    for w in caught:
+        # A data-dependent warning is one bit about the data outside the guarantee: printed
+        # only on request, for the data holder (never in the JSON). NumPy's RuntimeWarnings
+        # (overflow, invalid value) fire on the values too: treated the same way.
+        if issubclass(w.category, DataDependentWarning | RuntimeWarning) \
+                and not show_data_warnings:
+            continue
+        click.echo(f"warning: {w.category.__name__}: {w.message}", err=True)
+
+
+def _write_figures(ctx: click.Context, est: Any, names: list[str], plot_dir: Path | None,
+                   report_path: Path | None, score_ax: Any) -> list[str]:
+    """The scree and loadings figures (and the score plot) under ``plot_dir``, the release
+    report at ``report_path``; the paths written."""
+    written: list[str] = []
     if plot_dir is not None:
         # matplotlib only when plots are asked for (privpca --help stays fast)
         from matplotlib.figure import Figure
@@ -394,8 +421,7 @@ def fit(
         write_release_report(est, report_path, command=_command_line(ctx),
                              feature_names=names, scores=score_ax)
         written.append(str(report_path))
-    if written:
-        click.echo(f"Wrote {', '.join(written)}", err=True)
+    return written
 
 
 @contextlib.contextmanager

@@ -103,28 +103,12 @@ def _non_private(X: np.ndarray, k: int) -> np.ndarray:
     return top_eigenvectors(gram_matrix(X), k)[1]
 
 
-def run_demo(
-    config: DemoConfig | None = None,
-    output_dir: str | Path | None = "privpca-demo",
-    *,
-    progress: bool = True,
-) -> DemoResult:
-    """Fit every estimator over the sample-size grid; write CSV, JSON, table and plot.
-
-    Parameters
-    ----------
-    config : DemoConfig, optional
-    output_dir : path or None, default="privpca-demo"
-        Where ``demo_runs.csv``, ``demo_summary.md``, ``demo_privacy.json`` and
-        ``demo_errors.png`` go; ``None`` writes nothing.
-    progress : bool, default=True
-        Show a progress bar.
-    """
-    cfg = config or DemoConfig()
-    k, p = cfg.n_components, cfg.n_features
-    ledger = PrivacyLedger()  # the demo's own, so its spends stay out of the default ledger
+def _demo_methods(cfg: DemoConfig, ledger: PrivacyLedger) -> dict[str, Callable[[Any], Any]]:
+    """Name → estimator factory (of the run's seed), every one spending on ``ledger`` (the
+    demo's own, so that its spends stay out of the default ledger)."""
+    k = cfg.n_components
     eps, delta = cfg.epsilon, cfg.delta
-    methods: dict[str, Callable[[Any], Any]] = {
+    return {
         "LocalGaussianPCA (local)": lambda seed: LocalGaussianPCA(
             k, epsilon=eps, delta=delta, random_state=seed, ledger=ledger, **PAPER_NORM
         ),
@@ -147,17 +131,33 @@ def run_demo(
             k, n_nonzero=cfg.n_nonzero, random_state=seed, ledger=ledger
         ),
     }
+
+
+def run_demo(
+    config: DemoConfig | None = None,
+    output_dir: str | Path | None = "privpca-demo",
+    *,
+    progress: bool = True,
+) -> DemoResult:
+    """Fit every estimator over the sample-size grid; write CSV, JSON, table and plot.
+
+    Parameters
+    ----------
+    config : DemoConfig, optional
+    output_dir : path or None, default="privpca-demo"
+        Where ``demo_runs.csv``, ``demo_summary.md``, ``demo_privacy.json`` and
+        ``demo_errors.png`` go; ``None`` writes nothing.
+    progress : bool, default=True
+        Show a progress bar.
+    """
+    cfg = config or DemoConfig()
+    k, p = cfg.n_components, cfg.n_features
+    methods = _demo_methods(cfg, PrivacyLedger())  # the demo's own ledger
     result = DemoResult(cfg)
-    # Independent streams (issue 12): the population from the data stream of the base seed,
+    # Independent streams: the population from the data stream of the base seed,
     # each (n, repetition) run's subsample and estimators from that run's own spawned streams.
-    X_all, V = make_low_rank_gaussian(
-        max(cfg.n_grid),
-        p,
-        k,
-        n_nonzero=cfg.n_nonzero,
-        signal=cfg.signal,
-        random_state=RunStreams(cfg.seed).data(),
-    )
+    X_all, V = make_low_rank_gaussian(max(cfg.n_grid), p, k, n_nonzero=cfg.n_nonzero,
+                                      signal=cfg.signal, random_state=RunStreams(cfg.seed).data())
     total = len(cfg.n_grid) * cfg.repetitions * (len(methods) + 1)
     records: dict[str, Any] = {}
     with tqdm(total=total, desc="privpca demo", disable=not progress, unit="fit") as bar:
@@ -168,17 +168,9 @@ def run_demo(
                 X = X_all[rng.choice(X_all.shape[0], size=n, replace=False)]
                 start = time.perf_counter()
                 error = subspace_distance(_non_private(X, k), V)
-                result.rows.append(
-                    dict(
-                        method="PCA (non-private)",
-                        n=n,
-                        repetition=rep,
-                        error=error,
-                        seconds=time.perf_counter() - start,
-                        epsilon=float("inf"),
-                        converged=True,
-                    )
-                )
+                result.rows.append(dict(method="PCA (non-private)", n=n, repetition=rep,
+                                        error=error, seconds=time.perf_counter() - start,
+                                        epsilon=float("inf"), converged=True))
                 bar.update()
                 for j, (name, make) in enumerate(methods.items()):
                     est = make(streams.estimator(j))
@@ -189,17 +181,11 @@ def run_demo(
                         warnings.simplefilter("ignore", ConvergenceWarning)
                         est.fit(X)
                     seconds = time.perf_counter() - start
-                    result.rows.append(
-                        dict(
-                            method=name,
-                            n=n,
-                            repetition=rep,
-                            error=subspace_distance(est.components_.T, V),
-                            seconds=seconds,
-                            epsilon=est.privacy_.epsilon,
-                            converged=bool(getattr(est, "converged_", True)),
-                        )
-                    )
+                    result.rows.append(dict(
+                        method=name, n=n, repetition=rep,
+                        error=subspace_distance(est.components_.T, V), seconds=seconds,
+                        epsilon=est.privacy_.epsilon,
+                        converged=bool(getattr(est, "converged_", True))))
                     records[name] = est.privacy_.to_dict()
                     bar.update()
     if output_dir is not None:
