@@ -7,13 +7,13 @@ Three parts, one family:
 * the **floating-point probe** (:mod:`privpca.audit.probe`) of each estimator in both
   modes — default (PCG64; it reads the threshold audit's fits) and secure (fresh fits in
   ``config_context(secure_mode=True)``) — and, for ``all`` or ``mechanisms``, of the noise
-  mechanisms themselves (:data:`MECHANISMS`) in both modes, plus a *control* (issue 26's leaky
-  ``value + σ·2^-30·K``) that the probe must detect and that is not part of the family;
+  mechanisms themselves (:data:`MECHANISMS`) in both modes, plus a *control* (a leaky float
+  sampler, ``value + σ·2^-30·K``) that the probe must detect and that is not part of the family;
 * with ``--lattice``, the **lattice probe** (:func:`~privpca.audit.lattice_probe`) of each
   estimator in both modes (cells of the family: does a release proportional to a short
   integer vector tell the neighbours apart?) and the **generator lattice probe**
   (:func:`~privpca.audit.generator_lattice_probe`) of the generator an unseeded fit draws
-  from in each mode, with a control (issue 35's ``standard_normal``, ``2^-30·K``) that it
+  from in each mode, with a control (a lattice ``standard_normal``, ``2^-30·K``) that it
   must flag; the generator rows are checks, not cells of the family (no ε claim);
 * the **family-wise** reading: every cell's bound at the per-cell level ``confidence`` and at
   the Bonferroni level ``1 − (1 − confidence)/m`` over the ``m`` cells planned, and Holm's
@@ -60,20 +60,20 @@ def audited() -> dict[str, type]:
 #: sensitivity; the exact values are given to the probe, as an adversary knows them).
 MECHANISMS: tuple[str, ...] = ("GaussianMechanism", "Laplace")
 MODES: tuple[str, ...] = ("default", "secure")
-#: The control: issue 26's sampler, ``f + σ·2^-30·K`` computed in float64 (must be detected).
+#: The control: a leaky float sampler, ``f + σ·2^-30·K`` computed in float64 (must be detected).
 CONTROL = "f + σ·2^-30·K"
 #: The noise mechanisms' probes run ``max(MECHANISM_RUNS, MECHANISM_RUNS_FACTOR·probe_runs)``
 #: times per dataset (a run costs microseconds).
 MECHANISM_RUNS = 2000
 MECHANISM_RUNS_FACTOR = 20
-#: The lattice control: issue 35's ``standard_normal`` (must be flagged by the generator probe).
+#: The lattice control: a ``standard_normal`` on a lattice (must be flagged by the generator probe).
 LATTICE_CONTROL = "standard_normal = 2^-30·K"
 #: Row kinds that are cells of the family (the others are controls and generator checks).
 FAMILY_KINDS: tuple[str, ...] = ("audit", "probe", "lattice")
 
 
 class Issue35Generator(np.random.Generator):
-    """PCG64 whose ``standard_normal`` is issue 35's: ``2^-30·K``, ``K`` an integer (the
+    """PCG64 whose ``standard_normal`` is on a lattice: ``2^-30·K``, ``K`` an integer (the
     generator probe's control; never used for a release)."""
 
     def standard_normal(self, size: Any = None, dtype: Any = np.float64,
@@ -337,9 +337,6 @@ GENERATOR_HEADER = ("| generator | mode | methods flagged (share of vectors on a
                     "| --- | --- | --- | ---: | --- | ---: |")
 
 
-#: Kept for callers of the previous table (the threshold audit's header at 95 %, one cell).
-HEADER = audit_header(Levels(0.95, 1))
-
 
 def _verdict(r: dict[str, Any], levels: Levels) -> str:
     report = r["report"]
@@ -496,7 +493,7 @@ def format_table(rows: list[dict[str, Any]], levels: Levels | None = None) -> st
 @click.option("--lattice/--no-lattice", default=False, show_default=True,
               help="Also run the lattice probe (both modes, --probe-runs runs per dataset, "
                    "on the built-in neighbours lifted to 6 features) and the generator "
-                   "lattice probe with its control (issue 35).")
+                   "lattice probe with its control (a lattice standard_normal).")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Per-cell confidence, and the family-wise confidence of the Bonferroni "
                    "columns and Holm's decisions.")

@@ -4,7 +4,7 @@ Each cell (one threshold audit or one floating-point probe of one mechanism at o
 proves its ``epsilon_lower`` with probability ≥ ``confidence`` *for that cell*. Over ``m``
 cells some per-cell bound exceeds the true ε with probability up to ``m·(1 − confidence)``:
 an exactly calibrated randomised response audited in 200 cells showed one ε_lower of 1.002
-against the true ε = 1 (issue 26). Two corrections, valid under any dependence between the
+against the true ε = 1. Two corrections, valid under any dependence between the
 cells:
 
 * **Bonferroni** — every cell's bound at the per-cell level ``1 − (1 − confidence)/m``. Then

@@ -3,7 +3,7 @@ vector?
 
 Why
 ---
-Issue 35: secure mode's ``SecureGenerator.standard_normal`` returned ``2^-30·K`` (``K`` an
+A sampler whose ``standard_normal`` returns ``2^-30·K`` (``K`` an
 integer, ``|K| ≈ 2^30``). The exact Bingham sampler (Kent, Ganeiber & Mardia, ``k = 1``)
 releases ``v = ±U·(z/‖z‖)`` with ``zᵢ = 2^-30·Kᵢ·sᵢ``, where ``U`` (the eigenvectors of the
 exponent matrix ``B = ε/(2D²)·XᵀX``) and the scales ``sᵢ = 1/√(1 + 2aᵢ/b)`` are functions of
@@ -27,8 +27,8 @@ What this module provides
   vector shorter than the precision allows to arise by chance.
 * :func:`lattice_score`: the score minimised over a few precisions (the relative precision of
   ``w`` is not known in advance).
-* :func:`kgm_map` and :func:`bingham_distinguisher`: the attack of issue 35 (rebuild the
-  public map of the exact sampler for each candidate table; keep the candidate under which the
+* :func:`kgm_map` and :func:`bingham_distinguisher`: the lattice attack on the exact
+  sampler (rebuild its public map for each candidate table; keep the candidate under which the
   released vector is on the lattice).
 
 The embedding
@@ -336,7 +336,7 @@ def vector_lattice_score(v: ArrayLike, bits: Sequence[int] = DEFAULT_LATTICE_BIT
     return min(lattice_score(x[s:s + max_dim], bits) for s in starts)
 
 
-# --------------------------------------------------------------------------- issue 35
+# --------------------------------------------------------------- the exact sampler's attack
 
 
 def kgm_map(exponent: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -346,7 +346,7 @@ def kgm_map(exponent: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float6
     (LAPACK's ``syevd`` through ``scipy.linalg.eigh``; the same bracketed root), so that a
     proposal ``z = s∘g`` and its released direction ``U·z/‖z‖`` give ``Uᵀv/s ∝ g``.
 
-    This is the attacker's side of issue 35: a function of the table, rebuilt for each
+    This is the attacker's side of the lattice attack: a function of the table, rebuilt for each
     candidate neighbour. Eigenvector signs do not matter to the attack."""
     B = np.asarray(exponent, dtype=np.float64)
     lam, U = scipy.linalg.eigh(B, check_finite=False)

@@ -94,9 +94,9 @@ class AnalyzeGaussPCA(PipelinePCA):
         extra noise costs (:mod:`privpca.pipeline.bound_selection`, docs/REAL_DATA.md). The
         pilot at the chosen bound is averaged into the statistic, so about 15 % of the
         budget is the rule's cost. Above 256 features: ``"quantile"``. ``"quantile"``: a
-        private 99 % quantile of the row norms (a small share of the budget; the previous
-        default). A float is a public bound at no cost; longer rows are clipped to it
-        with a :class:`~privpca.exceptions.RowClippingWarning`.
+        private 99 % quantile of the row norms (a small share of the budget). A float is a
+        public bound at no cost; longer rows are clipped to it with a
+        :class:`~privpca.exceptions.RowClippingWarning`.
     scale : bool or array of shape (n_features,), default=False
         ``True``: divide each feature by a private standard deviation first (a correlation
         PCA, as after scikit-learn's ``StandardScaler``). An array: public scales, free.

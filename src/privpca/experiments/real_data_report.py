@@ -210,7 +210,7 @@ def suite_table(rows: Sequence[Mapping[str, Any]]) -> str:
     defaults' distance to scikit-learn's subspace (mean (min–max) over the seeds that
     fitted), their worst seed, their bound D, refusals (out of the seeds run, with the
     exception's class), mean ``expected_error_`` and how many fits it covered; the same
-    distance with ``data_norm="quantile"`` (the previous default) when run; the oracle's best
+    distance with ``data_norm="quantile"`` when run; the oracle's best
     quantile, its D and distance; the ratios to the oracle; and whether the issue's targets
     hold (mean ≤ 1.25·oracle + 0.01, worst seed ≤ 2·oracle + 0.02; :func:`meets_targets`).
     """
@@ -310,7 +310,7 @@ def suite_notes(rows: list[dict[str, Any]], tables: Sequence[str], k: int, eps: 
         "expected_error_ ≥ distance, of those that report one ('vacuous': the bound is its "
         "maximum √(2k), no guarantee, and covers trivially). "
         "**0.99 quantile**: the same fit with data_norm='quantile' (a private 99 % quantile "
-        "of the centred norms: the previous default). **oracle "
+        "of the centred norms). **oracle "
         "(non-private, for comparison only)**: the same estimator and seed with data_norm "
         "fixed at a quantile of the true norms ‖x − μ̂‖, μ̂ the private mean that fit releases "
         f"(still paid from ε); the quantile in {{{grid}}} % "

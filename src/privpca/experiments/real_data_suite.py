@@ -3,7 +3,7 @@
 ``privpca reproduce real-data-suite`` runs AnalyzeGauss, ModSuLQ, NoisyPower and Bingham on
 their **defaults** (private centring, the bound chosen for the table by
 :mod:`privpca.pipeline.bound_selection`) and with ``data_norm="quantile"`` (the private 99 %
-quantile of the norms, the previous default) on the tables of :data:`SUITE_TABLES`, raw, and
+quantile of the norms) on the tables of :data:`SUITE_TABLES`, raw, and
 scores each fit by ‖V̂V̂ᵀ − VVᵀ‖_F to scikit-learn's ``PCA(k)`` of the same table. Beside each
 it fits the **oracle**: the same estimator and seed with ``data_norm`` fixed at a quantile of
 the true centred row norms ‖x − μ̂‖ (μ̂ the private mean that fit releases, still paid from ε),
@@ -85,7 +85,7 @@ SUITE_FULL_PARAMS: dict[str, Any] = dict(
     compare_quantile=True)
 
 #: Estimators whose ``"auto"`` bound is chosen for the table (the suite fits their
-#: ``data_norm="quantile"``, the previous default, beside the defaults).
+#: ``data_norm="quantile"`` beside the defaults).
 SELECT_METHODS: frozenset[str] = frozenset({"analyze-gauss", "mod-sulq", "noisy-power",
                                             "bingham"})
 

@@ -4,8 +4,8 @@ One rule, used by every experiment, the demo and the benchmarks' data builders: 
 seed (recorded in its CSV row) is the root of a :class:`numpy.random.SeedSequence`, and the
 data, each estimator and any extra draw (a subsample, a random direction) get their own spawned
 child. Children of one root are independent of each other and of every other root's, so the
-data can never hand an estimator its own draws (issue 12: with one shared integer, DP-PCA
-started at the true direction). ``spawned(seed, *path)`` is exactly
+data can never hand an estimator its own draws (with one shared integer, an estimator's random
+start could be the data's true direction). ``spawned(seed, *path)`` is exactly
 ``SeedSequence(seed).spawn(path[0] + 1)[path[0]].spawn(...)...``, computed directly.
 
 The run seeds themselves derive from the experiment's base seed the same way

@@ -16,7 +16,7 @@ Every pass here is compiled without fast-math: each sum is added in the order th
 writes it (IEEE, no reassociation, no fused multiply-add), so that each has a NumPy twin in
 :mod:`privpca.mechanisms._numpy_kernels` giving the same bits, which DP-PCA runs on small
 tables so as not to wait for their compile. The power iteration pays for its fixed order
-(docs/BENCHMARKS.md, issue 29): Algorithm 4's pass takes ~1.3× its time with reassociation
+(docs/BENCHMARKS.md): Algorithm 4's pass takes ~1.3× its time with reassociation
 and fused multiply-adds, once compiled.
 
 Gradients are ``g_i = A_i W`` flattened row-major (``q = p·k`` entries, entry ``a·k + c`` is

@@ -20,7 +20,7 @@ returns a
   ``K ~ N_ℤ(0, (σ'/Λ)²)`` (or the discrete Laplace). Both terms are multiples of Λ, so the
   float64 sum is exact: the output carries no trace of the low-order bits of the value, which
   is what let an adversary tell ``f(D) + σ·2^-30·K`` from ``f(D') + σ·2^-30·K`` with certainty
-  (issue 26; ``privpca.audit``'s floating-point probe tests it).
+  (``privpca.audit``'s floating-point probe tests it).
 
 Calibration of the snap
 -----------------------

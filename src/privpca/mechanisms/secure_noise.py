@@ -8,8 +8,8 @@ only an irregular subset of the floats, and which floats ``f(D) + noise`` can re
 significance of the least significant bits for differential privacy", CCS). Noise on a
 *lattice* is no better when the release is a nonlinear function of it: a unit vector
 ``U·(z/‖z‖)`` with ``z = 2^-30·K`` (K integer) is proportional, after the public map ``Uᵀ``,
-to a short integer vector that a lattice reduction finds under the true table only (issue 35:
-40 of 40). A seeded PCG64 stream is also reproducible by whoever learns the seed.
+to a short integer vector that a lattice reduction finds under the true table only (40
+of 40 in the lattice probe). A seeded PCG64 stream is also reproducible by whoever learns the seed.
 
 What this module provides
 -------------------------

@@ -3,7 +3,7 @@
 A private mean in ``p`` dimensions from ``n`` rows is off by ``‖e‖² ≈ p·σ_mean²/n²``, and
 centring on it adds the positive rank-one term ``n·e·eᵀ`` to the Gram matrix: on a wide table
 (``p`` comparable to ``n``) it outweighs the top eigenvalues, and the fit returns the mean's
-noise direction as a component (issue 36). The differences of disjoint pairs of rows need no
+noise direction as a component. The differences of disjoint pairs of rows need no
 mean at all: for rows ``x_i, x_j`` drawn from a distribution of covariance Σ,
 ``d = (x_i − x_j)/√2`` has mean 0 and covariance Σ, so ``Σ d dᵀ`` over the ``⌊n/2⌋`` pairs
 estimates ``(n/2)·Σ`` without any centring error. The price is half the rows; whether it pays

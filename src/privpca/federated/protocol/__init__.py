@@ -44,7 +44,7 @@ distributed model) and ``budget_shares``.
    components, by decreasing variance) and reports their variances and ratios to the total.
 
 In the papers' setting (``centering=None`` and a public ``data_norm``) only step 3 runs, with
-the rows clipped to D once, exactly as before the release pipeline existed.
+the rows clipped to D once.
 
 Privacy (per provider; replace one record of that provider, n public)
 -----------------------------------------------------------------------
@@ -72,7 +72,7 @@ whoever draws it, and the server is not trusted. Everything the server does with
 and the output, is post-processing; since the providers' data are disjoint, every record of
 every provider is protected at its provider's (ε, δ) whatever the other providers do
 (parallel composition). In the papers' setting the T answers take all of (ε, δ) (multiplier
-:func:`dpspca_noise_multiplier`, as before). The paper's scale
+:func:`dpspca_noise_multiplier`). The paper's scale
 ``ω(ε, δ) = (2T/ε)·√(2 ln(2T/δ))`` (:func:`paper_noise_scale`, the standard deviation of ``G``)
 is recorded for comparison only.
 

@@ -23,8 +23,8 @@ RELEASE_KINDS: tuple[str, ...] = ("mean", "bound", "query", "variance")
 class AgreementMismatchError(BudgetExceededError):
     """A state file records another agreement than the provider's: no second budget opens.
 
-    A :class:`~privpca.exceptions.BudgetExceededError` (what it was before it had a class of
-    its own), told apart so that the server hears ``bad-agreement``, not ``over-budget``.
+    A :class:`~privpca.exceptions.BudgetExceededError`, told apart so that the server hears
+    ``bad-agreement``, not ``over-budget``.
     """
 
 
