@@ -353,7 +353,7 @@ class StochasticPCA(BasePrivatePCA):
             mode = Mode.PAPERS_STREAM if self._paper_mode(rows.n_features) else Mode.TABLE_STREAM
             return StreamInput(mode, rows, False)
         Xv = fit_input(self, X)
-        warn_if_standardised(self, Xv, np.einsum("ij,ij->i", Xv, Xv))
+        warn_if_standardised(self, Xv)
         paper = self._paper_mode(Xv.shape[1])
         shuffle = self._resolve_shuffle(streamed=False)
         # NaN/inf: one pass first, unless the fit's own passes refuse them before anything

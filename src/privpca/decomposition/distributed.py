@@ -344,7 +344,7 @@ default="random"
             n = int(table.n_samples)
         else:
             table = fit_input(self, X)
-            warn_if_standardised(self, table, np.einsum("ij,ij->i", table, table))
+            warn_if_standardised(self, table)
             n = table.shape[0]
         if groups is None:
             n_prov = int(self.n_providers)  # declared: checked

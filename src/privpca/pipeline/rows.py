@@ -279,7 +279,8 @@ STANDARDISED_MEAN_TOL = 1e-9
 STANDARDISED_SD_TOL = 1e-6
 
 
-def warn_if_standardised(owner: Any, X: NDArray[np.float64], sq: NDArray[np.float64]) -> None:
+def warn_if_standardised(owner: Any, X: NDArray[np.float64],
+                         sq: NDArray[np.float64] | None = None) -> None:
     """Warn when ``X`` looks standardised by a fitted, non-private transformer.
 
     ``Pipeline([StandardScaler(), privpca.PCA()])`` feeds the fit a table whose every column
@@ -290,9 +291,10 @@ def warn_if_standardised(owner: Any, X: NDArray[np.float64], sq: NDArray[np.floa
     :class:`~privpca.exceptions.NonPrivatePreprocessingWarning` pointing to ``scale=True``.
 
     Cheap: the squared row norms ``sq`` that the validation already computed give ``Σ‖x‖²/n``,
-    which is ``p`` (ddof 0) or ``p(n − 1)/n`` (ddof 1) for a standardised table; only a table
-    that passes this test gets the two column passes (means and second moments, without
-    temporaries). Whether it fires depends on the data: a
+    which is ``p`` (ddof 0) or ``p(n − 1)/n`` (ddof 1) for a standardised table; without them
+    the first column alone is tested (a strided read, a fraction of a pass). Only a table that
+    passes gets the two column passes (means and second moments, without temporaries).
+    Whether it fires depends on the data: a
     :class:`~privpca.exceptions.DataDependentWarning`, for the data holder only.
 
     Parameters
@@ -301,23 +303,20 @@ def warn_if_standardised(owner: Any, X: NDArray[np.float64], sq: NDArray[np.floa
         The estimator being fitted (named in the message).
     X : ndarray of shape (n_samples, n_features)
         The validated, finite rows.
-    sq : ndarray of shape (n_samples,)
-        Their squared norms.
+    sq : ndarray of shape (n_samples,) or None, default=None
+        Their squared norms, when the caller has them.
     """
     n, p = X.shape
     if n < 2 or p == 0:
         return
-    second = float(np.sum(sq)) / n
-    slack = 4.0 * STANDARDISED_SD_TOL * p
-    if min(abs(second - p), abs(second - p * (n - 1) / n)) > slack:
+    if sq is not None:
+        second = float(np.sum(sq)) / n
+        slack = 4.0 * STANDARDISED_SD_TOL * p
+        if min(abs(second - p), abs(second - p * (n - 1) / n)) > slack:
+            return
+    elif not _standardised(X[:, :1], n):  # a necessary condition, from one column
         return
-    mean = X.mean(axis=0)
-    var = np.maximum(np.einsum("ij,ij->j", X, X) / n - mean**2, 0.0)
-    sd = np.sqrt(var)
-    if np.any(np.abs(mean) > STANDARDISED_MEAN_TOL * (1.0 + sd)):
-        return
-    if not any(np.all(np.abs(s - 1.0) <= STANDARDISED_SD_TOL)
-               for s in (sd, np.sqrt(var * (n / (n - 1))))):
+    if not _standardised(X, n):
         return
     warnings.warn(
         f"{type(owner).__name__}: the input looks standardised by a fitted transformer "
@@ -332,6 +331,17 @@ def warn_if_standardised(owner: Any, X: NDArray[np.float64], sq: NDArray[np.floa
         NonPrivatePreprocessingWarning,
         stacklevel=caller_stacklevel(),
     )
+
+
+def _standardised(X: NDArray[np.float64], n: int) -> bool:
+    """Every column of ``X`` has mean 0 and standard deviation 1 (all ddof 0, or all ddof 1)."""
+    mean = X.mean(axis=0)
+    var = np.maximum(np.einsum("ij,ij->j", X, X) / n - mean**2, 0.0)
+    sd = np.sqrt(var)
+    if np.any(np.abs(mean) > STANDARDISED_MEAN_TOL * (1.0 + sd)):
+        return False
+    return any(bool(np.all(np.abs(s - 1.0) <= STANDARDISED_SD_TOL))
+               for s in (sd, np.sqrt(var * (n / (n - 1)))))
 
 
 def validated_rows(owner: Any, X: ArrayLike) -> tuple[NDArray[np.float64],
