@@ -135,3 +135,26 @@ def test_bad_combinations_are_usage_errors(table, args, message):
     assert result.exit_code == 2, result.output
     assert message in result.stderr
     assert len(default_ledger().records) == before  # refused before anything was fitted
+
+
+@pytest.mark.parametrize("centering", ["private", "none"])
+@pytest.mark.parametrize("data_norm", ["auto", "60"])
+@pytest.mark.parametrize("scale", [False, True])
+def test_the_shells_pure_dp_refusal_is_the_estimators_rule(table, centering, data_norm, scale):
+    """The shell refuses --delta 0 before reading the table exactly where BinghamPCA's pipeline
+    (the one place the rule is decided) would refuse it."""
+    from privpca import BinghamPCA, PrivacyLedger
+
+    X = np.loadtxt(table, delimiter=",", skiprows=1)
+    est = BinghamPCA(2, epsilon=1.0, delta=0.0, centering=None if centering == "none" else
+                     centering, data_norm=data_norm if data_norm == "auto" else 60.0,
+                     scale=scale, random_state=0, ledger=PrivacyLedger())
+    try:
+        est._plan(est._validate(X))
+        refused = False
+    except ValueError:
+        refused = True
+    args = ["--method", "bingham", "--delta", "0", "--centering", centering,
+            "--data-norm", data_norm, *(["--scale"] if scale else [])]
+    result = fit(table, *args)
+    assert (result.exit_code != 0) == refused, result.output

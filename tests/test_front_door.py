@@ -96,8 +96,10 @@ def test_a_wide_table_gets_the_noisy_power_method_without_a_gram_matrix():
 def test_pure_dp_needs_a_public_centre_and_bound(unit_rows):
     with pytest.raises(ValueError, match="needs a public centre, norm bound and scales"):
         PCA(delta=0.0).fit(unit_rows)
-    with pytest.raises(ValueError, match="no scale=True"):  # private scales are Gaussian
+    with pytest.raises(ValueError, match="scale, variance would be Gaussian"):
         PCA(delta=0.0, options={**PAPER, "scale": True}).fit(unit_rows)
+    with pytest.raises(ValueError, match="variance would be Gaussian"):  # public scales too
+        PCA(delta=0.0, options={**PAPER, "scale": np.ones(unit_rows.shape[1])}).fit(unit_rows)
     est = PCA(delta=0.0, options=PAPER, random_state=0, ledger=PrivacyLedger()).fit(unit_rows)
     assert est.mechanism_ == "bingham"
     assert est.privacy_.delta == 0.0 and est.privacy_.epsilon == 1.0

@@ -28,7 +28,6 @@ The rule (docs/FRONT_DOOR.md has the measurements behind it)
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
@@ -283,20 +282,7 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"options may not set {repeated}: they are parameters of PCA.")
         if self.mechanism == "auto":
             options = {**AUTO_OPTIONS.get(name, {}), **options}
-        public_bound = isinstance(options.get("data_norm"), numbers.Real) and not isinstance(
-            options.get("data_norm"), bool)
-        private_scale = options.get("scale", False) is True
-        if name == "bingham" and self.delta == 0 and not (
-                "centering" in options and options["centering"] is None and public_bound
-                and not private_scale):
-            raise ValueError(
-                "delta=0 (pure epsilon-DP) needs a public centre, norm bound and scales: pass "
-                "options={'centering': None, 'data_norm': D} with D a public bound on the "
-                "rows' norms (and no scale=True, or public scales as an array). The private "
-                "mean, norm bound, scales and variances are Gaussian releases and need "
-                "delta > 0."
-            )
-        return options
+        return options  # the estimator refuses delta=0 with a private part, before booking
 
     def fit(self, X: ArrayLike, y: Any = None, **fit_params: Any) -> PCA:
         """Choose the mechanism (from public quantities), fit it, forward its attributes.

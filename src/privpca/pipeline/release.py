@@ -43,7 +43,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca._validation import check_delta
 from privpca.accounting.neighbouring import Neighbouring
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.quantile import PrivateQuantile
@@ -169,8 +168,12 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
         self.active = tuple(active)
         if pure and not self.active:
             self.delta = 0.0  # a pure statistic alone: pure epsilon-DP, delta unused
-        elif pure:  # δ = 0 declared valid; the Gaussian preprocessing needs δ > 0
-            self.delta = check_delta(raw_delta, owner=owner)
+        elif pure and not raw_delta:  # the pure-DP rule, the one place it is decided
+            raise ValueError(
+                f"{type(owner).__name__}: delta=0 (pure epsilon-DP) needs a public centre, norm "
+                "bound and scales: pass centering=None, data_norm=D (a public bound on the "
+                "rows' norms, never read off the data) and scale=False. "
+                f"{', '.join(self.active)} would be Gaussian releases, which need delta > 0.")
         else:
             self.delta = float(raw_delta)  # type: ignore[arg-type]  # declared in (0, 1)
         held_parts = tuple(part for part in self.active if part != "variance")
