@@ -37,11 +37,8 @@ an in-memory provider would not release.
 
 from __future__ import annotations
 
-import itertools
-import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -56,6 +53,7 @@ from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord
 from privpca.decomposition._base import BasePrivatePCA, FitPlan, Release
 from privpca.decomposition._constraints import N_COMPONENTS, PIPELINE, positive_int
+from privpca.decomposition._providers import Providers, split_providers
 from privpca.federated.protocol import (
     INITS,
     STATISTIC_MECHANISM,
@@ -74,9 +72,9 @@ from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import PreparedRows, Statistic, warn_if_standardised
 from privpca.pipeline.settings import PipelineSettings
 from privpca.pipeline.spectrum import (
-    component_error_bound,
     feasible_spectrum,
-    mean_perturbation_bound,
+    released_total,
+    summed_error_bound,
 )
 
 __all__ = ["DPSPCA", "dpspca_provider_seeds"]
@@ -325,47 +323,27 @@ default="random"
                 parts.append(source)
             else:
                 parts.append(fit_input(self, Xi, reset=i == 0))
-        return self._fit(_Providers(parts, [str(i) for i in range(len(parts))]))
+        return self._fit(Providers(parts, [str(i) for i in range(len(parts))]))
 
     def _set_streamed_features(self, n_features: int) -> None:
         self.n_features_in_ = int(n_features)
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
 
-    def _split(self, X: Any, groups: ArrayLike | None) -> _Providers:
-        """One table per provider: ``n_providers`` contiguous blocks, or the rows of each label
-        of ``groups``. A streamed table is not read: each provider gets a view of its rows."""
+    def _split(self, X: Any, groups: ArrayLike | None) -> Providers:
+        """One table per provider (:func:`split_providers`); a streamed table is not read."""
         from privpca.streaming import as_row_source, is_streamed
 
-        table: Any
         if is_streamed(X):
-            table = as_row_source(X)
+            table: Any = as_row_source(X)
             self._set_streamed_features(table.n_features)
-            n = int(table.n_samples)
         else:
             table = fit_input(self, X)
             warn_if_standardised(self, table)
-            n = table.shape[0]
-        if groups is None:
-            n_prov = int(self.n_providers)  # declared: checked
-            if n_prov > n:
-                raise ValueError(
-                    f"n_providers={n_prov} exceeds n_samples={n}: every provider needs at least "
-                    "one record."
-                )
-            bounds = np.linspace(0, n, n_prov + 1).round().astype(int)
-            return _Providers([_take(table, slice(int(a), int(b)))
-                               for a, b in itertools.pairwise(bounds)],
-                              [str(i) for i in range(n_prov)])
-        g = np.asarray(groups)
-        if g.shape != (n,):
-            raise ValueError(f"groups must have shape ({n},); got {g.shape}.")
-        labels = np.unique(g)
-        return _Providers([_take(table, g == lab) for lab in labels],
-                          [str(lab) for lab in labels])
+        return split_providers(table, groups, int(self.n_providers))
 
     # ------------------------------------------------------------------ the one fit's steps
-    def _plan(self, data: _Providers) -> FitPlan:
+    def _plan(self, data: Providers) -> FitPlan:
         """The parameters against the providers' public shapes; the paper's record (T answers
         with all of (ε, δ)) or the pipeline's (every part of every provider's budget plan)."""
         p, N = data.n_features, data.n_samples
@@ -409,7 +387,7 @@ default="random"
         provider's preprocessing draws from its own seed), so nothing is split off it."""
         return rng
 
-    def _release(self, plan: FitPlan, prepared: _Providers, rng: np.random.Generator,
+    def _release(self, plan: FitPlan, prepared: Providers, rng: np.random.Generator,
                  pre_rng: np.random.Generator) -> Release:
         """The protocol, the providers simulated in this process; the fitted attributes."""
         run = plan.run
@@ -448,7 +426,7 @@ default="random"
                     f"shape {init.shape} instead."
                 )
 
-    def _run_paper(self, plan: FitPlan, data: _Providers, seeds: list[int | None],
+    def _run_paper(self, plan: FitPlan, data: Providers, seeds: list[int | None],
                    start: NDArray[np.float64]) -> PrivacyRecord:
         """The paper's setting: T answers only, the paper's protocol without the pipeline."""
         run = plan.run
@@ -478,7 +456,7 @@ default="random"
         self.expected_error_ = None  # only the basis is released: nothing bounds its distance
         return plan.planned
 
-    def _run_pipeline(self, plan: FitPlan, data: _Providers, seeds: list[int | None],
+    def _run_pipeline(self, plan: FitPlan, data: Providers, seeds: list[int | None],
                       start: NDArray[np.float64]) -> PrivacyRecord:
         """Private mean, bounds, T answers and variances, every provider on its own plan."""
         run = plan.run
@@ -513,10 +491,10 @@ default="random"
         assert server.explained_variance is not None
         assert server.explained_variance_ratio is not None
         values = server.explained_variance
-        total = _released_total(values, server.explained_variance_ratio)
+        total = released_total(values, server.explained_variance_ratio)
         self.explained_variance_, self.explained_variance_ratio_, _ = feasible_spectrum(
             values, total)
-        self.expected_error_ = _dpspca_error_bound(
+        self.expected_error_ = summed_error_bound(
             values, total, [spends for spends, _ in per_provider],
             int(self.provider_n_samples_.sum()), run.centering is not None, p)
         return run.record(
@@ -568,68 +546,9 @@ default="random"
         return np.array([sin_theta(Q.T, V) for Q in self.history_])
 
 
-@dataclass
-class _Providers:
-    """The input of a fit: each provider's table (an array, or a streamed table read where it
-    is) and its id."""
-
-    parts: list[Any]
-    ids: list[str]
-
-    @property
-    def n_features(self) -> int:
-        return _n_features(self.parts[0])
-
-    @property
-    def n_samples(self) -> int:
-        """Σ nᵢ (public)."""
-        return sum(_n_samples(part) for part in self.parts)
-
-
-def _take(table: Any, rows: slice | NDArray[np.bool_]) -> Any:
-    """A provider's rows of ``table``: an array's slice or masked rows, or a view of a
-    streamed table's rows (nothing read; the whole table is itself)."""
-    if isinstance(table, np.ndarray):
-        return table[rows]
-    if isinstance(rows, slice):
-        if (rows.start, rows.stop) == (0, table.n_samples):
-            return table
-        return _row_view(table, [(rows.start, rows.stop)])
-    return _row_view(table, _runs(rows))
-
-
 def _rounds(plan: FitPlan) -> tuple[int, int, int]:
     """The plan's checked k, T and ŝ."""
     return plan.settings["n_components"], plan.settings["n_rounds"], plan.settings["n_nonzero"]
-
-
-def _n_samples(part: Any) -> int:
-    """A provider's public nᵢ (an array's rows, or a streamed table's)."""
-    return int(part.shape[0] if isinstance(part, np.ndarray) else part.n_samples)
-
-
-def _n_features(part: Any) -> int:
-    return int(part.shape[1] if isinstance(part, np.ndarray) else part.n_features)
-
-
-def _runs(mask: NDArray[np.bool_]) -> list[tuple[int, int]]:
-    """The maximal runs ``[(a, b), …]`` of True in ``mask`` (increasing, disjoint)."""
-    edges = np.flatnonzero(np.diff(np.concatenate([[False], mask, [False]]).astype(np.int8)))
-    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
-
-
-def _row_view(source: Any, ranges: list[tuple[int, int]]) -> Any:
-    """The rows of ``source`` in ``ranges`` without reading them: a memory map's slice (its
-    threaded reductions kept), a lazy Dask slice, or a filter over any other source's
-    blocks (:func:`privpca.streaming.selection.select_rows`)."""
-    from privpca.streaming import ArraySource
-    from privpca.streaming.selection import select_rows
-
-    if isinstance(source, ArraySource) and len(ranges) == 1:
-        a, b = ranges[0]
-        return ArraySource(source.X[a:b], block_rows=source.block_rows,
-                           validated=source.validated)
-    return select_rows(source, ranges)
 
 
 def _start_and_seeds(rng: np.random.Generator, p: int, k: int, s_hat: int, init: Any,
@@ -676,31 +595,3 @@ def _reemit(caught: list[warnings.WarningMessage], clipped: bool, data_norm: flo
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if clipped and clipping:
         warn_clipped(owner, data_norm)
-
-
-def _released_total(values: NDArray[np.float64], ratio: NDArray[np.float64]) -> float:
-    """The server's private total variance, ``λ̂ᵢ/ratioᵢ`` (NaN when it was not positive)."""
-    i = int(np.argmax(np.abs(ratio))) if np.all(np.isfinite(ratio)) else -1
-    return float(values[i] / ratio[i]) if i >= 0 and ratio[i] != 0 else math.nan
-
-
-def _dpspca_error_bound(values: NDArray[np.float64], total: float,
-                        spends: list[list[Any]], n: int, centred: bool, p: int) -> float:
-    """Ky Fan bound (:func:`~privpca.pipeline.spectrum.component_error_bound`) from the
-    server's released variances: eigenvalues of the summed ``QᵀXᵢᵀXᵢQ + Eᵢ`` and the summed
-    totals, each provider's noise independent (std ``√Σσᵢ²`` over the denominator); the
-    private mean's term from the last mean round's summed noise (a rank-one PSD term, the
-    assumption of :func:`~privpca.pipeline.spectrum.mean_perturbation_bound`)."""
-    denom = float(n - 1 if centred and n > 1 else n)
-    sd = _summed_scale(spends, "variance")
-    mean_sd = _summed_scale(spends, "mean_refine") or _summed_scale(spends, "mean")
-    extra = mean_perturbation_bound(n, mean_sd / n, p) / denom if mean_sd else 0.0
-    return component_error_bound(np.diag(values), total, sd / denom, p, extra)
-
-
-
-def _summed_scale(spends: list[list[Any]], part: str) -> float:
-    """``√Σσᵢ²`` of one part's noise over the providers (its spends' ``"part: …"`` names)."""
-    scales = [s.noise_scale for provider in spends for s in provider
-              if s.mechanism.startswith(f"{part}:")]
-    return math.sqrt(sum(x * x for x in scales))

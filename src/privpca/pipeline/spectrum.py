@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import scipy.linalg
@@ -87,8 +88,10 @@ __all__ = [
     "fit_noisy_matrix",
     "noise_norm_bound",
     "projected_noise_bound",
+    "released_total",
     "rotate_component_spectrum",
     "subspace_error_bound",
+    "summed_error_bound",
 ]
 
 #: Failure probability of the high-probability bounds behind ``expected_error_``.
@@ -397,3 +400,28 @@ def fit_noisy_matrix(
     )
 
 
+def released_total(values: NDArray[np.float64], ratio: NDArray[np.float64]) -> float:
+    """The server's private total variance, ``λ̂ᵢ/ratioᵢ`` (NaN when it was not positive)."""
+    i = int(np.argmax(np.abs(ratio))) if np.all(np.isfinite(ratio)) else -1
+    return float(values[i] / ratio[i]) if i >= 0 and ratio[i] != 0 else math.nan
+
+
+def summed_error_bound(values: NDArray[np.float64], total: float,
+                        spends: list[list[Any]], n: int, centred: bool, p: int) -> float:
+    """:func:`component_error_bound` for a spectrum summed over parties (DPS-PCA's server):
+    eigenvalues of the summed ``QᵀXᵢᵀXᵢQ + Eᵢ`` and the summed
+    totals, each provider's noise independent (std ``√Σσᵢ²`` over the denominator); the
+    private mean's term from the last mean round's summed noise (a rank-one PSD term, the
+    assumption of :func:`mean_perturbation_bound`)."""
+    denom = float(n - 1 if centred and n > 1 else n)
+    sd = _summed_scale(spends, "variance")
+    mean_sd = _summed_scale(spends, "mean_refine") or _summed_scale(spends, "mean")
+    extra = mean_perturbation_bound(n, mean_sd / n, p) / denom if mean_sd else 0.0
+    return component_error_bound(np.diag(values), total, sd / denom, p, extra)
+
+
+def _summed_scale(spends: list[list[Any]], part: str) -> float:
+    """``√Σσᵢ²`` of one part's noise over the providers (its spends' ``"part: …"`` names)."""
+    scales = [s.noise_scale for provider in spends for s in provider
+              if s.mechanism.startswith(f"{part}:")]
+    return math.sqrt(sum(x * x for x in scales))
