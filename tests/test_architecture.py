@@ -21,7 +21,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("privpca.accounting",),
     ("privpca.mechanisms",),
     ("privpca.solvers", "privpca.streaming"),
-    ("privpca.protocols", "privpca.pipeline"),
+    ("privpca.local_protocol", "privpca.pipeline"),
     ("privpca.federated",),
     ("privpca.decomposition",),
     ("privpca.datasets", "privpca.plot", "privpca.report", "privpca._registry", "privpca.pca",

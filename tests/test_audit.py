@@ -15,9 +15,9 @@ import pytest
 import privpca
 from privpca.audit import audit, builtin_neighbours, ideal_power, release_features
 from privpca.audit._bounds import cp_lower, cp_upper, epsilon_bound
+from privpca.local_protocol.local_covariance import LocalCovarianceRandomiser, pack_upper_triangle
 from privpca.mechanisms import analytic_gaussian_sigma
 from privpca.mechanisms.histogram import StabilityHistogram
-from privpca.protocols.local_covariance import LocalCovarianceRandomiser, pack_upper_triangle
 
 
 class HalfNoise(np.random.Generator):

@@ -37,7 +37,7 @@ ROOT_FINDERS = frozenset(
     {"brentq", "brenth", "bisect", "ridder", "toms748", "newton", "root_scalar", "fsolve"})
 #: Packages whose root finders would be solving privacy functions. Elsewhere (solvers/, audit/)
 #: they solve numerical equations that have nothing to do with a privacy target.
-PRIVACY_PACKAGES = ("mechanisms/", "accounting/", "pipeline/", "protocols/", "decomposition/",
+PRIVACY_PACKAGES = ("mechanisms/", "accounting/", "pipeline/", "local_protocol/", "decomposition/",
                     "federated/")
 #: Root finders in those packages that solve no privacy function, and why.
 NOT_PRIVACY = {

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from privpca.exceptions import PrivacyLeakWarning
+from privpca.local_protocol import unpack_upper_triangle
 from privpca.mechanisms import (
     GaussianMechanism,
     analytic_gaussian_delta,
@@ -18,7 +19,6 @@ from privpca.mechanisms import (
     classic_gaussian_sigma,
     symmetric_gaussian_noise,
 )
-from privpca.protocols import unpack_upper_triangle
 
 
 @pytest.mark.parametrize("epsilon", [0.1, 0.5, 1.0, 2.0, 8.0])

@@ -9,9 +9,7 @@ import pytest
 from sklearn.decomposition import PCA
 
 from privpca import LocalGaussianPCA, LocalSparsePCA, PrivacyLedger
-from privpca.mechanisms.gaussian import analytic_gaussian_sigma
-from privpca.metrics import subspace_distance
-from privpca.protocols.local_preprocessing import (
+from privpca.local_protocol.local_preprocessing import (
     THRESHOLDS,
     LocalBinAggregator,
     LocalBinRandomiser,
@@ -26,6 +24,8 @@ from privpca.protocols.local_preprocessing import (
     project_to_ball,
     window_thresholds,
 )
+from privpca.mechanisms.gaussian import analytic_gaussian_sigma
+from privpca.metrics import subspace_distance
 from privpca.streaming import ArraySource
 from privpca.streaming.reductions import clipped_gram, clipped_sum
 

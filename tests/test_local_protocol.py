@@ -10,8 +10,7 @@ from scipy import stats
 
 from conftest import PAPER
 from privpca import LocalGaussianPCA, PrivacyLedger, RowClippingWarning
-from privpca.metrics import subspace_distance
-from privpca.protocols import (
+from privpca.local_protocol import (
     LocalCovarianceAggregator,
     LocalCovarianceRandomiser,
     covariance_sensitivity,
@@ -19,6 +18,7 @@ from privpca.protocols import (
     simulate_report_sum,
     unpack_upper_triangle,
 )
+from privpca.metrics import subspace_distance
 
 
 def test_sensitivity_is_attained_at_orthogonal_basis_vectors():

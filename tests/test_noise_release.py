@@ -204,7 +204,7 @@ ALLOWED_DRAWS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
             "public assignment of users to the local model's groups: each user sends one "
             "report at the full (epsilon, delta), so every assignment drawn independently of "
             "the data gives every user (epsilon, delta)-LDP; the assignment is public")),
-    ("protocols/local_preprocessing.py", "assign_thresholds"): (frozenset({"permutation"}), (
+    ("local_protocol/local_preprocessing.py", "assign_thresholds"): (frozenset({"permutation"}), (
         "public, balanced assignment of a threshold question to each user "
         "(LocalNormRandomiser): each answer is epsilon-LDP whatever the question")),
     ("decomposition/oja.py", "OjaPCA._release_papers"): (frozenset({"permutation"}), (

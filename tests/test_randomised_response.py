@@ -1,6 +1,6 @@
 """Randomised response as a mechanism object: calibration, privacy statement, samplers.
 
-The local randomisers (privpca.protocols.local_preprocessing) compose it and draw nothing
+The local randomisers (privpca.local_protocol.local_preprocessing) compose it and draw nothing
 themselves; its samplers draw exactly what the randomisers drew inline before, so seeded
 results are unchanged (checked here against the old inline code).
 """
@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 from privpca.accounting.calibration import unary_encoding_flip_probability
-from privpca.mechanisms import RandomisedResponse
-from privpca.protocols.local_preprocessing import (
+from privpca.local_protocol.local_preprocessing import (
     THRESHOLDS,
     LocalBinRandomiser,
     LocalNormRandomiser,
     norm_bins,
 )
+from privpca.mechanisms import RandomisedResponse
 
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 4.0, 800.0])

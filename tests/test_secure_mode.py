@@ -274,14 +274,14 @@ def test_secure_mode_refuses_every_seeded_source(kind):
 
 def _releasing_calls():
     """Every public function that takes an ``rng`` and releases something from its input."""
+    from privpca.local_protocol import LocalCovarianceRandomiser
+    from privpca.local_protocol.local_covariance import simulate_report_sum
+    from privpca.local_protocol.local_preprocessing import LocalMeanRandomiser, LocalNormRandomiser
     from privpca.mechanisms.bingham_sampler import sample_bingham_exact, sample_bingham_gibbs
     from privpca.mechanisms.gaussian import GaussianMechanism, symmetric_gaussian_noise
     from privpca.mechanisms.histogram import StabilityHistogram
     from privpca.mechanisms.quantile import PrivateQuantile
     from privpca.pipeline.preprocessing import private_mean_from_sum
-    from privpca.protocols import LocalCovarianceRandomiser
-    from privpca.protocols.local_covariance import simulate_report_sum
-    from privpca.protocols.local_preprocessing import LocalMeanRandomiser, LocalNormRandomiser
 
     x = np.array([0.3, -0.2, 0.1])
     X = np.tile(x, (4, 1))

@@ -13,7 +13,7 @@ numbers) and ``z ~ N(0, σ² I)``. With ``‖x‖ ≤ D`` for every record:
 * **replace one record** (privpca's default relation, ``neighbouring="replace"``): ``XᵀX``
   changes by ``xxᵀ − yyᵀ`` and ``‖u(xxᵀ) − u(yyᵀ)‖₂ ≤ √2·D²``, attained at ``x = De₁``,
   ``y = De₂`` (derivation in ``ALGORITHMS.md``, local-model section, and in
-  :mod:`privpca.protocols.local_covariance`), so **Δ = √2·D²**;
+  :mod:`privpca.local_protocol.local_covariance`), so **Δ = √2·D²**;
 * **add or remove one record** (the paper's relation, ``neighbouring="add-remove"``): ``XᵀX``
   changes by ``±xxᵀ`` and ``‖u(xxᵀ)‖₂ ≤ ‖xxᵀ‖_F = ‖x‖² ≤ D²``, so **Δ = D²**.
 

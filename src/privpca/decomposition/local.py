@@ -1,12 +1,12 @@
 """PCA in the local model (Wang & Xu): every user randomises their own ``x xᵀ``.
 
-Both estimators simulate the protocol of :mod:`privpca.protocols.local_covariance` exactly:
+Both estimators simulate the protocol of :mod:`privpca.local_protocol.local_covariance` exactly:
 the n users' independent noise matrices sum to one symmetric Gaussian matrix whose packed
 entries have variance ``n σ₁²``, so ``S̃ = (XᵀX + Z)/n`` with that single ``Z`` has the same
 distribution as the average of n separate reports, at the cost of one Gram matrix plus
 ``p(p+1)/2`` normal draws. To run the real protocol, give each user a
-:class:`~privpca.protocols.LocalCovarianceRandomiser`, feed their reports to a
-:class:`~privpca.protocols.LocalCovarianceAggregator`, and call :meth:`fit_aggregate`.
+:class:`~privpca.local_protocol.LocalCovarianceRandomiser`, feed their reports to a
+:class:`~privpca.local_protocol.LocalCovarianceAggregator`, and call :meth:`fit_aggregate`.
 """
 
 from __future__ import annotations
@@ -41,20 +41,11 @@ from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA, Plan, Release
 from privpca.decomposition._constraints import LOCAL, positive_int
-from privpca.mechanisms.noise import symmetric_gaussian_release
-from privpca.pipeline.settings import check_centering, check_scale
-from privpca.pipeline.spectrum import (
-    check_n_components_spec,
-    feasible_spectrum,
-    fit_noisy_matrix,
-    mean_perturbation_bound,
-    noise_norm_bound,
-)
-from privpca.protocols.local_covariance import (
+from privpca.local_protocol.local_covariance import (
     LocalCovarianceAggregator,
     LocalCovarianceRandomiser,
 )
-from privpca.protocols.local_preprocessing import (
+from privpca.local_protocol.local_preprocessing import (
     BOUND_QUANTILE,
     GROUP_FRACTIONS,
     LOCAL_GROUPS,
@@ -68,6 +59,15 @@ from privpca.protocols.local_preprocessing import (
     norm_bins,
     project_to_ball,
     window_thresholds,
+)
+from privpca.mechanisms.noise import symmetric_gaussian_release
+from privpca.pipeline.settings import check_centering, check_scale
+from privpca.pipeline.spectrum import (
+    check_n_components_spec,
+    feasible_spectrum,
+    fit_noisy_matrix,
+    mean_perturbation_bound,
+    noise_norm_bound,
 )
 from privpca.solvers.eigen import fix_signs, top_eigenvectors
 from privpca.solvers.fantope import ADMMIterationInfo, fantope_admm
@@ -91,7 +91,7 @@ class _LocalPlan(Plan):
     protocol : {"paper", "groups", "collected"}
         ``"paper"``: every user sends a covariance report under a public bound (Wang & Xu's
         protocol exactly); ``"groups"``: the groups of
-        :mod:`privpca.protocols.local_preprocessing` release a mean and a bound before the
+        :mod:`privpca.local_protocol.local_preprocessing` release a mean and a bound before the
         covariance group reports; ``"collected"``: reports of the real protocol
         (:meth:`~_LocalCovarianceEstimator.fit_aggregate`).
     randomiser : LocalCovarianceRandomiser or None
@@ -510,7 +510,7 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
         ``"private"``: a group of users reports the bin of their norm (a frequency oracle) and
         another sends noisy clipped records, twice (around 0, then around the first mean),
         from which the server releases a mean; the covariance users report ``x − μ̂``
-        (:mod:`privpca.protocols.local_preprocessing`). ``None``: Wang & Xu's uncentred second
+        (:mod:`privpca.local_protocol.local_preprocessing`). ``None``: Wang & Xu's uncentred second
         moment. An array: a public mean, free.
     data_norm : "auto" or float, default="auto"
         Bound D on ``‖x − μ̂‖``. ``"auto"``: a group of users reports the bin of ``‖x − μ̂‖``

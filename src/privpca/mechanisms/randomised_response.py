@@ -1,6 +1,6 @@
 """Randomised response: a user's bits, randomised by the user, pure ε-LDP.
 
-The local model's norm questions (:mod:`privpca.protocols.local_preprocessing`) release
+The local model's norm questions (:mod:`privpca.local_protocol.local_preprocessing`) release
 nothing but bits that each user randomises before sending them. Two forms, one calibration:
 
 * **binary** (Warner 1965; :meth:`RandomisedResponse.flip`): one bit, flipped with

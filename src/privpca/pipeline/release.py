@@ -446,7 +446,7 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
         Each record contributes ``(u(Vᵀx xᵀV), ‖x‖²)`` (``u``: packed upper triangle). With
         ``A = ‖x‖² ≤ D²``, ``‖u(Vᵀx xᵀV)‖ ≤ ‖Vᵀx‖² ≤ A``, and two records' vectors have a
         non-negative inner product (``⟨u(aaᵀ), u(bbᵀ)⟩ ≥ 0``, see
-        :mod:`privpca.protocols.local_covariance`), so replacing a record moves the release by
+        :mod:`privpca.local_protocol.local_covariance`), so replacing a record moves the release by
         at most ``√(2A² + 2B² − 2AB) ≤ √2·D²``: **Δ = √2·D²**. Its eigenvectors rotate ``V``
         into ordered components and its eigenvalues are their variances (post-processing).
         Returns ``(k×k matrix, total, noise std)`` in variance units (over the denominator),

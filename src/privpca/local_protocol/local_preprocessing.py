@@ -1,7 +1,7 @@
 """Private centring and norm bounds in the local model: client randomisers, server aggregators.
 
 Nobody is trusted in the local model, so the mean and the norm bound that centre and clip the
-covariance reports (:mod:`privpca.protocols.local_covariance`) must come from local
+covariance reports (:mod:`privpca.local_protocol.local_covariance`) must come from local
 randomisers too. The users are split, by a public random permutation, into disjoint groups;
 **each user sends exactly one report, at the full (ε, δ)**, so the groups compose in parallel
 and every user's guarantee is (ε, δ)-LDP:
@@ -33,7 +33,7 @@ and every user's guarantee is (ε, δ)-LDP:
    :data:`BOUND_QUANTILE` (on the window below
    ``2(R₂ + ‖μ̂ − μ̂₁‖)`` with private centring, else the full grid).
 4. ``covariance`` users (the rest) send the packed ``clip_D(x − μ̂) clip_D(x − μ̂)ᵀ`` plus
-   Gaussian noise, Δ = √2·D² (:class:`~privpca.protocols.LocalCovarianceRandomiser` with
+   Gaussian noise, Δ = √2·D² (:class:`~privpca.local_protocol.LocalCovarianceRandomiser` with
    ``centre=μ̂``).
 
 R, μ̂ and D are public when a later group reports (they are the server's released estimates),

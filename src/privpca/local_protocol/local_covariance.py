@@ -103,7 +103,7 @@ class LocalCovarianceRandomiser:
         ``"replace"``: Δ = √2·D² (correct for replacement). ``"paper"``: Δ = D² as in the paper.
     centre : array of shape (n_features,) or None, default=None
         A public centre (the server's released private mean, see
-        :mod:`privpca.protocols.local_preprocessing`): the user reports ``x − centre``.
+        :mod:`privpca.local_protocol.local_preprocessing`): the user reports ``x − centre``.
 
     Attributes
     ----------
