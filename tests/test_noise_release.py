@@ -289,9 +289,11 @@ MECHANISM_DRAWS: dict[str, tuple[frozenset[str] | None, str]] = {
                                "randomised response's flips and their count-level form"),
     "shuffling.py": (frozenset({"permutation"}),
                      "the secret order: Private Oja's shuffle, the held-out split"),
-    "bingham_sampler.py": (
+    "bingham_gibbs.py": (
         frozenset({"random", "gamma", "standard_normal", "vonmises", "permutation"}),
         "the exponential mechanism's sampler (its target law, not additive noise)"),
+    "bingham_sampler.py": (frozenset({"random", "standard_normal"}),
+                           "the exponential mechanism's exact samplers (k = 1 and k = p)"),
     "_bingham_kernels.py": (frozenset({"random", "gamma", "standard_normal", "integers"}),
                             "the exponential mechanism's sampler, compiled"),
 }
