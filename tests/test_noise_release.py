@@ -199,7 +199,7 @@ ALLOWED_DRAWS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
         "DP-PCA's order of the records: each record enters one minibatch, so the steps "
         "compose in parallel for every data-independent order; the order is not secret and "
         "no amplification is claimed from it")),
-    ("decomposition/local.py", "_LocalCovarianceEstimator._group_reports"): (
+    ("decomposition/_local_base.py", "_LocalCovarianceEstimator._group_reports"): (
         frozenset({"permutation"}), (
             "public assignment of users to the local model's groups: each user sends one "
             "report at the full (epsilon, delta), so every assignment drawn independently of "
