@@ -399,22 +399,10 @@ def choose_bound(
     widths = np.diff(np.concatenate([[0.0], c2]))
     grams = grams_at(candidates)
     p = grams[0].shape[0]
-    iu = np.triu_indices(p)
-    previous = np.zeros((p, p))
-    shells = []
-    for gram, width in zip(grams, widths, strict=True):
-        shells.append(((gram - previous) / width)[iu])
-        previous = gram
     sigma, *sigmas = shell_sigmas(multiplier, candidates)
-    packed = gaussian_release(np.concatenate(shells), sigma, rng,
+    packed = gaussian_release(_stacked_shells(grams, widths), sigma, rng,
                               sensitivity=math.sqrt(2.0 * len(candidates)))
-    released, total = [], np.zeros((p, p))
-    for i, width in enumerate(widths):
-        shell = np.empty((p, p))
-        shell[iu] = packed[i * len(iu[0]):(i + 1) * len(iu[0])]
-        shell.T[iu] = shell[iu]
-        total = total + width * shell
-        released.append(total)
+    released = _pilots(packed, widths, p)
     # The bootstrap reads only the released pilots (post-processing): a fast stream keyed
     # from the release's (the release's own on a seeded run, so its draws are unchanged).
     boot = fast_stream(rng)
@@ -433,6 +421,42 @@ def choose_bound(
     own = [subspace_noise(G, s, k, boot)[1] for G, s in zip(released, sigmas, strict=True)]
     cap = math.sqrt(2.0 * min(k, p - k))
     sees = [float(np.quantile(d, 1.0 - NOISE_LEVEL)) < RESOLVABLE * cap for d in own]
+    choice = BoundChoice(candidates, candidates[0], distances, nus,
+                         _guarded_finals(raw, sees), resolvable=RESOLVABLE * cap)
+    return _with_pilots(choice, released, sigmas, own, k)
+
+
+def _stacked_shells(grams: Sequence[NDArray[np.float64]],
+                    widths: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The upper triangles of the shells ``S_l = (G_{c_l} − G_{c_{l−1}})/Δ_l``, end to end."""
+    p = grams[0].shape[0]
+    iu = np.triu_indices(p)
+    previous = np.zeros((p, p))
+    shells = []
+    for gram, width in zip(grams, widths, strict=True):
+        shells.append(((gram - previous) / width)[iu])
+        previous = gram
+    return np.concatenate(shells)
+
+
+def _pilots(packed: NDArray[np.float64], widths: NDArray[np.float64],
+            p: int) -> list[NDArray[np.float64]]:
+    """Every candidate's pilot ``Ĝ_j = Σ_{l≤j} Δ_l S̃_l``, from the released shells
+    ``packed`` (upper triangles end to end, as :func:`_stacked_shells` lays them)."""
+    iu = np.triu_indices(p)
+    released, total = [], np.zeros((p, p))
+    for i, width in enumerate(widths):
+        shell = np.empty((p, p))
+        shell[iu] = packed[i * len(iu[0]):(i + 1) * len(iu[0])]
+        shell.T[iu] = shell[iu]
+        total = total + width * shell
+        released.append(total)
+    return released
+
+
+def _guarded_finals(raw: Sequence[float], sees: Sequence[bool]) -> tuple[float, ...]:
+    """The noise effects ``raw``, raised to the previous candidate's where a pilot does not
+    see its top k (``sees``)."""
     # A3: a bootstrap around a pilot that cannot see its top k is a draw, not an estimate,
     # and must not undercut a lower candidate's f (the final noise grows as c²). A pilot
     # that sees its top k may: the rows its bound restores can widen the gap faster than
@@ -440,8 +464,15 @@ def choose_bound(
     finals: list[float] = []
     for f, seen in zip(raw, sees, strict=True):
         finals.append(f if seen or not finals else max(f, finals[-1]))
-    choice = BoundChoice(candidates, candidates[0], distances, nus, tuple(finals),
-                         resolvable=RESOLVABLE * cap)
+    return tuple(finals)
+
+
+def _with_pilots(choice: BoundChoice, released: Sequence[NDArray[np.float64]],
+                 sigmas: Sequence[float], own: Sequence[NDArray[np.float64]],
+                 k: int) -> BoundChoice:
+    """``choice`` with the smallest-error candidate chosen, and the pilots (and their noise)
+    that the statistic and the error bar read."""
+    candidates = choice.candidates
     j = int(np.argmin(choice.errors))
     # The variances are read off the pilot at the robust maximum (the ladder's last but one):
     # it clips only ~4.5σ rows and has a third of the top one's noise.

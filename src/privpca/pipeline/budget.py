@@ -108,7 +108,7 @@ PART_COUNTS: Mapping[str, int] = {"scale_bound": 2, "scale": 2}
 #: once the bias hides components the halved signal still shows (ratio above 2 in theory);
 #: measured crossover on spiked models (n 1 500–5 000, p 50–600, a mean of 1 or 3 spreads)
 #: and on the suite's tuning tables: the mean wins at ratios ≤ 3.6 (digits 3.1,
-#: wide_spiked 3.6), pairs win from 5.5 on (issue 36; tests/test_wide_tables.py).
+#: wide_spiked 3.6), pairs win from 5.5 on (tests/test_wide_tables.py).
 PAIRS_MIN_RATIO = 4.5
 #: The distance of the table's mean from the origin assumed by :func:`mean_bias_ratio`, in
 #: units of the rows' spread around it (a public assumption: the first mean round's noise
@@ -171,13 +171,14 @@ def pairs_pay(n_samples: int, n_features: int, epsilon: float, delta: float, *,
 
     Examples
     --------
-    >>> pairs_pay(1500, 600, 1.0, 1e-5, statistic_share=0.91)  # the spiked model of issue 36
+    >>> pairs_pay(1500, 600, 1.0, 1e-5, statistic_share=0.91)  # wide and spiked
     True
     >>> pairs_pay(1797, 64, 1.0, 1e-5, statistic_share=0.71)  # digits: the mean stays
     False
     """
     return mean_bias_ratio(n_samples, n_features, epsilon, delta,
                            statistic_share=statistic_share, shares=shares) > PAIRS_MIN_RATIO
+
 
 @dataclass(frozen=True)
 class PartBudget:
@@ -281,28 +282,9 @@ class BudgetPlan:
         -------
         BudgetPlan
         """
-        weights = {name: float(DEFAULT_SHARES[name]) for name in active}
-        for name, value in (shares or {}).items():
-            if name not in DEFAULT_SHARES:
-                raise ValueError(
-                    f"budget_shares has an unknown part {name!r}; the parts are "
-                    f"{sorted(DEFAULT_SHARES)}."
-                )
-            if name in weights:
-                weights[name] = check_in_range(value, f"budget_shares[{name!r}]", low=0.0,
-                                               high=1.0)
-        pre = sum(weights.values())
+        weights, pre = _preprocessing_weights(active, shares, include_statistic)
         if not include_statistic:
-            if not weights or pre <= 0.0:
-                raise ValueError("A plan without a statistic needs an active part of positive "
-                                 "share.")
-            weights = {name: w / pre for name, w in weights.items()}
-            pre, statistic_gaussian = 1.0, True
-        elif not pre < 1.0:
-            raise ValueError(
-                f"The preprocessing shares {weights} sum to {pre:g}; they must leave a positive "
-                "share (1 - sum) for the estimator's statistic."
-            )
+            statistic_gaussian = True
         if math.isinf(epsilon):
             parts = {name: PartBudget(name, w, 0.0) for name, w in weights.items()}
             if include_statistic:
@@ -327,17 +309,7 @@ class BudgetPlan:
 
         delta_noise = gauss_delta
         m = calibration.analytic_multiplier(gauss_eps, delta_noise)
-        parts = {}
-        for name, w in weights.items():
-            count = int(statistic_count) if name == "statistic" else PART_COUNTS.get(name, 1)
-            if w <= 0.0:
-                raise ValueError(f"budget_shares[{name!r}] must be positive for an active part.")
-            mult = calibration.share_multiplier(m, w, count)
-            parts[name] = PartBudget(
-                name, w, mult, count,
-                epsilon=_single_epsilon(mult / math.sqrt(count), delta_noise),
-                delta=delta_noise,
-            )
+        parts = _gaussian_parts(weights, m, delta_noise, int(statistic_count))
         if not statistic_gaussian:
             parts["statistic"] = PartBudget(
                 "statistic", 1.0 - pre, math.inf, int(statistic_count),
@@ -375,6 +347,52 @@ class BudgetPlan:
             }
             for name, p in self.parts.items()
         }
+
+
+def _preprocessing_weights(active: tuple[str, ...], shares: Mapping[str, float] | None,
+                           include_statistic: bool) -> tuple[dict[str, float], float]:
+    """The ``active`` parts' weights (:data:`DEFAULT_SHARES`, overridden by ``shares``) and
+    their sum; without the statistic, normalised to sum to 1."""
+    weights = {name: float(DEFAULT_SHARES[name]) for name in active}
+    for name, value in (shares or {}).items():
+        if name not in DEFAULT_SHARES:
+            raise ValueError(
+                f"budget_shares has an unknown part {name!r}; the parts are "
+                f"{sorted(DEFAULT_SHARES)}."
+            )
+        if name in weights:
+            weights[name] = check_in_range(value, f"budget_shares[{name!r}]", low=0.0,
+                                           high=1.0)
+    pre = sum(weights.values())
+    if not include_statistic:
+        if not weights or pre <= 0.0:
+            raise ValueError("A plan without a statistic needs an active part of positive "
+                             "share.")
+        return {name: w / pre for name, w in weights.items()}, 1.0
+    if not pre < 1.0:
+        raise ValueError(
+            f"The preprocessing shares {weights} sum to {pre:g}; they must leave a positive "
+            "share (1 - sum) for the estimator's statistic."
+        )
+    return weights, pre
+
+
+def _gaussian_parts(weights: Mapping[str, float], multiplier: float, delta_noise: float,
+                    statistic_count: int) -> dict[str, PartBudget]:
+    """The Gaussian parts' budgets: each part's share ``weights[name]`` of the whole
+    Gaussian budget of multiplier ``multiplier``, spread over its releases."""
+    parts = {}
+    for name, w in weights.items():
+        count = statistic_count if name == "statistic" else PART_COUNTS.get(name, 1)
+        if w <= 0.0:
+            raise ValueError(f"budget_shares[{name!r}] must be positive for an active part.")
+        mult = calibration.share_multiplier(multiplier, w, count)
+        parts[name] = PartBudget(
+            name, w, mult, count,
+            epsilon=_single_epsilon(mult / math.sqrt(count), delta_noise),
+            delta=delta_noise,
+        )
+    return parts
 
 
 @functools.lru_cache(maxsize=1024)
