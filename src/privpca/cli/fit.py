@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import json
 import os
-import re
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +17,9 @@ from privpca._registry import PRIVATE_ESTIMATORS, TRUST_MODELS
 from privpca.cli.columns import MissingPolicy
 from privpca.cli.options import _Declared, _ScoresDelta
 from privpca.cli.payload import _fit_payload, _summary
+from privpca.cli.refusals import option_refused, refusal_says_what_was_spent
 from privpca.cli.tables import _read_table
-from privpca.exceptions import BudgetExceededError, DataDependentWarning
+from privpca.exceptions import DataDependentWarning
 from privpca.pca import AUTO_OPTIONS, MODELS, select_mechanism
 
 __all__ = ["fit"]
@@ -379,7 +377,7 @@ def _fit_quietly(est: Any, X: Any, client: Any, show_data_warnings: bool) -> Non
         warnings.simplefilter("always")
         try:
             # validated when built (before the table was read): not again in fit
-            with _refusal_says_what_was_spent(show_data_warnings), \
+            with refusal_says_what_was_spent(show_data_warnings), \
                     config_context(skip_parameter_validation=True):
                 est.fit(X)
         finally:
@@ -422,66 +420,6 @@ def _write_figures(ctx: click.Context, est: Any, names: list[str], plot_dir: Pat
                              feature_names=names, scores=score_ax)
         written.append(str(report_path))
     return written
-
-
-@contextlib.contextmanager
-def _refusal_says_what_was_spent(show_data_warnings: bool,
-                                 what: str = "the fit") -> Iterator[None]:
-    """Turn a refusal raised inside (``ValueError``, ``BudgetExceededError``) into a
-    ``click.ClickException`` that says whether any (ε, δ) was spent, its text data-free.
-
-    A fit books its whole (ε, δ) on the ledger (the process's default one here) before it
-    reads a value of the data, and withdraws the booking when it refuses the input before
-    releasing anything (:class:`~privpca.exceptions.NonFiniteInputError`). A refusal that
-    left the ledger as it was came before the booking (public parameters against the table's
-    shape, the budget) or is that withdrawal: its text is public and printed. One that left
-    the booking came after the data were read: its budget counts as spent, and its text,
-    which may be computed from the data, is printed only with ``--show-data-warnings``
-    (except a ``BoundNotFoundError``, a function of the noisy histogram the spend covers).
-
-    Parameters
-    ----------
-    show_data_warnings : bool
-        ``--show-data-warnings``: stderr is for the data holder only.
-    what : str, default="the fit"
-        What is refused, for the message.
-    """
-    from privpca.accounting.ledger import default_ledger
-    from privpca.pipeline.preprocessing import BoundNotFoundError
-
-    ledger = default_ledger()
-    booked = len(ledger)
-    try:
-        yield
-    except InvalidParameterError as exc:  # a value its declaration refuses: nothing booked
-        raise _option_refused(exc) from exc
-    except (ValueError, BudgetExceededError) as exc:
-        if isinstance(exc, BoundNotFoundError) and exc.needed is not None:
-            text = _shell_rows_refusal(exc, what)  # public: n, p, ε, δ; before any booking
-        elif len(ledger) == booked:  # refused before the booking, or the booking withdrawn
-            text = f"{exc} Nothing was spent: {what} released nothing and left no (ε, δ) booked."
-        elif isinstance(exc, BoundNotFoundError):
-            text = (f"{exc} The (ε, δ) of {what} counts as spent: it was booked before the "
-                    "data were read; nothing else was released.")
-        else:
-            text = (f"{what.capitalize()} failed after booking its (ε, δ), which counts as "
-                    "spent; nothing was released. The error's text may depend on the data: "
-                    + (f"for the data holder only: {type(exc).__name__}: {exc}"
-                       if show_data_warnings else "--show-data-warnings prints it (stderr is "
-                       "then for the data holder only)."))
-        raise click.ClickException(text) from exc
-
-
-def _shell_rows_refusal(exc: Any, what: str) -> str:
-    """A too-small table's refusal in the shell's terms (flags, not Python parameters)."""
-    eps = exc.epsilon_needed
-    larger = f"--epsilon {eps:.3g} or more" if eps is not None else "no --epsilon up to 64"
-    return (f"The table has {exc.rows} rows; its private norm bounds need at least "
-            f"{exc.needed} at this --epsilon and --delta. Nothing was spent: {what} released "
-            f"nothing and left no (ε, δ) booked. What works: {larger}; or public quantities "
-            "instead of the private ones: --centering none (for data already centred, or "
-            "centred with a public mean) with --data-norm D (a public bound on every row's "
-            "norm, never read off this table), without --scale.")
 
 
 def _refuse_combination(method: str, model: str, delta: float, centering: str | None,
@@ -548,22 +486,8 @@ def _estimator(ctx: click.Context, name: str, *, auto: bool) -> Any:
         if hasattr(est, "_validate_params"):  # scikit-learn's check of the declared values
             est._validate_params()
     except InvalidParameterError as exc:
-        raise _option_refused(exc) from exc
+        raise option_refused(exc) from exc
     return est
-
-
-def _option_refused(exc: InvalidParameterError) -> click.ClickException:
-    """An estimator's refusal of a parameter's value (its declared constraints, checked before
-    anything is booked), said of the option that gave it."""
-    ctx = click.get_current_context()
-    found = re.match(r"The '(\w+)' parameter of (\w+) ", str(exc))
-    key = {"clip_norm": "data_norm"}.get(found[1], found[1]) if found else None
-    option = next((o for o in ctx.command.params if o.name == key), None)
-    if found is None or option is None:
-        return click.UsageError(str(exc))
-    names = {cls.__name__: n for n, cls in PRIVATE_ESTIMATORS.items()}
-    hint = f"{option.get_error_hint(ctx)} ({names.get(found[2], found[2])})"
-    return click.BadParameter(str(exc)[found.end():], ctx, param_hint=hint)
 
 
 def _command_line(ctx: click.Context) -> list[str]:
@@ -603,7 +527,7 @@ def _release_scores(est: Any, X: Any, epsilon: float, delta: float, bins: int,
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with _refusal_says_what_was_spent(show_data_warnings, "the score plot"):
+        with refusal_says_what_was_spent(show_data_warnings, "the score plot"):
             ax = plot.scores(est, X, epsilon=epsilon, delta=delta, bins=bins, bound=bound,
                              random_state=_scores_stream(seed))
     for w in caught:

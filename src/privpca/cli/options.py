@@ -16,7 +16,7 @@ class _Declared(click.ParamType):
     """An estimator parameter, parsed only: one of the words the registered estimators declare
     for it (their ``_parameter_constraints``; ``none`` where they take None), else a number of
     one of ``numbers``, else the text as given. The estimator validates the value; ``privpca
-    fit`` says its refusal of the option (:func:`privpca.cli.fit._option_refused`).
+    fit`` says its refusal of the option (:func:`privpca.cli.refusals.option_refused`).
 
     >>> _Declared("centering").name, _Declared("centering").convert("none", None, None)
     ('private|none', None)
