@@ -17,6 +17,9 @@
   in the run, collect replies until a timeout, apply the dropout policy, let the server combine
   them; then it writes the result (JSON) to ``output-path``.
 
+Each message travels as one Flower record (:mod:`.flower_wire`); :func:`write_app_dir`
+(:mod:`.flower_launch`) writes the App directory that ``flwr run`` starts the two apps from.
+
 Every privacy decision is taken by the provider's own configuration, never by the server's
 messages: a provider answers at most what it agreed to for its data, ever (the counts, and the
 values it released and needs again — its bounds, the mean it centred on — live in its
@@ -33,9 +36,9 @@ Provider node config (``flower-supernode --node-config "..."``; ``privpca provid
 ``n-components``, ``data-norm`` (a number or ``"auto"``; default 1.0), ``centering``
 (``"private"`` or ``"none"``; default ``"none"``), ``budget-shares`` (optional JSON object),
 ``state-path``, and optionally ``noise-seed`` (experiments only) and ``show-data-warnings``
-(log failures and data-dependent warnings in full). A node config without
-``centering``/``data-norm`` keeps its meaning from before the release pipeline (the papers'
-setting). Server run config (``[tool.flwr.app.config]``, ``privpca server`` writes it):
+(log failures and data-dependent warnings in full); :mod:`.flower_provider` reads it. A node
+config without ``centering``/``data-norm`` is the papers' setting. Server run config
+(``[tool.flwr.app.config]``, ``privpca server`` writes it):
 ``n-features``, ``n-components``, ``n-nonzero``, ``n-rounds``, ``n-providers``, ``seed``,
 ``init``, ``centering`` and ``data-norm`` (the same settings as the providers': they decide
 which steps the server runs; default the papers' setting), ``on-dropout``, ``round-timeout``,
@@ -59,29 +62,35 @@ from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
-from privpca.exceptions import DataDependentWarning, NonFiniteInputError
+from privpca.exceptions import DataDependentWarning
+from privpca.federated.flower_launch import write_app_dir
+from privpca.federated.flower_provider import (
+    _centering_setting,
+    _data_norm_setting,
+    _flag,
+    load_provider,
+)
+from privpca.federated.flower_provider import _load_data as _load_data
 from privpca.federated.flower_shim import shorten_pull_backoff
+from privpca.federated.flower_wire import (
+    _message_from_content,
+    _reply_from_content,
+    _reply_to_content,
+    message_content,
+    query_to_message_content,
+)
 from privpca.federated.protocol import (
     PROVIDER_FAILURES,
-    FileReleaseCounter,
     MeanQuery,
-    MeanReply,
     PrepareMessage,
-    PrepareReply,
-    ProviderConfigError,
     ProviderDropoutError,
-    ProviderInputError,
     ProviderState,
     Query,
-    QueryRefusedError,
-    Reply,
     ServerState,
     VarianceQuery,
-    VarianceReply,
     failure_code,
     failure_reply,
     is_table_mode,
-    provider_release_limits,
     select_replies,
 )
 from privpca.mechanisms.randomness import check_random_state
@@ -97,7 +106,7 @@ __all__ = [
 ]
 
 MESSAGE_TYPE = "query"
-#: Flower message type of each protocol message ("query" is the power round, as before).
+#: Flower message type of each protocol message ("query" is the power round).
 MESSAGE_TYPES = {Query: "query", MeanQuery: "query.mean", PrepareMessage: "query.prepare",
                  VarianceQuery: "query.variance"}
 #: The handshake: a provider says who it is and what it agreed to; it releases nothing.
@@ -120,272 +129,7 @@ client_app = ClientApp()
 server_app = ServerApp()
 
 
-# --- serialisation -------------------------------------------------------------------------------
-#
-# Every message is one ConfigRecord ("meta") in which arrays travel as their exact bytes
-# (little-endian, with dtype and shape beside them). Flower sends each record, array and
-# array chunk as an object of its own, one HTTP request per object per hop (server →
-# SuperLink → SuperNode → ClientApp and back): one record instead of up to seven objects
-# halves a round's requests.
-
-#: The dtypes an array in a message may have (anything else is a malformed message).
-_WIRE_DTYPES = {"<f8": np.float64, "<i8": np.int64}
-
-
-def _put_array(meta: dict[str, Any], name: str, values: Any, dtype: Any) -> None:
-    a = np.ascontiguousarray(values, dtype=np.dtype(dtype).newbyteorder("<"))
-    meta[name] = a.tobytes()
-    meta[f"{name}.dtype"] = a.dtype.str
-    meta[f"{name}.shape"] = ",".join(str(s) for s in a.shape)
-
-
-def _get_array(meta: dict[str, Any], name: str) -> np.ndarray:
-    data, code = meta[name], str(meta[f"{name}.dtype"])
-    if not isinstance(data, bytes) or code not in _WIRE_DTYPES:
-        raise ValueError(f"{name!r} is not an array of {sorted(_WIRE_DTYPES)}")
-    shape = tuple(int(s) for s in str(meta[f"{name}.shape"]).split(",") if s)
-    # frombuffer is exact and reshape checks the size; the copy is native and writable.
-    return np.frombuffer(data, dtype=code).reshape(shape).astype(_WIRE_DTYPES[code])
-
-
-def _record(meta: dict[str, Any]) -> RecordDict:
-    return RecordDict({"meta": ConfigRecord(meta)})
-
-
-def _meta(content: RecordDict) -> dict[str, Any]:
-    return dict(content.config_records["meta"])
-
-
-def query_to_message_content(query: Query) -> RecordDict:
-    """A :class:`Query` as Flower records (support and block as exact bytes)."""
-    meta: dict[str, Any] = {"round": int(query.round), "n-features": int(query.n_features)}
-    _put_array(meta, "support", query.support, np.int64)
-    _put_array(meta, "block", query.block, np.float64)
-    return _record(meta)
-
-
-def message_content(message: Any) -> RecordDict:
-    """Any protocol message as Flower records (arrays travel as their exact bytes)."""
-    if isinstance(message, Query):
-        return query_to_message_content(message)
-    if isinstance(message, VarianceQuery):
-        return query_to_message_content(message.components)
-    meta: dict[str, Any]
-    if isinstance(message, MeanQuery):
-        meta = {"round": int(message.round)}
-        _put_array(meta, "centre", message.centre, np.float64)
-        return _record(meta)
-    if isinstance(message, PrepareMessage):
-        meta = {"centred": message.mean is not None}
-        if message.mean is not None:
-            _put_array(meta, "mean", message.mean, np.float64)
-        return _record(meta)
-    raise TypeError(f"Not a protocol message: {type(message).__name__}")
-
-
-def _query_from_content(content: RecordDict) -> Query:
-    try:
-        meta = _meta(content)
-        return Query(round=int(meta["round"]), support=_get_array(meta, "support"),
-                     block=_get_array(meta, "block"), n_features=int(meta["n-features"]))
-    except Exception as exc:  # any missing or mistyped field
-        raise QueryRefusedError(f"Malformed query message: {exc!r}") from exc
-
-
-def _message_from_content(kind: str, content: RecordDict) -> Any:
-    if kind == "query":
-        return _query_from_content(content)
-    if kind == "variance":
-        return VarianceQuery(_query_from_content(content))
-    try:
-        meta = _meta(content)
-        if kind == "mean":
-            return MeanQuery(int(meta["round"]), _get_array(meta, "centre"))
-        if kind == "prepare":
-            if not bool(meta["centred"]):
-                return PrepareMessage(None)
-            return PrepareMessage(_get_array(meta, "mean"))
-    except Exception as exc:  # any missing or mistyped field
-        raise QueryRefusedError(f"Malformed {kind} message: {exc!r}") from exc
-    raise QueryRefusedError(f"Unknown message kind {kind!r}.")
-
-
-def _provider_meta(provider: ProviderState) -> dict[str, Any]:
-    return {
-        "provider-id": provider.provider_id,
-        "n-samples": provider.n_samples,
-        "epsilon": provider.epsilon,
-        "delta": provider.delta,
-        "n-rounds": provider.n_rounds,
-        "releases": provider.counter.used_by("query"),
-        "releases-all": provider.counter.used,
-        "data-norm": provider.data_norm_,
-        "noise-scale": provider.noise_scale,
-        "privacy": json.dumps(provider.privacy_record(
-            provider.counter.used_by("query"), disclose_clipped=False).to_dict()),
-    }
-
-
-#: The reply's public fields (what ``_reply_from_content`` returns as its meta).
-_ARRAY_FIELDS = ("product", "mean", "packed")
-
-
-def _reply_to_content(reply: Any, provider: ProviderState) -> RecordDict:
-    meta = _provider_meta(provider)
-    if isinstance(reply, Reply):
-        meta["round"] = reply.round
-        _put_array(meta, "product", reply.product, np.float64)
-    elif isinstance(reply, MeanReply):
-        meta.update({"round": reply.round, "bound": reply.bound})
-        _put_array(meta, "mean", reply.mean, np.float64)
-    elif isinstance(reply, PrepareReply):
-        meta.update({"bound": reply.data_norm, "clipped-estimate": reply.clipped_estimate})
-    elif isinstance(reply, VarianceReply):
-        meta["total"] = reply.total
-        _put_array(meta, "packed", reply.packed, np.float64)
-    else:
-        raise TypeError(f"Not a protocol reply: {type(reply).__name__}")
-    return _record(meta)
-
-
-def _reply_from_content(content: RecordDict, kind: str = "query") -> tuple[Any, dict[str, Any]]:
-    meta = _meta(content)
-    pid, n = str(meta["provider-id"]), int(meta["n-samples"])
-    reply: Any
-    if kind == "query":
-        reply = Reply(pid, int(meta["round"]), n, _get_array(meta, "product"))
-    elif kind == "mean":
-        reply = MeanReply(pid, int(meta["round"]), n, float(meta["bound"]),
-                          _get_array(meta, "mean"))
-    elif kind == "prepare":
-        reply = PrepareReply(pid, n, float(meta["bound"]), float(meta["clipped-estimate"]))
-    elif kind == "variance":
-        reply = VarianceReply(pid, n, _get_array(meta, "packed"), float(meta["total"]))
-    else:
-        raise ValueError(f"Unknown message kind {kind!r}")
-    public = {key: value for key, value in meta.items()
-              if key.partition(".")[0] not in _ARRAY_FIELDS}
-    return reply, public
-
-
 # --- provider (ClientApp) ------------------------------------------------------------------------
-
-
-#: The last data file read (its identity and array): a long-running provider process
-#: (:mod:`.flower_node`) reads its data once, not per message; a changed file is read again.
-_DATA_CACHE: dict[str, tuple[tuple[int, ...], np.ndarray]] = {}
-
-
-def _load_data(path: str, stream: bool = False) -> Any:
-    """The provider's table: an array, or (a Parquet file or folder; a ``.npy`` with
-    ``stream``) a streamed table read by one pass per release, never held in memory
-    (:mod:`privpca.federated.protocol.provider`).
-
-    A CSV has no header line (every line is a record). Raises
-    :class:`~privpca.federated.protocol.failures.ProviderInputError` when the table cannot be
-    read (its text, which may quote a cell, stays with the provider).
-    """
-    try:
-        return _read_data(path, stream)
-    except Exception as exc:  # unreadable, not numeric, ...: refused as input
-        raise ProviderInputError(f"The provider's table {path} could not be read: "
-                                 f"{exc!r}") from exc
-
-
-def _read_data(path: str, stream: bool) -> Any:
-    p = Path(path).resolve()
-    if p.suffix == ".parquet" or p.is_dir() or (stream and p.suffix == ".npy"):
-        from privpca.streaming import as_row_source
-
-        return as_row_source(p)  # reads the metadata only (so not cached: n stays current)
-    st = p.stat()
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    cached = _DATA_CACHE.get(str(p))
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    if p.suffix == ".npy":
-        X = np.asarray(np.load(p, mmap_mode="r", allow_pickle=False), dtype=np.float64)
-    else:
-        X = np.loadtxt(p, delimiter=",", ndmin=2)
-    X.flags.writeable = False  # shared by every message: no answer may change it
-    _DATA_CACHE.clear()
-    _DATA_CACHE[str(p)] = (key, X)
-    return X
-
-
-def _centering_setting(value: Any) -> str | None:
-    text = str(value).lower()
-    if text in ("none", "null", "false", ""):
-        return None
-    if text == "private":
-        return "private"
-    raise ValueError(f"centering must be 'private' or 'none'; got {value!r}.")
-
-
-def _data_norm_setting(value: Any) -> float | str:
-    if isinstance(value, str):
-        if value == "auto":
-            return "auto"
-        return float(value)
-    return float(value)
-
-
-def load_provider(node_config: dict[str, Any]) -> ProviderState:
-    """The provider described by a SuperNode's node config (see the module docstring).
-
-    Raises
-    ------
-    ProviderConfigError
-        A setting is missing or invalid (a ``ValueError``).
-    ProviderInputError
-        The data file cannot be read as a table of numbers (a ``ValueError``).
-    NonFiniteInputError
-        The table holds NaN or infinity.
-    AgreementMismatchError
-        The state file records another agreement.
-    """
-    try:
-        stream = _flag(node_config.get("stream"))
-        data_path = str(node_config["data-path"])
-        k = int(node_config["n-components"])
-        epsilon, delta = float(node_config["epsilon"]), float(node_config["delta"])
-        T = int(node_config["n-rounds"])
-        data_norm = _data_norm_setting(node_config.get("data-norm", 1.0))
-        centering = _centering_setting(node_config.get("centering", "none"))
-        shares_text = node_config.get("budget-shares")
-        shares = None if shares_text in (None, "") else json.loads(str(shares_text))
-        pid = str(node_config.get("provider-id", Path(data_path).stem))
-        state_path = str(node_config["state-path"])
-    except KeyError as exc:
-        raise ProviderConfigError(
-            f"Provider node config lacks {exc}; see privpca provider --help.") from exc
-    except (TypeError, ValueError) as exc:  # a setting that is not a number, bad JSON
-        raise ProviderConfigError(f"Provider node config: {exc}") from exc
-    X = _load_data(data_path, stream)
-    seed = node_config.get("noise-seed")
-    agreement: dict[str, Any] = {
-        "data-path": str(Path(data_path).resolve()),
-        "shape": [int(X.n_samples), int(X.n_features)] if hasattr(X, "n_samples")
-        else list(X.shape), "epsilon": epsilon, "delta": delta, "n-rounds": T,
-        "n-components": k, "data-norm": data_norm}
-    if is_table_mode(centering, data_norm):  # papers' setting: the agreement of before
-        agreement.update({"centering": centering or "none", "budget-shares": shares})
-    limits = provider_release_limits(T, centering, data_norm)
-    counter = FileReleaseCounter(state_path, limits, agreement)
-    try:
-        return ProviderState(X, n_components=k, epsilon=epsilon, delta=delta, n_rounds=T,
-                             data_norm=data_norm, centering=centering, budget_shares=shares,
-                             noise_seed=None if seed is None else int(seed), provider_id=pid,
-                             counter=counter)
-    except NonFiniteInputError:
-        raise
-    except (TypeError, ValueError) as exc:  # its settings, checked against the table's shape
-        raise ProviderConfigError(str(exc)) from exc
-
-
-def _flag(value: Any) -> bool:
-    """A node config's boolean (``true``, ``"true"`` or ``1``)."""
-    return str(value).lower() in ("true", "1")
 
 
 def _failure(exc: Exception, msg: Message, node_config: dict[str, Any]) -> Message:
@@ -691,41 +435,3 @@ def main(grid: Grid, context: Context) -> None:
     run_server(grid, dict(context.run_config))
 
 
-# --- app directory -------------------------------------------------------------------------------
-
-_PYPROJECT = """[build-system]
-requires = ["setuptools>=69"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "privpca-dpspca"
-version = "1.0.0"
-description = "DPS-PCA (Ge et al. 2018) server and provider apps of privpca"
-license = "BSD-3-Clause"
-dependencies = []
-
-[tool.flwr.app]
-publisher = "privpca"
-
-[tool.flwr.app.components]
-serverapp = "privpca.federated.flower_app:server_app"
-clientapp = "privpca.federated.flower_app:client_app"
-
-[tool.flwr.app.config]
-{config}
-"""
-
-
-def write_app_dir(path: str | Path, run_config: dict[str, Any]) -> Path:
-    """Write the Flower App directory (a ``pyproject.toml`` naming privpca's apps) for ``flwr run``.
-
-    The apps' code is privpca itself, which must be installed (``privpca[federated]``) where
-    the SuperLink and the SuperNodes run; the app directory only carries the run config.
-    """
-    out = Path(path)
-    out.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for key, value in run_config.items():
-        lines.append(f"{key} = {json.dumps(value)}")
-    (out / "pyproject.toml").write_text(_PYPROJECT.format(config="\n".join(lines)))
-    return out

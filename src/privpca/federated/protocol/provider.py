@@ -1,29 +1,10 @@
 """A data provider: its records, its noise and its budget; it answers the server's messages.
 
-:class:`ProviderState` validates every message (:mod:`.messages`), books each release on its
-counter (:mod:`.counter`) before computing it, and draws its noise from
-:func:`provider_noise_rng`.
-
-A provider given a streamed table (anything :func:`privpca.streaming.as_row_source` accepts)
-never forms its rows: each statistic it releases is a sum over its rows, computed as one
-block reduction of its :class:`~privpca.streaming.RowSource`
-(:mod:`privpca.streaming.reductions`, on the Dask workers for a Dask array), exact; the
-provider adds its noise to the total afterwards, once, with the same draws as from an
-in-memory array. Its memory is one block (plus p×k and bins × p partial sums), whatever its n.
-
-* the private mean's rounds: the rows binned by ``‖x − c‖`` with each bin's sums
-  (:func:`~privpca.streaming.reductions.binned_norm_sums`): the norm histogram, then the
-  exact clipped sum at the released bound;
-* the bound ``Dᵢ``: counts of the centred (scaled) row norms on the log grid
-  (:func:`~privpca.streaming.reductions.norm_counts`);
-* each power answer: ``Σ yᵢ(yᵢ[S]ᵀQ_S)`` over the prepared rows ``yᵢ = clip_Dᵢ((xᵢ − μ̂)/s)``
-  (:func:`~privpca.streaming.reductions.clipped_product` on Q's support; one pass per round);
-* the variances: ``(Σ (Q_Sᵀyᵢ[S])(…)ᵀ, Σ ‖yᵢ‖²)``
-  (:func:`~privpca.streaming.reductions.projected_moments` on the support).
-
-The passes prepare each block as the in-memory rows are prepared (:meth:`ProviderState._clip`):
-the same shift, division, norms (``exact_norms``) and clip test, with its relative slack
-:data:`CLIP_SLACK` (``slack``), so the streamed answers are the in-memory ones to rounding.
+:class:`ProviderState` validates its agreement and every message (:mod:`.provider_checks`,
+:mod:`.messages`), books each release on its counter (:mod:`.counter`) before computing it,
+prepares and sums its rows in memory or by one pass over a streamed table
+(:mod:`.provider_rows`), draws its noise from :func:`provider_noise_rng`, and reports its
+privacy (:mod:`.provider_privacy`).
 """
 
 from __future__ import annotations
@@ -33,29 +14,17 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, TypeVar
 
-import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privpca._config import fit_noise_mode
-from privpca._validation import (
-    check_data,
-    check_delta,
-    check_epsilon,
-    check_in_range,
-    check_norm_bound,
-    row_norms,
-    warn_clipped,
-)
+from privpca._validation import check_data, warn_clipped
 from privpca.accounting.neighbouring import Neighbouring
-from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.federated.protocol.agreement import (
     MEAN_PARTS,
-    MEAN_ROUNDS,
     is_table_mode,
     provider_release_limits,
 )
-from privpca.federated.protocol.counter import ReleaseCounter, _refusal
+from privpca.federated.protocol.counter import ReleaseCounter
 from privpca.federated.protocol.messages import (
     AnyReply,
     MeanQuery,
@@ -68,38 +37,42 @@ from privpca.federated.protocol.messages import (
     VarianceQuery,
     VarianceReply,
     validate_query,
-    validate_vector,
 )
-from privpca.federated.protocol.privacy import (
-    _POST_PROCESSING,
-    STATISTIC_MECHANISM,
-    dpspca_noise_multiplier,
-    provider_privacy_record,
+from privpca.federated.protocol.privacy import STATISTIC_MECHANISM, dpspca_noise_multiplier
+from privpca.federated.protocol.provider_checks import (
+    check_counter,
+    check_mean_query,
+    check_prepare_message,
+    check_settings,
+)
+from privpca.federated.protocol.provider_privacy import ProviderPrivacy
+from privpca.federated.protocol.provider_rows import CLIP_SLACK as CLIP_SLACK
+from privpca.federated.protocol.provider_rows import (
+    StreamPreparation,
+    centred,
+    clip_rows,
+    memory_mean,
+    public_scale,
+    streamed_mean,
+    streamed_norm_counts,
+    streamed_pass,
 )
 from privpca.mechanisms.noise import gaussian_release
-from privpca.mechanisms.randomness import check_noise_rng, noise_mode_of
+from privpca.mechanisms.randomness import check_noise_rng
 from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.pipeline.budget import BudgetPlan
 from privpca.pipeline.preprocessing import (
     BoundNotFoundError,
-    private_mean,
-    private_mean_from_sum,
     private_norm_bound,
     private_norm_bound_from_counts,
 )
 from privpca.pipeline.release import ReleasePipeline
-from privpca.pipeline.rows import PreparedRows, Statistic
+from privpca.pipeline.rows import Statistic
 from privpca.pipeline.settings import DEFAULT_NORM_QUANTILE, PipelineSettings
 from privpca.streaming import reductions
-from privpca.streaming.reductions import BinCounts
 from privpca.streaming.sources import RowSource
 
 _T = TypeVar("_T")
-
-#: Relative slack of the provider's clip test: rows of norm ≤ D·(1 + slack) are kept as they
-#: are, so a row of norm D up to rounding is clipped by neither the in-memory nor the streamed
-#: path (both test with it).
-CLIP_SLACK = 1e-12
 
 #: Spawn keys of the noise streams of the other kinds (the power answers keep their streams).
 _KIND_CODES = {"mean": 1, "bound": 2, "variance": 3}
@@ -138,7 +111,7 @@ def provider_noise_rng(noise_seed: int | None, release: int,
     return np.random.default_rng(seq)
 
 
-class ProviderState:
+class ProviderState(ProviderPrivacy):
     """One data provider: its records, its noise, its budget; answers the server's messages.
 
     Parameters
@@ -186,8 +159,8 @@ class ProviderState:
         survive restarts). Its limits must be those of this provider's setting.
 
     The defaults are the papers' setting (``centering=None``, ``data_norm=1.0``), so a
-    provider configured before the release pipeline keeps its meaning; :class:`privpca.DPSPCA`
-    and ``privpca provider`` pass the pipeline's settings explicitly.
+    provider given none of the pipeline's settings runs the papers' protocol;
+    :class:`privpca.DPSPCA` and ``privpca provider`` pass the pipeline's settings explicitly.
 
     Attributes
     ----------
@@ -226,81 +199,64 @@ class ProviderState:
         counter: ReleaseCounter | None = None,
     ) -> None:
         self.provider_id = str(provider_id)
-        who = f"provider {self.provider_id}"
-        from privpca.streaming import as_row_source, is_streamed
-
-        Xv: NDArray[np.float64] | None = None
         #: The rows of a streamed table (None: an in-memory array, ``X``).
         self.stream: RowSource | None = None
         #: A streamed table's centre, public scales and bound Dᵢ (None until prepared): each
         #: statistic's pass prepares its blocks with them.
-        self._stream_prepared: tuple[NDArray[np.float64] | None, NDArray[np.float64] | None,
-                                     float] | None = None
-        if is_streamed(X):  # validated block by block as each pass reads it
-            self.stream = as_row_source(X)
-            self.n_samples = int(self.stream.n_samples)
-            self.n_features = int(self.stream.n_features)
-        else:
-            Xv = check_data(X)
-            self.n_samples, self.n_features = (int(s) for s in Xv.shape)
-        # Every party validates its agreement as the estimators do: a provider refuses to
-        # open a budget it could not honour (ε = ∞ would release XᵢᵀXᵢQ/nᵢ exactly).
-        self.n_components = int(check_in_range(n_components, "n_components", low=1,
-                                               high=self.n_features, low_closed=True,
-                                               high_closed=True, integer=True, owner=who))
-        self.epsilon = check_epsilon(epsilon, owner=who)
-        self.delta = check_delta(delta, owner=who)  # every release is Gaussian: δ > 0
-        self.n_rounds = int(check_in_range(n_rounds, "n_rounds", low=1, low_closed=True,
-                                           integer=True, owner=who))
-        if not (isinstance(data_norm, str) and data_norm == "auto"):
-            if isinstance(data_norm, str):
-                raise ValueError(f"The 'data_norm' parameter of {who} must be 'auto' or a float "
-                                 f"in the range [1e-60, 1e+60]. Got {data_norm!r} instead.")
-            data_norm = check_norm_bound(data_norm, owner=who)
-        if noise_seed is not None and (isinstance(noise_seed, bool)
-                                       or not isinstance(noise_seed, int | np.integer)
-                                       or noise_seed < 0):
-            raise ValueError(f"The 'noise_seed' parameter of {who} must be None or an int >= 0. "
-                             f"Got {noise_seed!r} instead.")
-        self.noise_seed = None if noise_seed is None else int(noise_seed)
-        if isinstance(scale, bool | np.bool_) and scale:
-            raise ValueError(
-                "Private scaling (scale=True) is not offered in the distributed model: pass "
-                "public per-feature scales as an array, or scale=False."
-            )
-        self.centering, self.data_norm, self.scale = centering, data_norm, scale
-        if budget_shares is not None and not isinstance(budget_shares, Mapping):
-            raise ValueError(f"The 'budget_shares' parameter of {who} must be a dict of part -> "
-                             f"share or None. Got {budget_shares!r} instead.")
+        self._stream_prepared: StreamPreparation | None = None
+        Xv = self._read_table(X)
+        agreed = check_settings(
+            self.provider_id, self.n_features, n_components=n_components, epsilon=epsilon,
+            delta=delta, n_rounds=n_rounds, data_norm=data_norm, noise_seed=noise_seed,
+            scale=scale, budget_shares=budget_shares)
+        self.n_components, self.epsilon, self.delta = (agreed.n_components, agreed.epsilon,
+                                                       agreed.delta)
+        self.n_rounds, self.noise_seed = agreed.n_rounds, agreed.noise_seed
+        self.centering, self.data_norm, self.scale = centering, agreed.data_norm, scale
         self.budget_shares = budget_shares
-        self.table_mode = is_table_mode(centering, data_norm, scale)
-        limits = provider_release_limits(self.n_rounds, centering, data_norm, scale)
-        if counter is None:
-            counter = ReleaseCounter(limits)
-        elif counter.limits != limits:
-            raise ValueError(
-                f"provider {self.provider_id}: the counter's limits {counter.limits} are not "
-                f"this provider's agreement {limits}."
-            )
-        self.counter = counter
+        self.table_mode = is_table_mode(centering, self.data_norm, scale)
+        self.counter = check_counter(
+            self.provider_id, counter,
+            provider_release_limits(self.n_rounds, centering, self.data_norm, scale))
         self.plan: BudgetPlan | None = None
         self.data_norm_ = math.nan
         self.sensitivity = self.noise_scale = math.nan
         self.rows: NDArray[np.float64] | None = None
         self.mean_: NDArray[np.float64] | None = None
         self.clipped_estimate = math.nan
-        if not self.table_mode:  # the papers' setting: exactly the code before the pipeline
-            self.X = Xv
-            if self.stream is not None:  # clipped block by block in each answer's pass
-                self._stream_prepared = (None, None, float(data_norm))
-                self.n_clipped = 0
-            else:
-                assert Xv is not None
-                self._clip(Xv, float(data_norm))
-            self.noise_multiplier = dpspca_noise_multiplier(self.epsilon, self.delta,
-                                                            self.n_rounds)
-            self._set_bound(float(data_norm))
-            return
+        if self.table_mode:
+            self._start_pipeline(Xv)
+        else:
+            self._start_papers_setting(Xv, float(self.data_norm))
+
+    def _read_table(self, X: ArrayLike) -> NDArray[np.float64] | None:
+        """Set the table's shape; return its checked rows (None: a streamed table)."""
+        from privpca.streaming import as_row_source, is_streamed
+
+        if is_streamed(X):  # validated block by block as each pass reads it
+            self.stream = as_row_source(X)
+            self.n_samples = int(self.stream.n_samples)
+            self.n_features = int(self.stream.n_features)
+            return None
+        Xv = check_data(X)
+        self.n_samples, self.n_features = (int(s) for s in Xv.shape)
+        return Xv
+
+    def _start_papers_setting(self, Xv: NDArray[np.float64] | None, data_norm: float) -> None:
+        """The papers' setting: no plan; the rows clipped to the public D at once."""
+        self.X = Xv
+        if self.stream is not None:  # clipped block by block in each answer's pass
+            self._stream_prepared = (None, None, data_norm)
+            self.n_clipped = 0
+        else:
+            assert Xv is not None
+            self._clip(Xv, data_norm)
+        self.noise_multiplier = dpspca_noise_multiplier(self.epsilon, self.delta,
+                                                        self.n_rounds)
+        self._set_bound(data_norm)
+
+    def _start_pipeline(self, Xv: NDArray[np.float64] | None) -> None:
+        """The release pipeline's setting: the budget plan; a restarted provider's rows."""
         self.X, self.n_clipped = Xv, 0
         settings = PipelineSettings(
             epsilon=self.epsilon, delta=self.delta, centering=self.centering,
@@ -338,10 +294,7 @@ class ProviderState:
 
     def _centred(self, mean: NDArray[np.float64] | None) -> NDArray[np.float64]:
         assert self.X is not None
-        rows = self.X if mean is None else self.X - mean
-        if not (isinstance(self.scale, bool | np.bool_) and not self.scale):
-            rows = rows / np.asarray(self.scale, dtype=np.float64)
-        return rows
+        return centred(self.X, mean, self.scale)
 
     def _clip(self, rows: NDArray[np.float64], data_norm: float) -> NDArray[np.float64]:
         """Clip ``rows`` to ``data_norm`` (a copy if any is clipped), silently.
@@ -349,12 +302,7 @@ class ProviderState:
         The count stays here; the provider warns, with no count, only after it has booked
         its first power answer (:meth:`answer_query`), so a refused message never warns.
         """
-        norms = row_norms(rows)
-        over = norms > data_norm * (1.0 + CLIP_SLACK)
-        self.n_clipped = int(over.sum())
-        if self.n_clipped:
-            rows = rows.copy() if rows is self.X else rows
-            rows[over] *= (data_norm / norms[over])[:, None]
+        rows, self.n_clipped = clip_rows(rows, data_norm, copy=rows is self.X)
         self.rows = rows
         return rows
 
@@ -362,7 +310,7 @@ class ProviderState:
                       warn: bool = False) -> None:
         self._warn_public_clip = warn
         if self.stream is not None:  # nothing formed: each statistic's pass prepares its blocks
-            self._stream_prepared = (mean, self._public_scale(), float(data_norm))
+            self._stream_prepared = (mean, public_scale(self.scale), float(data_norm))
             self.n_clipped = 0  # counted by the first power answer's pass
             self.mean_ = mean
             self._set_bound(data_norm)
@@ -371,11 +319,6 @@ class ProviderState:
         self.rows, self.mean_ = rows, mean
         self._total = float(np.einsum("ij,ij->", rows, rows))
         self._set_bound(data_norm)
-
-    def _public_scale(self) -> NDArray[np.float64] | None:
-        if isinstance(self.scale, bool | np.bool_) and not self.scale:
-            return None
-        return np.asarray(self.scale, dtype=np.float64)
 
     @property
     def prepared(self) -> bool:
@@ -394,6 +337,15 @@ class ProviderState:
                 f"provider {self.provider_id} agreed to the papers' setting (no centring, "
                 f"public data_norm): it answers power queries only, not {what}."
             )
+
+    def _prepared_rows(self, what: str) -> NDArray[np.float64] | None:
+        """The prepared rows (None for a streamed table: its passes prepare each block)."""
+        if not self.prepared:
+            raise QueryRefusedError(
+                f"provider {self.provider_id} has no prepared rows yet (it expects the "
+                f"server's prepare message before {what})."
+            )
+        return self.rows
 
     # ------------------------------------------------------------------ messages
     def handle(self, message: Any) -> AnyReply:
@@ -418,75 +370,21 @@ class ProviderState:
             Both rounds already made.
         """
         self._refuse_unless_table("the private mean")
-        if not isinstance(query, MeanQuery):
-            raise QueryRefusedError(f"Expected a MeanQuery; got {type(query).__name__}.")
-        if not (isinstance(self.centering, str) and self.centering == "private"):
-            raise QueryRefusedError(
-                f"provider {self.provider_id} did not agree to a private mean (centering is "
-                "not 'private')."
-            )
-        centre = validate_vector(query.centre, self.n_features, "centre of the mean query")
-        done = self.counter.used_by("mean")
-        if (isinstance(query.round, bool | np.bool_)
-                or not isinstance(query.round, int | np.integer)
-                or int(query.round) != done + 1):
-            if done >= MEAN_ROUNDS:
-                raise _refusal(MEAN_ROUNDS, done, "mean")
-            raise QueryRefusedError(
-                f"Mean round {query.round!r} out of order: provider {self.provider_id} has "
-                f"made {done} of the {MEAN_ROUNDS} mean rounds, so the next is {done + 1}."
-            )
-        if self.prepared:
-            raise QueryRefusedError("The rows are already prepared: no more mean rounds.")
+        centre = check_mean_query(query, provider_id=self.provider_id, centering=self.centering,
+                                  n_features=self.n_features, counter=self.counter,
+                                  prepared=self.prepared)
         index = self.counter.reserve("mean")
         bound_part, sum_part = MEAN_PARTS[index]
         rng = provider_noise_rng(self.noise_seed, index, "mean")
+        multipliers = self._plan[bound_part].multiplier, self._plan[sum_part].multiplier
         if self.stream is not None:
-            R, mean = self._streamed_mean(centre, bound_part, sum_part, rng)
-            self.counter.remember(bound_part, R)
-            return MeanReply(self.provider_id, int(query.round), self.n_samples, R, mean)
-        assert self.X is not None
-        sq = self._sq
-        if np.any(centre):
-            sq = np.maximum(sq - 2.0 * (self.X @ centre) + float(centre @ centre), 0.0)
-        norms = np.sqrt(sq)
-        b = self._plan[bound_part]
-        try:
-            (R,), _ = private_norm_bound(norms, b.multiplier, DEFAULT_NORM_QUANTILE, rng,
-                                         what=f"provider {self.provider_id}'s distances to the "
-                                      "centre")
-        except BoundNotFoundError as exc:
-            raise BoundNotFoundError(f"provider {self.provider_id}: {exc}") from exc
-        m = private_mean(self.X, norms, R, self._plan[sum_part].multiplier, rng,
-                         centre=centre if np.any(centre) else None)
+            R, mean = streamed_mean(self.stream, self.n_samples, centre, *multipliers, rng,
+                                    self.provider_id)
+        else:
+            assert self.X is not None
+            R, mean = memory_mean(self.X, self._sq, centre, *multipliers, rng, self.provider_id)
         self.counter.remember(bound_part, R)
-        return MeanReply(self.provider_id, int(query.round), self.n_samples, float(R), m.mean)
-
-    def _streamed_mean(self, centre: NDArray[np.float64], bound_part: str, sum_part: str,
-                       rng: np.random.Generator) -> tuple[float, NDArray[np.float64]]:
-        """One mean round on a streamed table: one pass bins the rows by ``‖x − c‖`` with
-        their sums (the histogram of ``Rᵢ``, then the exact clipped sum at ``Rᵢ``); the same
-        mechanisms and draws as the in-memory round."""
-        assert self.stream is not None
-        stream = self.stream
-        c = centre if np.any(centre) else None
-        seen: dict[str, Any] = {}
-
-        def counter(base: float) -> tuple[Any, Any]:
-            seen["base"] = base
-            seen["sums"] = sums = reductions.binned_norm_sums(stream, c, base)
-            return sums.index, sums.counts
-
-        b = self._plan[bound_part]
-        try:
-            (R,), _ = private_norm_bound_from_counts(
-                counter, self.n_samples, b.multiplier, DEFAULT_NORM_QUANTILE, rng,
-                what=f"provider {self.provider_id}'s distances to the centre")
-        except BoundNotFoundError as exc:
-            raise BoundNotFoundError(f"provider {self.provider_id}: {exc}") from exc
-        m = private_mean_from_sum(seen["sums"].clipped_sum(R, seen["base"]), self.n_samples,
-                                  R, self._plan[sum_part].multiplier, rng)
-        return float(R), m.mean
+        return MeanReply(self.provider_id, int(query.round), self.n_samples, R, mean)
 
     def prepare(self, message: PrepareMessage) -> PrepareReply:
         """Centre on the broadcast mean, release the bound ``Dᵢ`` (``"auto"``), clip.
@@ -501,55 +399,12 @@ class ProviderState:
             The bound was released already (a restarted run).
         """
         self._refuse_unless_table("a prepare message")
-        if not isinstance(message, PrepareMessage):
-            raise QueryRefusedError(f"Expected a PrepareMessage; got {type(message).__name__}.")
-        if self.prepared:
-            raise QueryRefusedError(f"provider {self.provider_id} is prepared already.")
-        mean: NDArray[np.float64] | None
-        if self.centering is None:
-            if message.mean is not None:
-                raise QueryRefusedError(
-                    f"provider {self.provider_id} agreed to no centring; the server sent a mean."
-                )
-            mean = None
-        else:
-            if message.mean is None:
-                raise QueryRefusedError(
-                    f"provider {self.provider_id} agreed to centring; the server sent no mean."
-                )
-            mean = validate_vector(message.mean, self.n_features, "mean")
-            if isinstance(self.centering, str):
-                done = self.counter.used_by("mean")
-                if done < MEAN_ROUNDS:
-                    raise QueryRefusedError(
-                        f"provider {self.provider_id} has made {done} of the {MEAN_ROUNDS} "
-                        "rounds of the private mean; the mean cannot be final yet."
-                    )
-            elif not np.array_equal(mean, self.centering):
-                raise QueryRefusedError(
-                    f"provider {self.provider_id} agreed to another public mean than the one "
-                    "the server sent."
-                )
+        mean = check_prepare_message(message, provider_id=self.provider_id,
+                                     centering=self.centering, n_features=self.n_features,
+                                     counter=self.counter, prepared=self.prepared)
         clipped = math.nan
         if isinstance(self.data_norm, str):
-            index = self.counter.reserve("bound")
-            rng = provider_noise_rng(self.noise_seed, index, "bound")
-            b = self._plan["bound"]
-            what = f"provider {self.provider_id}'s " + ("centred row norms" if mean is not None
-                                                        else "row norms")
-            try:
-                if self.stream is not None:  # one pass: the norms' counts on the log grid
-                    (D,), rel = private_norm_bound_from_counts(
-                        partial(self._streamed_norm_counts, mean, self._public_scale()),
-                        self.n_samples, b.multiplier, DEFAULT_NORM_QUANTILE, rng, what=what)
-                else:
-                    rows = self._centred(mean)
-                    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-                    (D,), rel = private_norm_bound(norms, b.multiplier,
-                                                   DEFAULT_NORM_QUANTILE, rng, what=what)
-            except BoundNotFoundError as exc:
-                raise BoundNotFoundError(f"provider {self.provider_id}: {exc}") from exc
-            clipped = float(rel.above[0, 0])
+            D, clipped = self._release_bound(mean)
             self._prepare_rows(mean, D, warn=False)
         else:
             D = float(self.data_norm)
@@ -559,6 +414,29 @@ class ProviderState:
             "mean": None if mean is None else mean.tolist(), "data_norm": D,
             "clipped_estimate": None if math.isnan(clipped) else clipped})
         return PrepareReply(self.provider_id, self.n_samples, float(D), clipped)
+
+    def _release_bound(self, mean: NDArray[np.float64] | None) -> tuple[float, float]:
+        """Book and release ``Dᵢ``, a private quantile of the centred row norms; return it
+        and the private estimate of the rows above it."""
+        index = self.counter.reserve("bound")
+        rng = provider_noise_rng(self.noise_seed, index, "bound")
+        b = self._plan["bound"]
+        what = f"provider {self.provider_id}'s " + ("centred row norms" if mean is not None
+                                                    else "row norms")
+        try:
+            if self.stream is not None:  # one pass: the norms' counts on the log grid
+                (D,), rel = private_norm_bound_from_counts(
+                    partial(streamed_norm_counts, self.stream, self.n_features, mean,
+                            public_scale(self.scale)),
+                    self.n_samples, b.multiplier, DEFAULT_NORM_QUANTILE, rng, what=what)
+            else:
+                rows = self._centred(mean)
+                norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+                (D,), rel = private_norm_bound(norms, b.multiplier,
+                                               DEFAULT_NORM_QUANTILE, rng, what=what)
+        except BoundNotFoundError as exc:
+            raise BoundNotFoundError(f"provider {self.provider_id}: {exc}") from exc
+        return D, float(rel.above[0, 0])
 
     def answer_query(self, query: Query) -> Reply:
         """Validate, book one release, and return ``Hᵢ = Σ̂ᵢQ + Gᵢ/nᵢ``.
@@ -576,7 +454,6 @@ class ProviderState:
         rows = self._prepared_rows("power queries")
         release = self.counter.reserve("query")
         if rows is None:  # a streamed table: one pass, the clipped rows counted on the way
-            assert self.stream is not None
             Q_S = np.ascontiguousarray(query.block, dtype=np.float64)
             P, self.n_clipped = self._streamed_pass(reductions.clipped_product, Q_S,
                                                     query.support)
@@ -627,114 +504,8 @@ class ProviderState:
         packed, total = released[:-1], float(released[-1])
         return VarianceReply(self.provider_id, self.n_samples, packed, float(total))
 
-    def _streamed_norm_counts(self, mean: NDArray[np.float64] | None,
-                              scale: NDArray[np.float64] | None, base: float) -> BinCounts:
-        """Counts of a streamed table's ``‖(x − mean)/scale‖`` on the log grid (one pass)."""
-        assert self.stream is not None
-        shift = mean if scale is None or mean is not None else np.zeros(self.n_features)
-        return reductions.norm_counts(self.stream, shift, base, scale=scale)
-
     def _streamed_pass(self, reduction: Callable[..., _T], basis: NDArray[np.float64],
                        support: ArrayLike) -> _T:
-        """One statistic pass over a streamed table (``reduction``:
-        :func:`~privpca.streaming.reductions.clipped_product` or
-        :func:`~privpca.streaming.reductions.projected_moments`) on Q's support, each block
-        prepared as the in-memory rows are (:meth:`_clip`: exact norms, :data:`CLIP_SLACK`)."""
+        """One statistic pass over the streamed table, prepared (:func:`.streamed_pass`)."""
         assert self.stream is not None and self._stream_prepared is not None
-        return reduction(self.stream, *self._stream_prepared, basis,
-                         support=np.asarray(support, dtype=np.intp), slack=CLIP_SLACK,
-                         exact_norms=True)
-
-    def _prepared_rows(self, what: str) -> NDArray[np.float64] | None:
-        """The prepared rows (None for a streamed table: its passes prepare each block)."""
-        if not self.prepared:
-            raise QueryRefusedError(
-                f"provider {self.provider_id} has no prepared rows yet (it expects the "
-                f"server's prepare message before {what})."
-            )
-        return self.rows
-
-    # ------------------------------------------------------------------ privacy
-    def spends(self) -> tuple[list[PrivacySpend], PrivacySpend]:
-        """The spends of the parts released so far (preprocessing, variance) and the
-        statistic's spend (its planned T releases; NaN sensitivity until the bound is known).
-        """
-        if self.plan is None:
-            raise ValueError("the papers' setting has no pipeline parts")
-        run = self._run
-        counts = self.counter.counts()
-        spends: list[PrivacySpend] = []
-        for r, (bound_part, sum_part) in enumerate(MEAN_PARTS):
-            if counts.get("mean", 0) <= r:
-                break
-            R = float(self.counter.recall(bound_part, math.nan))
-            search = run._search(bound_part, self.plan[bound_part], self.n_samples)
-            spends.append(run._spend(
-                bound_part, "noisy bisection of ‖x − c‖ on a log grid (private quantile), "
-                "each provider its own", search.sensitivity, search.noise))
-            spends.append(run._spend(
-                sum_part, "gaussian: Σ clip_R(x − c), each provider its own noise (private "
-                "mean)", 2.0 * R, 2.0 * R * self.plan[sum_part].multiplier))
-        if counts.get("bound", 0):
-            search = run._search("bound", self.plan["bound"], self.n_samples)
-            spends.append(run._spend(
-                "bound", "noisy bisection of the centred row norms (private quantile), each "
-                "provider its own", search.sensitivity, search.noise))
-        if counts.get("variance", 0):
-            sens = math.sqrt(2.0) * self.data_norm_**2
-            spends.append(run._spend(
-                "variance", "gaussian: packed QᵀXᵢᵀXᵢQ and ‖Xᵢ‖²_F (explained variance)",
-                sens, sens * self.plan["variance"].multiplier))
-        stat = self.plan["statistic"]
-        statistic = PrivacySpend(
-            mechanism=f"statistic: {STATISTIC_MECHANISM}",
-            epsilon=stat.epsilon,
-            delta=stat.delta,
-            sensitivity=getattr(self, "_raw_sensitivity", math.nan),
-            noise_scale=self.noise_multiplier * getattr(self, "_raw_sensitivity", math.nan),
-            count=stat.count,
-            dp_event=dp_accounting.GaussianDpEvent(stat.multiplier),
-        )
-        return spends, statistic
-
-    def privacy_record(self, releases: int | None = None, *,
-                       disclose_clipped: bool = True) -> PrivacyRecord:
-        """This provider's guarantee (default: after its agreed releases).
-
-        ``releases`` (papers' setting) is the number of power answers made; outside it the
-        record lists the parts released so far and totals the agreed (ε, δ).
-        No record carries the exact number of clipped rows (a count of the provider's data);
-        ``disclose_clipped`` is kept for compatibility and has no effect.
-        """
-        del disclose_clipped
-        with fit_noise_mode(noise_mode_of(self.noise_seed)):  # how its noise was drawn
-            return self._privacy_record(releases)
-
-    def _privacy_record(self, releases: int | None) -> PrivacyRecord:
-        if self.plan is None:
-            count = self.n_rounds if releases is None else int(releases)
-            return provider_privacy_record(
-                epsilon=self.epsilon, delta=self.delta, n_rounds=self.n_rounds,
-                n_components=self.n_components, data_norm=self.data_norm_,
-                n_samples=self.n_samples, n_clipped=0, releases=count,
-            )
-        pre, statistic = self.spends()
-        made = self.counter.used_by("query")
-        notes = (
-            f"Provider {self.provider_id}: every release is Gaussian, split from its own "
-            f"({self.epsilon:g}, {self.delta:g}) by its own budget plan (exact composition), "
-            f"{self.n_rounds} power answers with noise multiplier {self.noise_multiplier:.6g}"
-            f" per answer. {_POST_PROCESSING}"
-        )
-        if made < self.n_rounds:
-            notes += f" Only {made} of the {self.n_rounds} agreed power answers were made."
-        if not math.isnan(self.clipped_estimate):
-            notes += (f" Private estimate of its clipped rows: {self.clipped_estimate:.0f}.")
-        prepared = PreparedRows(np.empty((0, self.n_features)), self.data_norm_, self.mean_,
-                                None if isinstance(self.scale, bool | np.bool_)
-                                else np.asarray(self.scale), 0, list(pre))
-        return self._run.record(
-            prepared, statistic,
-            calibration="analytic (exact Gaussian composition of every part, dp-accounting)",
-            notes=notes,
-        )
+        return streamed_pass(self.stream, self._stream_prepared, reduction, basis, support)
