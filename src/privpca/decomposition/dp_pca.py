@@ -76,103 +76,42 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
 from numbers import Real
 from typing import Any, ClassVar
 
-import dp_accounting
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from privpca._validation import (
-    caller_stacklevel,
-    check_n_components,
-    refuse_non_finite,
-)
-from privpca.accounting.calibration import laplace_scale
+from privpca._validation import caller_stacklevel, check_n_components
 from privpca.accounting.ledger import PrivacyLedger
-from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._constraints import STOCHASTIC, positive_int
+from privpca.decomposition._dppca_plan import (
+    DEFAULT_SEARCH_GRID,
+    RESOLVING_SUBSET_SIZE,
+    SUBSET_SPREAD,
+    DPPCACalibration,
+    _Setup,
+)
+from privpca.decomposition._dppca_steps import _fallback_eigenvalue, _noise_level, _Plan, _run
 from privpca.decomposition._records import RecordStream
 from privpca.decomposition._stochastic import (
     DEFAULT_HOLDOUT_FRACTION,
     HeldOutRelease,
-    StochasticPCA,
     StreamInput,
     StreamPlan,
     StreamRun,
 )
-from privpca.mechanisms.gradient_statistics import PrivateMean, PrivateTopEigenvalue
-from privpca.mechanisms.noise import laplace_release
 from privpca.solvers.eigen import fix_signs
-from privpca.solvers.oja import (
-    GradientSource,
-    LearningRate,
-    MatrixGradients,
-    VectorGradients,
-    block_oja_update,
-    resolve_learning_rate,
-)
+from privpca.solvers.oja import LearningRate, VectorGradients
 from privpca.solvers.power import random_orthonormal_basis
 
 __all__ = ["DEFAULT_SEARCH_GRID", "DPPCA", "RESOLVING_SUBSET_SIZE", "SUBSET_SPREAD"]
 
-#: s₀: the fullest √2-wide bin of Algorithm 4's subset eigenvalues, s pair differences each,
-#: holds about √(s/s₀) of them. Measured on the gradients of Gaussian tables and Covertype
-#: (random and top W): 12–23 % at s = 8, 19–26 % at 16, 27–34 % at 32, 33–41 % at 64; 500
-#: is near the lower edge.
-SUBSET_SPREAD = 500.0
-#: Pair differences per subset of the smallest batch whose Algorithm 4 is expected to release
-#: (``batch_size="auto"``): 16, where the fullest bin held 19–26 %.
-RESOLVING_SUBSET_SIZE = 16
 
-DEFAULT_LEARNING_RATE = LearningRate(c1=16.0, c2=0.0)
-#: (c1, c2) candidates of the private learning-rate search (powers of 2 around the default).
-DEFAULT_SEARCH_GRID: tuple[tuple[float, float], ...] = (
-    (4.0, 0.0),
-    (16.0, 0.0),
-    (64.0, 0.0),
-    (16.0, 8.0),
-)
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """Resolved sizes and calibrated mechanisms of one DP-PCA run."""
-
-    batch_size: int
-    n_steps: int
-    eigen: PrivateTopEigenvalue
-    mean: PrivateMean
-    epsilon_call: float
-    delta_call: float
-    resolvable: int  # the least batch whose Algorithm 4 is expected to release ("auto")
-
-
-@dataclass(frozen=True)
-class _Setup:
-    """A validated, calibrated DP-PCA run (fixed learning rate or the search), before data."""
-
-    plan: _Plan
-    lr: LearningRate | None
-    candidates: tuple[LearningRate, ...]
-    n_validation: int
-    per_candidate: int
-    search: dict[str, Any] | None
-
-
-def _noise_level(history: dict[str, Any]) -> float:
-    """``√(Σ_t σ_t²)/T``: per-entry std of the average of the steps' Gaussian noises."""
-    sd = np.asarray(history["noise_scale"], dtype=np.float64)
-    if sd.size == 0:
-        return math.nan
-    return float(math.sqrt(float(np.nansum(sd * sd))) / sd.size)
-
-
-class DPPCA(StochasticPCA):
+class DPPCA(DPPCACalibration):
     """DP-PCA: minibatch Oja with private eigenvalue and mean estimation (central model).
 
     See the module docstring for the algorithm, the privacy argument and rank k.
@@ -410,76 +349,6 @@ class DPPCA(StochasticPCA):
         self.random_state = random_state
         self.ledger = ledger
 
-    # ------------------------------------------------------------------ planning
-    def _step_plan(self, n: int, q: int, *, what: str = "n_samples") -> _Plan:
-        """Calibrate both mechanisms and size the batches for ``n`` records, q coordinates."""
-        # Each parameter was checked against its declaration (_parameter_constraints).
-        epsilon, delta = float(self.epsilon), float(self.delta)
-        eps_call, delta_call = ((epsilon, delta) if self.budget_split == "parallel"
-                                else (epsilon / 2, delta / 2))
-        if isinstance(self.n_subsets, str) and self.n_subsets == "auto":
-            eigen = PrivateTopEigenvalue.calibrate(
-                eps_call, delta_call, subsets_factor=self.subsets_factor
-            )
-        else:
-            eigen = PrivateTopEigenvalue.calibrate(eps_call, delta_call,
-                                                   n_subsets=int(self.n_subsets))
-        mean = PrivateMean.calibrate(
-            eps_call,
-            delta_call,
-            q,
-            centre_fraction=self.centre_fraction, bin_width=self.bin_width,
-            radius=self.truncation_radius, zeta=self.zeta,
-        )
-        s_min = int(self.min_subset_size)
-        minimum = 2 * eigen.min_gradients() * s_min
-        auto = isinstance(self.n_subsets, str)
-        # "auto": the fullest bin should hold τ + 3 noise scales (n_subsets' docstring).
-        need = eigen.histogram.threshold + 3.0 * eigen.histogram.scale
-        resolvable = 4 * math.ceil(need * math.sqrt(SUBSET_SPREAD * RESOLVING_SUBSET_SIZE))
-        if isinstance(self.batch_size, str) and self.batch_size == "auto":
-            B = max(int(self.batch_constant * n / math.log(max(n, 3)) ** 2), minimum)
-            if auto and B < resolvable <= n:  # raised, then spread over all the records
-                B = n // (n // resolvable)
-        else:
-            B = int(self.batch_size)
-            if B < minimum:
-                raise ValueError(
-                    f"batch_size={B} is too small for n_subsets={self.n_subsets} and "
-                    f"min_subset_size={s_min}: Algorithm 4 needs at least {minimum} records "
-                    "per step (its half-batch gives each subset min_subset_size pair "
-                    "differences)."
-                )
-        if auto and B >= resolvable:  # the subsets a release needs (≥ 16 pairs each)
-            m = math.ceil(SUBSET_SPREAD * need**2 / (B // 4))
-            eigen = PrivateTopEigenvalue(eigen.histogram, max(eigen.n_subsets, m))
-        if n < B:
-            raise ValueError(
-                f"DPPCA needs at least one minibatch of {B} records at epsilon={epsilon:g}, "
-                f"delta={delta:g} (Algorithm 4 uses {eigen.n_subsets} subsets, each fed by pair "
-                f"differences); got {what}={n}. Use more data, a larger epsilon or delta, "
-                "or set n_subsets and batch_size explicitly."
-            )
-        return _Plan(B, n // B, eigen, mean, eps_call, delta_call, resolvable)
-
-    # ------------------------------------------------------------------ fitting
-    def _setup(self, n: int, p: int, *, what: str = "n_samples") -> _Setup:
-        """Validate and calibrate for a stream of ``n`` records (public: no data read)."""
-        k = check_n_components(self.n_components, p, owner=self)
-        if isinstance(self.learning_rate, str) and self.learning_rate == "search":
-            grid = DEFAULT_SEARCH_GRID if self.search_grid is None else tuple(self.search_grid)
-            if len(grid) < 2:
-                raise ValueError("search_grid needs at least two (c1, c2) candidates.")
-            candidates = tuple(resolve_learning_rate(c, DEFAULT_LEARNING_RATE, owner="DPPCA")
-                               for c in grid)
-            n_val = max(int(self.search_fraction * n), 1)
-            per = (n - n_val) // len(candidates)
-            plan = self._step_plan(per, p * k, what=f"{what} per candidate")
-            search = {"epsilon": plan.epsilon_call, "n_candidates": len(candidates),
-                      "n_validation": n_val}
-            return _Setup(plan, None, candidates, n_val, per, search)
-        lr = resolve_learning_rate(self.learning_rate, DEFAULT_LEARNING_RATE, owner="DPPCA")
-        return _Setup(self._step_plan(n, p * k, what=what), lr, (), 0, 0, None)
 
     def _stream(
         self, source: Any, setup: _Setup, k: int, rng: np.random.Generator, *,
@@ -622,216 +491,3 @@ class DPPCA(StochasticPCA):
                 "delta, or a larger batch_size.",
                 ConvergenceWarning, stacklevel=caller_stacklevel())
         return note
-
-    def _record(self, plan: _Plan, n: int, search: dict[str, Any] | None) -> PrivacyRecord:
-        eigen_event = plan.eigen.dp_event()
-        mean_event = plan.mean.dp_event()
-        tail = plan.eigen.histogram.tail + plan.mean.centre_histogram.tail
-        events: list[dp_accounting.DpEvent] = [eigen_event, mean_event]
-        notes = (
-            f"T={plan.n_steps} steps of B={plan.batch_size} records; each record enters one "
-            f"call: Algorithm 4 (Laplace stability histogram of {plan.eigen.n_subsets} subset "
-            f"eigenvalues) or Algorithm 5 ({plan.mean.n_coordinates} Gaussian centre "
-            f"histograms + Gaussian mean with multiplier {plan.mean.noise_multiplier:.4g} on "
-            "a box sized by the released eigenvalue), each "
-            f"({plan.epsilon_call:.4g}, {plan.delta_call:.3g})-DP; parallel composition over "
-            "disjoint records gives the overall guarantee. Data norms are not bounded: the "
-            "sensitivity of each mean is the diameter of its box over the half-batch size "
-            "(history_['noise_scale'] holds the noise actually used)."
-        )
-        epsilon, delta = plan.epsilon_call, plan.delta_call
-        if search is not None:
-            events.append(_selection_event(search["epsilon"]))
-            notes += (
-                f" Learning-rate search: {search['n_candidates']} candidates on disjoint "
-                f"parts of the data, selected by report-noisy-max "
-                f"(Laplace on vote counts, {search['epsilon']:.4g}-DP) on "
-                f"{search['n_validation']} held-out records; still parallel composition."
-            )
-        spend = PrivacySpend(
-            mechanism="DP-PCA minibatch step (Alg. 4 or Alg. 5 per record)",
-            epsilon=epsilon,
-            delta=delta,
-            sensitivity=math.nan,
-            noise_scale=math.nan,
-            dp_event=dp_accounting.ComposedDpEvent(events),
-            tail=tail,
-        )
-        target = float(self.epsilon)
-        if self.budget_split == "paper":
-            notes += (
-                " budget_split='paper' gives each call (epsilon/2, delta/2) as Algorithm 3 "
-                "prints; since each record enters one call, that certifies (epsilon/2, "
-                "delta/2)."
-            )
-        return PrivacyRecord(
-            epsilon=epsilon,
-            delta=delta,
-            model="central",
-            neighbouring=Neighbouring.REPLACE_ONE_CENTRAL.description,
-            sensitivity=math.nan,
-            noise_scale=math.nan,
-            calibration="adaptive: stability histograms + analytic Gaussian (dp-accounting)",
-            data_norm=math.inf,
-            n_samples=int(n),
-            spends=(spend,),
-            target_epsilon=target,
-            notes=notes,
-        )
-
-    # ------------------------------------------------------------------ learning-rate search
-    def _search(
-        self,
-        source: GradientSource,
-        rng: np.random.Generator,
-        W0: NDArray[np.float64],
-        order: NDArray[np.intp],
-        setup: _Setup,
-        fallback: float | None = None,
-    ) -> tuple[NDArray[np.float64], dict[str, Any], LearningRate]:
-        """Liu et al. §5: private choice of (c1, c2) among ``search_grid``.
-
-        The records (in random order) are split into a held-out part (``search_fraction``)
-        and one disjoint part per candidate. Each candidate runs DP-PCA on its own part
-        ((ε, δ)-DP for those records). Every held-out record votes for the candidate whose
-        subspace captures most of it (``‖Wᵀx‖²``, or ``tr(WᵀAW)``); report-noisy-max picks the
-        output: Laplace(2/ε) on each count, then argmax. Replacing a record moves one vote
-        (two counts change by 1), so the noisy counts are ε-DP
-        (``SelfComposedDpEvent(LaplaceDpEvent(2/ε), 2)``) and the argmax is post-processing.
-        Records are in exactly one part, so the whole search is (ε, δ)-DP. Its price is in
-        data: each candidate sees ``(1 − search_fraction)/len(grid)`` of the records.
-
-        Only the choice is released, never the noisy counts: a Laplace draw in floating point
-        is not the real Laplace law, and its low-order bits can reveal the count it was added
-        to (Mironov 2012; on this mechanism a neighbouring count is excluded with certainty
-        in most fits, issue 14). The index of the largest noisy count is a
-        function of the counts' order only, whose probabilities floating point moves by
-        rounding-level amounts.
-        """
-        plan, candidates = setup.plan, setup.candidates
-        n_val, per = setup.n_validation, setup.per_candidate
-        epsilon = plan.epsilon_call
-        fits = []
-        for j, lr in enumerate(candidates):
-            part = order[n_val + j * per : n_val + (j + 1) * per]
-            W, history = _run(source, part, W0, lr, plan, rng, keep=bool(self.keep_history),
-                              fallback=fallback)
-            fits.append((W, history))
-        val = order[:n_val]
-        captured = np.stack([_captured(source, val, W) for W, _ in fits], axis=1)
-        votes = np.bincount(np.argmax(captured, axis=1), minlength=len(candidates))
-        # Report-noisy-max: Laplace(2/ε) on every vote count, then argmax (post-processing).
-        noisy = laplace_release(votes, laplace_scale(epsilon, 2.0), rng, sensitivity=2.0,
-                                integer_valued=True)
-        best = int(np.argmax(noisy))
-        del noisy  # released: the choice alone (docstring)
-        W, history = fits[best]
-        return W, history, candidates[best]
-
-
-def _captured(
-    source: GradientSource, index: NDArray[np.intp], W: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """``tr(Wᵀ A_i W)`` for each record in ``index`` (``‖Wᵀx_i‖²`` for vectors)."""
-    if isinstance(source, RecordStream):
-        return np.asarray(((source.records(index) @ W) ** 2).sum(axis=1))
-    if isinstance(source, VectorGradients):
-        return np.asarray(((source.X[index] @ W) ** 2).sum(axis=1))
-    assert isinstance(source, MatrixGradients)
-    AW = np.matmul(source.A[index], W)
-    return np.einsum("pk,npk->n", W, AW)
-
-
-def _run(
-    source: Any,
-    order: NDArray[np.intp] | None,
-    W0: NDArray[np.float64],
-    lr: LearningRate,
-    plan: _Plan,
-    rng: np.random.Generator,
-    *,
-    keep: bool,
-    fallback: float | None = None,
-) -> tuple[NDArray[np.float64], dict[str, Any]]:
-    """Algorithm 3 over the records ``order`` (in that order).
-
-    Each step's first half-batch feeds Algorithm 4 only, its second half Algorithm 5 only:
-    every record's gradient is formed once, by one mechanism (the parallel composition of the
-    module docstring needs the halves disjoint, so they are never shared). On a
-    :class:`RecordStream` the gradients are formed by compiled passes straight from the table:
-    Algorithm 4's pairs subset by subset in cache, Algorithm 5's into one buffer reused by
-    every step. A stream with ``verify`` has its rows checked for NaN/inf by those passes
-    (and the rows no step reads by :meth:`RecordStream.batches`), each before its mechanism
-    releases anything.
-    """
-    n_order = source.n_samples if order is None else len(order)
-    B, T = plan.batch_size, min(plan.n_steps, n_order // plan.batch_size)
-    half = B // 2
-    W = W0.copy()
-    p, k = W.shape
-    hist: dict[str, Any] = {
-        "eigenvalue": np.full(T, np.nan),
-        "noise_scale": np.full(T, np.nan),
-        "radius": np.full(T, np.nan),
-        "centre_failures": np.zeros(T, dtype=np.int64),
-        "eigen_released": np.zeros(T, dtype=bool),
-        "eigenvalue_failed": np.zeros(T, dtype=bool),
-    }
-    if keep:
-        hist["components"] = np.empty((T, k, p))
-    # (table, rows) per step: rows of an in-memory table, or a minibatch read from a stream
-    batches = source.batches(order, B, T) if isinstance(source, RecordStream) else None
-    if batches is not None:
-        gradient_buffer = np.empty((B - half, p * k))
-    last: float | None = fallback
-    for t in range(1, T + 1):
-        if batches is not None:
-            table, batch = next(batches)
-            eigenvalue = plan.eigen.estimate_rows(table, batch[:half], source.centre,
-                                                  np.ascontiguousarray(W), rng)
-        else:
-            assert order is not None
-            batch = order[(t - 1) * B : t * B]
-            eigenvalue = plan.eigen.estimate(source.gradients(batch[:half], W), rng)
-        hist["eigen_released"][t - 1] = eigenvalue is not None
-        hist["eigenvalue_failed"][t - 1] = eigenvalue is None
-        if eigenvalue is None:
-            # No bin cleared the threshold: reuse the last released estimate (public, so
-            # free), or before the first release the fallback; without one, the step makes
-            # no update.
-            eigenvalue = last
-        last = eigenvalue
-        if eigenvalue is not None:
-            if batches is not None:
-                release = plan.mean.estimate_rows(
-                    table, batch[half:], source.centre, W, eigenvalue, rng,
-                    out=gradient_buffer)
-            else:
-                release = plan.mean.estimate(source.gradients(batch[half:], W), eigenvalue,
-                                             rng)
-            W = block_oja_update(W, lr(t) * release.mean.reshape(p, k))
-            hist["eigenvalue"][t - 1] = eigenvalue
-            hist["noise_scale"][t - 1] = release.noise_scale
-            hist["radius"][t - 1] = release.radius
-            hist["centre_failures"][t - 1] = release.n_centre_failures
-        elif batches is not None and source.verify:
-            refuse_non_finite(table[batch[half:]], "X")  # rows no pass read this step
-        if keep:
-            hist["components"][t - 1] = W.T
-    return W, hist
-
-
-def _fallback_eigenvalue(plan: _Plan, q: int, bound: float) -> float | None:
-    """Λ whose Algorithm 5 box has half-width ``D²``, the largest coordinate of a gradient
-    ``y(yᵀw)`` with ``‖y‖ ≤ D`` (``√2·D`` for pair differences; None without a finite,
-    positive D)."""
-    if not 0.0 < bound < math.inf:
-        return None
-    b, mean = plan.batch_size - plan.batch_size // 2, plan.mean
-    return float((bound**2 / (mean.radius * math.log(b * q / mean.zeta) + mean.bin_width))**2)
-
-
-def _selection_event(epsilon: float) -> dp_accounting.DpEvent:
-    """Laplace(2/ε) on vote counts of which a replacement changes two by one each."""
-    return dp_accounting.SelfComposedDpEvent(
-        dp_accounting.LaplaceDpEvent(laplace_scale(epsilon, 2.0)), 2)
