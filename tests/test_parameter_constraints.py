@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import sklearn
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import check_param_validation
 
@@ -31,3 +32,30 @@ def test_a_refused_parameter_comes_first_and_spends_nothing(cls):
     with pytest.raises(InvalidParameterError, match="must be"):
         est.fit(X)
     assert len(ledger.records) == 0
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("name, value", [("epsilon", -1.0), ("epsilon", 0.0), ("delta", 0.0),
+                                         ("delta", 1.5), ("n_components", 0)])
+def test_the_guarantee_is_checked_even_when_scikit_learn_skips_validation(cls, name, value):
+    """``skip_parameter_validation`` is a switch for speed: ε, δ and k are still refused
+    with the parameter's name, and nothing is spent."""
+    if name not in cls().get_params():
+        pytest.skip(f"{cls.__name__} has no {name}")
+    if name == "delta" and value == 0.0 and _accepts_pure_dp(cls):
+        pytest.skip("pure DP is a valid δ here")
+    ledger = PrivacyLedger()
+    est = cls(ledger=ledger) if "ledger" in cls().get_params() else cls()
+    est.set_params(**{name: value})
+    with sklearn.config_context(skip_parameter_validation=True), \
+            pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
+        est.fit(np.random.default_rng(0).normal(size=(60, 3)))
+    assert len(ledger.records) == 0
+
+
+def _accepts_pure_dp(cls) -> bool:
+    try:
+        cls(delta=0.0)._validate_params()
+    except InvalidParameterError:
+        return False
+    return True

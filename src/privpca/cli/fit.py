@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from sklearn import config_context
 from sklearn.utils._param_validation import InvalidParameterError
 
 from privpca._registry import PRIVATE_ESTIMATORS, TRUST_MODELS
@@ -371,14 +370,11 @@ def _refuse_io_options(ctx: click.Context, data: Path, *, output: Path | None,
 
 
 def _fit_quietly(est: Any, X: Any, client: Any, show_data_warnings: bool) -> None:
-    """Fit ``est`` (validated when built, before the table was read: not again), close the
-    scheduler, and print the warnings that are public."""
+    """Fit ``est``, close the scheduler, and print the warnings that are public."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            # validated when built (before the table was read): not again in fit
-            with refusal_says_what_was_spent(show_data_warnings), \
-                    config_context(skip_parameter_validation=True):
+            with refusal_says_what_was_spent(show_data_warnings):
                 est.fit(X)
         finally:
             if client is not None:

@@ -19,13 +19,13 @@ from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
-    _fit_context,
 )
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from privpca._config import fit_noise_mode
 from privpca.accounting.ledger import Booking
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
+from privpca.decomposition._constraints import private_fit_context
 from privpca.exceptions import NonFiniteInputError
 from privpca.mechanisms.randomness import (
     check_random_state,
@@ -59,7 +59,7 @@ class BasePrivatePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     #: :meth:`fit`; :mod:`privpca.decomposition._constraints` holds the shared ones).
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @private_fit_context
     def fit(self, X: ArrayLike, y: Any = None) -> Any:
         """Fit privately: plan, charge, prepare, release, record.
 

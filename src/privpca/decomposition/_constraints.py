@@ -15,10 +15,14 @@ centring and the randomness the same way.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+from sklearn import get_config
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 
 from privpca._validation import EPSILON_RANGE, NORM_BOUND_RANGE
@@ -46,6 +50,7 @@ __all__ = [
     "SHUFFLE",
     "STOCHASTIC",
     "positive_int",
+    "private_fit_context",
 ]
 
 Constraints = list[Any]
@@ -144,3 +149,25 @@ LOCAL: dict[str, Constraints] = {
     "calibration": [StrOptions({"analytic", "classic"})],
     "sensitivity": [StrOptions({"replace", "paper"})],
 }
+
+
+_Fit = TypeVar("_Fit", bound=Callable[..., Any])
+
+
+def private_fit_context(fit: _Fit) -> _Fit:
+    """scikit-learn's ``_fit_context`` for a private fit, whose declared values are checked
+    even under ``sklearn.config_context(skip_parameter_validation=True)``.
+
+    ε, δ and the bound are the guarantee: a global switch meant for speed must not let
+    ``epsilon=0`` reach the accountant (whose errors would not name the parameter) or a
+    negative bound reach the clipping.
+    """
+    in_context = _fit_context(prefer_skip_nested_validation=True)(fit)
+
+    @functools.wraps(fit)
+    def checked(estimator: Any, *args: Any, **kwargs: Any) -> Any:
+        if get_config()["skip_parameter_validation"]:
+            estimator._validate_params()
+        return in_context(estimator, *args, **kwargs)
+
+    return checked  # type: ignore[return-value]

@@ -16,13 +16,13 @@ from typing import Any
 import dp_accounting
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.base import _fit_context
 
 from privpca._validation import RowClippingWarning, caller_stacklevel, clip_rows
 from privpca.accounting.calibration import analytic_multiplier, unary_encoding_flip_probability
 from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA, Plan, Release
+from privpca.decomposition._constraints import private_fit_context
 from privpca.local_protocol.local_covariance import (
     LocalCovarianceAggregator,
     LocalCovarianceRandomiser,
@@ -119,7 +119,7 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
     aggregate to the estimator's :meth:`_fit_second_moment`.
     """
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @private_fit_context
     def fit_aggregate(self, aggregator: LocalCovarianceAggregator) -> _LocalCovarianceEstimator:
         """Fit from reports collected by the real client/server protocol.
 

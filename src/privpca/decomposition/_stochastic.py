@@ -143,10 +143,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.base import _fit_context
 
 from privpca._validation import fit_input, refuse_non_finite
 from privpca.decomposition._base import Release
+from privpca.decomposition._constraints import private_fit_context
 from privpca.decomposition._records import RecordStream
 from privpca.decomposition._stochastic_holdout import (
     DEFAULT_HOLDOUT_FRACTION,
@@ -223,7 +223,7 @@ class StochasticPCA(HeldOutTable):
             return StreamInput(Mode.TABLE_STREAM, ArraySource(Xv, validated=True), False)
         return StreamInput(Mode.TABLE, Xv, True)
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @private_fit_context
     def fit_matrices(self, A: ArrayLike) -> Any:
         """Fit on general symmetric matrices ``A_i`` (Liu et al.'s Assumption 1).
 

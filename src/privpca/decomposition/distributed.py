@@ -43,7 +43,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -52,7 +51,12 @@ from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord
 from privpca.decomposition._base import BasePrivatePCA, FitPlan, Release
-from privpca.decomposition._constraints import N_COMPONENTS, PIPELINE, positive_int
+from privpca.decomposition._constraints import (
+    N_COMPONENTS,
+    PIPELINE,
+    positive_int,
+    private_fit_context,
+)
 from privpca.decomposition._providers import Providers, split_providers
 from privpca.federated.protocol import (
     INITS,
@@ -258,7 +262,7 @@ default="random"
         self.random_state = random_state
         self.ledger = ledger
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @private_fit_context
     def fit(self, X: Any, y: Any = None, *, groups: ArrayLike | None = None) -> DPSPCA:
         """Run DPS-PCA with providers given by ``groups`` (or ``n_providers`` equal blocks).
 
@@ -281,7 +285,7 @@ default="random"
         """
         return self._fit(self._split(X, groups))
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @private_fit_context
     def fit_providers(self, datasets: Sequence[Any]) -> DPSPCA:
         """Run DPS-PCA with one provider per table of ``datasets`` (ids ``"0"``, ``"1"``, …).
 
