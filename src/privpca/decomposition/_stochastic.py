@@ -1,139 +1,30 @@
 """What the streaming (Oja-type) estimators share: inputs, the start, centring and a held-out share.
 
 Every estimator in :mod:`privpca.decomposition.oja`, :mod:`privpca.decomposition.private_oja`
-and :mod:`privpca.decomposition.dp_pca` accepts either vector records (``fit(X)``,
-``A_i = x_i x_iᵀ`` never formed) or general symmetric matrices (``fit_matrices(A)``, Liu et
-al.'s Assumption 1, always used as given). The records a pass reads, in memory or streamed,
-are a :class:`~privpca.decomposition._records.RecordStream`.
+and :mod:`privpca.decomposition.dp_pca` accepts vector records (``fit(X)``, ``A_i = x_i x_iᵀ``
+never formed) or general symmetric matrices (``fit_matrices(A)``, Liu et al.'s Assumption 1,
+used as given). The records a pass reads, in memory or streamed, are a
+:class:`~privpca.decomposition._records.RecordStream`.
 
-Two ways through ``fit(X)``
----------------------------
-* **The papers' setting** (``centering=None``, and for
-  :class:`~privpca.PrivateOjaPCA` a numeric ``clip_norm``): Oja/DP-PCA on the uncentred
-  records, the whole (ε, δ) on the stream, nothing held out.
-* **On a table** (the defaults): the stream estimates the top eigenspace of the *covariance*,
-  and a small held-out share of the records releases ``mean_`` (for ``transform``), the
-  explained variance and, for Private Oja with ``clip_norm="auto"``, the clipping bound.
-  Described below; the privacy argument is at the end.
+* **The papers' setting** (``centering=None``, and for :class:`~privpca.PrivateOjaPCA` a
+  numeric ``clip_norm``): Oja/DP-PCA on the uncentred records, the whole (ε, δ) on the
+  stream, nothing held out, one pass.
+* **On a table** (the defaults): ``n_held = ⌈holdout_fraction·n⌉`` records, drawn by the
+  fit's own generator, go through the release pipeline at the full (ε, δ) (private mean,
+  bound, and after the stream the k×k variances along the components); the stream reads the
+  other records minus the held-out mean (``stream_centering="mean"``) or their pair
+  differences ``(x_a − x_b)/√2`` (``"pairs"``, no mean at all). Disjoint records: by
+  adaptive parallel composition the fit is (ε, δ)-DP under replace-one with public n, and
+  ``privacy_`` is one record listing every part.
+* **Streamed tables** are read once, in their order (``shuffle="auto"``; ``shuffle=True`` on
+  a stream is refused: Private Oja's amplification by shuffling needs a uniformly random
+  order); the held-out rows are single rows drawn uniformly, not segments, so re-sorting a
+  table moves no other record across the split. A streamed fit equals the in-memory fit with
+  ``shuffle=False`` and the same seed. A non-finite entry stops the fit before anything is
+  released and the booking is withdrawn.
 
-Centring the stream: the held-out private mean (default) or pair differences
----------------------------------------------------------------------------
-By default (``stream_centering="mean"``) the stream reads ``x − μ̂`` with μ̂ the held-out
-share's private mean (below): μ̂ is released from records disjoint from the stream's, so for
-the stream it is a public constant and its guarantee is unchanged; what is left of the mean's
-noise, ``(μ − μ̂)(μ − μ̂)ᵀ``, is small next to an eigengap of order the data's variance (about
-3·10⁻⁴ against 9 in the measurement of docs/DP_PCA.md) and every streamed record is kept.
-The alternative, ``stream_centering="pairs"``, needs no mean and leaves no mean noise: the
-stream reads **pair differences**: the records left after the hold-out, in the (uniformly
-random) order ``π``, are paired consecutively and each pair gives one derived record
-
-    ``g = (x_a − x_b)/√2``.
-
-For i.i.d. records ``E g = 0`` and ``Cov g = (Σ + Σ)/2 = Σ``, so ``E[g gᵀ] = Σ``: Oja/DP-PCA
-on the g's estimate the top eigenspace of the covariance, with no mean estimated at all. Even
-for a fixed table, the average of ``g gᵀ`` over a uniformly random pair is exactly the sample
-covariance ``Σᵢ(xᵢ − x̄)(xᵢ − x̄)ᵀ/(n − 1)`` (scikit-learn's). The price is in data: the stream
-sees ``m = ⌊(n − n_held)/2⌋`` derived records (an odd last record is unused). DP-PCA's
-Algorithm 4 uses the same device on its gradients. Measured (docs/DP_PCA.md), halving the
-records costs more than the mean's noise, hence the default. With a public mean ``c``
-(``centering=array``) no pairs are needed: the stream reads ``x − c``, free.
-
-The held-out share
-------------------
-``n_held = ⌈holdout_fraction·n⌉`` records (the first of ``π``) go through the central release
-pipeline's mechanisms (:mod:`privpca.pipeline.preprocessing`, run by
-:class:`~privpca.pipeline.release.ReleasePipeline`) at the **full** (ε, δ), split exactly among
-its Gaussian parts by a :class:`~privpca.pipeline.budget.BudgetPlan` (weights
-:data:`HOLDOUT_SHARES`, overridable by ``budget_shares``, normalised over the parts in use):
-
-* with ``centering="private"``, the pipeline's two-round private mean: private quantiles of
-  the row norms (stability histograms on a log grid, Δ = √2 on the counts) clip the rows for
-  a Gaussian mean (Δ = 2R), then the residuals for a refinement ("bound_raw", "mean",
-  "bound_residual", "mean_refine");
-* ``"bound"``: a private 99 % quantile D of the centred norms ``‖x − μ̂‖`` (or ``‖x − c‖``,
-  or ``‖x‖`` uncentred); Private Oja's ``clip_norm="auto"`` is ``β = D²``;
-* ``"variance"``, after the stream: the k×k matrix ``VᵀGV`` and ``tr G`` of the held-out
-  rows (centred, clipped to D) plus Gaussian noise, Δ = √2·D²
-  (:meth:`ReleasePipeline.release_component_spectrum` derives it), over ``n_held − 1``
-  (centred) or ``n_held``. Its eigenvectors rotate the stream's basis into ordered
-  components (post-processing: the span is the stream's), its eigenvalues are
-  ``explained_variance_`` and, over the private total, ``explained_variance_ratio_``.
-
-The held-out records have no statistic of their own, so the plan's statistic share is the
-variance part: nothing of the held-out (ε, δ) is left unused.
-
-Privacy of the whole fit (central model, replace one record, n public)
-----------------------------------------------------------------------
-Let D and D' differ in record j, and fix the permutation π: it is drawn from the estimator's
-own random stream, independently of the data, with the same law under D and D'. The sizes
-``n_held`` and ``m`` are functions of n and public parameters.
-
-1. **The derived data set is a neighbour.** Each original record of the stream enters exactly
-   one pair. If j is held out (or is the unused odd record), the derived records are
-   identical; otherwise exactly one derived record differs, the one of j's pair, and ``m`` is
-   unchanged. So the derived data sets are neighbours under the same replace-one relation
-   with public size m, and every guarantee of the stream mechanism on m records — Private
-   Oja's per-step or shuffled one, DP-PCA's parallel one — carries over unchanged. (For the
-   shuffled guarantee: given π, the stream processes the m derived records in its own
-   uniformly random, unreleased order, drawn independently of π, which is what
-   Feldman–McMillan–Talwar's theorem assumes.)
-2. **Parallel composition.** The fit runs, adaptively, M₁ = held-out bound(s) and mean,
-   M₂ = the stream (it may read M₁'s release: β), M₃ = held-out variances (it reads M₂'s
-   components). If j is held out, M₂'s output law given the past is the same under D and D'
-   (it does not read j) and M₁, M₃ compose exactly to (ε, δ) with the rest of the held-out
-   plan; if j is in the stream, M₁ and M₃ have the same law given the past and M₂ is
-   (ε, δ)-DP by 1. Either way the joint release is (ε, δ)-DP, and averaging over π (the same
-   law for D and D') keeps it so.
-
-``privacy_`` is **one** record per fit (booked in the ledger before the data are read, then
-completed) listing every held-out part and the stream (``"statistic: …"``), with (ε, δ) equal
-to the request. When a ledger composes it with other fits, all its events are composed as if
-a record had entered both the held-out part and the stream: conservative.
-
-Streamed tables: one pass, in the table's order
------------------------------------------------
-``fit`` also takes what :func:`privpca.streaming.as_row_source` takes (a ``dask.array.Array``,
-a memory-mapped ``.npy``, a Parquet file or folder, a list of chunks or a
-:class:`~privpca.streaming.RowSource`). The stream then reads the blocks **in their order**,
-once, holding one block (and, for DP-PCA, one minibatch of B rows) plus the p×k iterate:
-memory does not grow with n (DP-PCA's ``batch_size="auto"``, ``B = c·n/(ln n)²``, does; give
-an int ``batch_size`` to bound it). X is never formed.
-
-* **Order.** ``shuffle="auto"`` (the default) reads an in-memory table in a uniformly random
-  order and a streamed one in its order (one pass cannot shuffle it);
-  ``shuffle=False`` reads an in-memory table as a stream would (and then gives the streamed
-  fit's output, same seed); ``shuffle=True`` on a stream is refused. The privacy of DP-PCA
-  and of Private Oja's per-step argument does not depend on the order (each record enters one
-  mechanism call, whatever the order; the batches are fixed by positions, not by values).
-  Private Oja's amplification by shuffling *does* need a uniformly random order, unknown to
-  the adversary: with a given order it is refused (``amplification="none"``, the per-step
-  guarantee, is needed). No bounded buffer shuffle is offered: it gives no uniformly random
-  permutation, and privpca states no amplification bound for it. The accuracy does depend on
-  the order: Oja's analysis assumes i.i.d. records, so a table sorted by a feature (by time,
-  by region) biases the estimate towards the last rows' directions; shuffle such a table
-  first (e.g. ``X[rng.permutation(n)]`` in Dask) or fit it in memory.
-* **Held-out share.** ``n_held = ⌈holdout_fraction·n⌉`` rows (a function of n and public
-  parameters, as in memory) are drawn uniformly without replacement from the estimator's
-  generator, as single rows, not from the data, and kept secret
-  (:func:`privpca.streaming.holdout.random_row_split`): the partition of the multiset of
-  records is then uniform whatever the storage order, so replacing one record of a table
-  sorted by a feature (and re-sorting it) changes the side of no other record, and the
-  parallel-composition argument above holds word for word, with this draw in place of π.
-  (Whole segments of consecutive rows would not: re-sorting moves other records across the
-  boundary.) The held-out rows are gathered into memory in one pass over
-  the table (:func:`privpca.streaming.selection.take_rows`; ``n_held × p`` values), the
-  held-out passes (the pipeline's quantiles and means, then the variances) read them there,
-  and the stream then reads the other rows in order, block by block with the held-out ones
-  removed (:func:`privpca.streaming.selection.drop_rows`): two passes over the table in all.
-  Pair differences (``stream_centering="pairs"``) of neighbouring **sorted** rows are still
-  small and estimate the local, not the global, covariance (the stream's order, not the
-  split). In the papers' setting (``centering=None`` and, for Private Oja, a numeric
-  ``clip_norm``) nothing is held out: one pass.
-* **The same output.** A streamed fit equals the in-memory fit with ``shuffle=False`` and the
-  same seed (to rounding, at most; the draws are the same).
-* **NaN and infinity.** Every block is checked as a pass reads it. The planned record is
-  booked before the first pass; a non-finite entry stops the fit before anything is released
-  (no fitted attribute is set), so the booking is withdrawn, wherever the entry lies.
+The privacy argument in full, the centring choices and their measurements: docs/DP_PCA.md
+("Centring", "Privacy of the whole fit", "Streamed tables").
 """
 
 from __future__ import annotations

@@ -2,10 +2,9 @@
 
 Roles
 -----
-* A **provider** (:class:`ProviderState`) holds its records ``Xᵢ`` (nᵢ × d), its own noise, its
-  own (ε, δ) and its own release counter. Everything it sends is noised, and it refuses
-  malformed messages and every release beyond what it agreed to. ``nᵢ`` is public (the
-  replace-one relation keeps it fixed).
+* A **provider** (:class:`ProviderState`) holds its records ``Xᵢ`` (nᵢ × d, nᵢ public), its
+  own noise, its own (ε, δ) and its own release counter. Everything it sends is noised, and
+  it refuses malformed messages and every release beyond what it agreed to.
 * The **server** (:class:`ServerState`), untrusted, sends the messages, combines the answers
   and post-processes them.
 
@@ -14,76 +13,17 @@ Engines (Flower: :mod:`privpca.federated.flower_app`) and the in-process estimat
 (``ServerState.next_message`` → ``ProviderState.handle`` → ``ServerState.receive``); both
 therefore compute the same numbers from the same seeds.
 
-The protocol
-------------
-Settings are the release pipeline's (:mod:`privpca.pipeline.release`): ``centering``
-(``"private"``, ``None`` or a public mean), ``data_norm`` (``"auto"`` or a public bound D),
-``scale`` (``False`` or public per-feature scales; private scales are not offered in the
-distributed model) and ``budget_shares``.
-
-1. **Mean** (``centering="private"``; two rounds, as the central pipeline's mean). Round r
-   sends a public centre ``c`` (0, then the first estimate μ̂₁). Provider i releases a private
-   99 % quantile ``Rᵢ`` of ``‖x − c‖`` over its rows (Gaussian noisy bisection on a log
-   grid, :func:`~privpca.pipeline.preprocessing.private_norm_bound`) and its own noisy clipped
-   sum ``Sᵢ = Σ clip_Rᵢ(x − c) + N(0, (m·2Rᵢ)²I)`` (sent as ``Sᵢ/nᵢ``). The server sets
-   ``μ̂ = c + Σ Sᵢ / Σ nᵢ``. The second round's bound is a quantile of the residuals from the
-   first estimate, so its noise scales with the spread of the data, not with ‖μ‖.
-2. **Prepare** (outside the papers' setting). The server broadcasts the final mean. Each
-   provider centres (and divides by public scales), releases a private 99 % quantile ``Dᵢ``
-   of its centred row norms (``data_norm="auto"``; else ``Dᵢ = D``, public) and clips its
-   rows to ``Dᵢ``.
-3. **Power rounds** t = 1..T. The server sends ``Q⁽ᵗ⁾`` (row-sparse: its support and the
-   ŝ × k block); provider i answers ``Hᵢ = Σ̂ᵢQ + Gᵢ/nᵢ`` with ``Σ̂ᵢ = XᵢᵀXᵢ/nᵢ`` over its
-   prepared rows and ``Gᵢ`` i.i.d. ``N(0, σᵢ²)``, ``σᵢ = m_stat·power_sensitivity(Dᵢ, k)``;
-   the server combines ``K = Σ nᵢHᵢ / Σ nᵢ`` and sets ``V = ThinQR(K)``,
-   ``Q⁽ᵗ⁺¹⁾ = ThinQR(Threshold(V, ŝ))`` (Algorithm 1 of the paper; Threshold keeps the ŝ rows
-   of largest norm, ThinQR has a positive diagonal — :mod:`privpca.solvers.power`).
-4. **Variances** (outside the papers' setting). The server sends ``Q = Q⁽ᵀ⁺¹⁾``; provider i
-   releases the packed upper triangle of ``QᵀXᵢᵀXᵢQ`` and ``‖Xᵢ‖²_F`` (its prepared rows) with
-   Gaussian noise. The server sums them, rotates Q to the eigenvectors of the k × k sum (its
-   components, by decreasing variance) and reports their variances and ratios to the total.
-
-In the papers' setting (``centering=None`` and a public ``data_norm``) only step 3 runs, with
-the rows clipped to D once.
-
-Privacy (per provider; replace one record of that provider, n public)
------------------------------------------------------------------------
-Every release of provider i is a Gaussian mechanism whose sensitivity is a function of values
-it released before (its bounds) and of public inputs (the centre, Q), so its releases are an
-adaptive composition; its own :class:`~privpca.pipeline.budget.BudgetPlan` splits its (ε, δ)
-across them *exactly* (Gaussian composition identity; the histograms' tails paid from δ):
-
-* quantiles (``bound_raw``, ``bound_residual``, ``bound``): one value per record in one
-  histogram, two counts change: L2 sensitivity √2 on the counts, plus the tail;
-* mean sums (``mean``, ``mean_refine``): ``clip_R(x − c) − clip_R(y − c)`` has norm ≤ 2R for
-  any public c: **Δ = 2Rᵢ**;
-* power answers (``statistic``, T releases): replacing ``y`` by ``x`` changes ``XᵢᵀXᵢQ`` by
-  ``(xxᵀ − yyᵀ)Q``, whose Frobenius norm is at most ``D²`` for k = 1 and ``√2·D²`` for k ≥ 2
-  when Q has orthonormal columns (:func:`privpca.decomposition.noisy_power.power_sensitivity`;
-  the bound holds for any ``Q`` with ``‖Q‖₂ ≤ 1``, which is why a provider refuses a Q that is
-  not orthonormal: a scaled-up Q would amplify the data against the noise): **Δ = Δ(Dᵢ, k)**;
-* variances: the vector ``(u(QᵀxxᵀQ), ‖x‖²)`` (u packs the upper triangle) has norm
-  ≤ √2·‖x‖² and two records' vectors have a non-negative inner product, so replacing one moves
-  the sum by at most **Δ = √2·Dᵢ²** (:meth:`ReleasePipeline.release_component_spectrum
-  <privpca.pipeline.release.ReleasePipeline.release_component_spectrum>`).
-
-Each provider draws its own noise: the pseudo-code's single shared ``G⁽ᵗ⁾`` would be known to
-whoever draws it, and the server is not trusted. Everything the server does with the answers,
-and the output, is post-processing; since the providers' data are disjoint, every record of
-every provider is protected at its provider's (ε, δ) whatever the other providers do
-(parallel composition). In the papers' setting the T answers take all of (ε, δ) (multiplier
-:func:`dpspca_noise_multiplier`). The paper's scale
-``ω(ε, δ) = (2T/ε)·√(2 ln(2T/δ))`` (:func:`paper_noise_scale`, the standard deviation of ``G``)
-is recorded for comparison only.
-
-A provider's table may be streamed (not one in-memory array): each release is then one pass
-of exact block reductions and the same noise draws (:mod:`privpca.federated.protocol.provider`),
-so its answers equal the in-memory ones to rounding, with memory independent of nᵢ.
-
-The start ``Q⁽⁰⁾`` is data-independent (Haar-random from the server's seed, or a public matrix
-the user supplies): it costs nothing. A data-dependent start would be one more release and is
-not offered. The exact number of rows a provider clipped is a count of its data and never
-leaves it (its reports give the private estimate from the bound's histogram instead).
+The protocol runs the release pipeline's settings: a two-round private mean, a private bound
+``Dᵢ`` per provider, T power rounds ``Hᵢ = XᵢᵀXᵢQ/nᵢ + Gᵢ/nᵢ`` combined by the server
+(``ThinQR(Threshold(·, ŝ))``, Algorithm 1) and the variances along the result; in the papers'
+setting (``centering=None`` and a public ``data_norm``) only the power rounds. Privacy is per
+provider, replace one of its records: each release is a Gaussian mechanism whose sensitivity
+depends on public inputs and the provider's earlier releases (mean sums Δ = 2Rᵢ; power
+answers Δ = Δ(Dᵢ, k) for an orthonormal Q, which is why a provider refuses any other; the
+variances Δ = √2·Dᵢ²), split exactly by the provider's own
+:class:`~privpca.pipeline.budget.BudgetPlan`; each provider draws its own noise, so every
+record is protected at its provider's (ε, δ) whatever the others do. The steps, the
+sensitivities, what the server sees and the refusals in full: docs/DISTRIBUTED.md.
 
 Modules
 -------

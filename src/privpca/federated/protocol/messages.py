@@ -121,8 +121,8 @@ class PrepareMessage:
 class PrepareReply:
     """The bound ``Dᵢ`` a provider's power answers use (released, or its public D).
 
-    ``clipped_estimate`` is the private estimate of its clipped rows read off the bound's
-    histogram (free), NaN with a public bound.
+    ``clipped_estimate`` is the private estimate of its clipped rows read off the bound's noisy
+    counts (free), NaN with a public bound.
     """
 
     provider_id: str
