@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -557,3 +559,38 @@ def test_fit_report_alone_and_bad_report_or_scores_options(runner, tmp_path):
         result = runner.invoke(main, ["fit", str(path), "--epsilon", "1", *extra])
         assert result.exit_code != 0 and message in result.output, (extra, result.output)
         assert "components" not in result.stdout  # refused before anything was fitted
+
+
+def test_a_missing_epsilon_says_what_it_is_and_a_value_that_works(tmp_path):
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(100, 3)))
+    result = CliRunner().invoke(main, ["fit", str(tmp_path / "x.npy")])
+    assert result.exit_code == 2
+    assert "--epsilon" in result.output and "privacy budget" in result.output
+    assert "--epsilon 1" in result.output
+
+
+def test_at_a_terminal_the_summary_comes_without_the_json(tmp_path, monkeypatch):
+    """A person at a prompt reads the summary; the JSON goes to -o or a pipe."""
+    cli_fit = sys.modules["privpca.cli.fit"]  # the module, not the command it defines
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(2000, 3)) + 4)
+    args = ["fit", str(tmp_path / "x.npy"), "--epsilon", "1", "--seed", "0"]
+    monkeypatch.setattr(cli_fit, "_is_terminal", lambda stream: True)
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert "-o FILE" in result.stderr and "explained variance ratio" in result.stderr
+
+
+def test_help_has_no_doubled_percent_signs():
+    result = CliRunner().invoke(main, ["fit", "--help"])
+    assert "%%" not in result.output and "2 %" in result.output
+
+
+def test_a_warning_in_the_shell_names_no_file_and_line(tmp_path):
+    """The demo's seeded fits warn that their noise is reproducible: in the shell, as
+    ``warning: Kind: message``, not as the line of click's code that called the demo."""
+    result = subprocess.run(
+        [sys.executable, "-c", "from privpca.cli import main; main()", "demo", "--quick",
+         "--no-progress", "-o", str(tmp_path)], capture_output=True, text=True, check=True)
+    assert "warning: ReproducibleNoiseWarning:" in result.stderr
+    assert ".py:" not in result.stderr

@@ -506,3 +506,31 @@ def test_columns_and_missing_on_a_dask_scheduler(tmp_path, cluster_client):
                                    atol=1e-8)
         assert got["missing"] == 0.0
     assert outputs[1]["feature_names"] == FEATURES
+
+
+# ------------------------------------------------------------------- formats people export
+def test_tab_separated_and_european_csvs_fit_as_the_comma_csv(runner, tmp_path):
+    """A .tsv, and a ';'-separated file with decimal commas (a European spreadsheet's CSV),
+    read as the same numbers as the comma CSV: the same fit, bit for bit."""
+    X = np.round(_numbers(), 3)
+    rows = [[f"{v:.3f}" for v in row] for row in X]
+    (tmp_path / "t.csv").write_text("\n".join([",".join(FEATURES)]
+                                              + [",".join(r) for r in rows]) + "\n")
+    (tmp_path / "t.tsv").write_text("\n".join(["\t".join(FEATURES)]
+                                              + ["\t".join(r) for r in rows]) + "\n")
+    (tmp_path / "eu.csv").write_text("\n".join([";".join(FEATURES)] + [
+        ";".join(c.replace(".", ",") for c in r) for r in rows]) + "\n")
+    ref = _payload(runner.invoke(main, ["fit", str(tmp_path / "t.csv"), *FAST]))
+    for name in ("t.tsv", "eu.csv"):
+        payload = _payload(runner.invoke(main, ["fit", str(tmp_path / name), *FAST]))
+        assert payload["feature_names"] == FEATURES
+        assert payload["components"] == ref["components"], name
+
+
+def test_an_unknown_format_is_refused_naming_every_format_read(runner, tmp_path):
+    path = tmp_path / "table.xlsx"
+    path.write_bytes(b"PK\x03\x04")
+    result = runner.invoke(main, ["fit", str(path), *FAST])
+    assert result.exit_code != 0
+    for word in (".csv", ".tsv", ".npy", "Parquet", "Zarr"):
+        assert word in result.output

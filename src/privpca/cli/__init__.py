@@ -10,6 +10,8 @@ fit, :mod:`~privpca.cli.fit`, :mod:`~privpca.cli.experiments` (``demo``, ``repro
 
 from __future__ import annotations
 
+import warnings
+
 import click
 
 from privpca import __version__
@@ -27,6 +29,17 @@ __all__ = ["main"]
 @click.version_option(__version__, prog_name="privpca")
 def main() -> None:
     """Principal component analysis under differential privacy."""
+    # A warning in the shell names its kind and says what to do; the file and line it was
+    # raised from (privpca's or click's own) mean nothing to a person at a prompt.
+    previous = warnings.formatwarning
+    warnings.formatwarning = _shell_warning
+    click.get_current_context().call_on_close(
+        lambda: setattr(warnings, "formatwarning", previous))
+
+
+def _shell_warning(message: Warning | str, category: type[Warning], filename: str,
+                   lineno: int, line: str | None = None) -> str:
+    return f"warning: {category.__name__}: {message}\n"
 
 
 for _command in (demo, fit, provider, server, reproduce, audit_command):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from privpca.cli.columns import MissingPolicy
 from privpca.cli.options import _Declared, _ScoresDelta
 from privpca.cli.payload import _fit_payload, _summary
 from privpca.cli.refusals import option_refused, refusal_says_what_was_spent
-from privpca.cli.tables import _read_table
+from privpca.cli.tables import TEXT_SUFFIXES, _read_table
 from privpca.exceptions import DataDependentWarning
 from privpca.pca import AUTO_OPTIONS, MODELS, select_mechanism
 
@@ -73,8 +74,9 @@ def _check_writable(path: Path) -> None:
 @click.option(
     "--epsilon",
     type=float,
-    required=True,
-    help="ε > 0 of the (ε, δ)-DP guarantee of the whole fit (centring and bound included).",
+    default=None,
+    help="Required: ε > 0 of the (ε, δ)-DP guarantee of the whole fit (centring and bound "
+    "included).",
 )
 @click.option(
     "--delta",
@@ -112,7 +114,7 @@ def _check_writable(path: Path) -> None:
     default=None,
     help="Rows held out for the private mean and bound, released at the whole (ε, δ) while "
     "the statistic reads the rest (parallel composition). Default: the method's own ('auto' "
-    "for the Gram-based methods: 2 %% from 10⁷ rows on, else none).",
+    "for the Gram-based methods: 2 % from 10⁷ rows on, else none).",
 )
 @click.option(
     "--columns",
@@ -256,7 +258,7 @@ def fit(
     method: str,
     model: str,
     n_components: int | float,
-    epsilon: float,
+    epsilon: float | None,
     delta: float,
     centering: str,
     data_norm: str | float,
@@ -302,6 +304,11 @@ def fit(
     stdout, stderr and the JSON can be published as they are; nor are the columns, lines and
     cells behind a refusal of the table.
     """
+    if epsilon is None:
+        raise click.UsageError(
+            "Missing option '--epsilon': the privacy budget of this fit, ε > 0 (e.g. "
+            "--epsilon 1). Smaller is more private and noisier; every fit of the same rows "
+            "spends its own ε.")
     _refuse_io_options(ctx, data, output=output, plot_dir=plot_dir, report_path=report_path,
                        scores_epsilon=scores_epsilon, stream=stream, scheduler=scheduler,
                        header=header)
@@ -328,8 +335,11 @@ def fit(
                                    scores_bound, random_state, show_data_warnings)
         payload["score_plot"] = _scores_payload(score_ax)
     text = json.dumps(payload, indent=2, default=str, allow_nan=False)
-    if output is None:
-        click.echo(text)
+    if output is None and not _is_terminal(sys.stdout):
+        click.echo(text)  # piped: the JSON is the output
+    elif output is None:
+        click.echo("The full JSON (components, mean, bound, privacy record): -o FILE, or "
+                   "pipe stdout.", err=True)
     else:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text + "\n")
@@ -340,6 +350,12 @@ def fit(
     written += _write_figures(ctx, est, names, plot_dir, report_path, score_ax)
     if written:
         click.echo(f"Wrote {', '.join(written)}", err=True)
+
+
+def _is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (a person reading), not a pipe or a file."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty is not None and isatty())
 
 
 def _refuse_io_options(ctx: click.Context, data: Path, *, output: Path | None,
@@ -362,7 +378,7 @@ def _refuse_io_options(ctx: click.Context, data: Path, *, output: Path | None,
     elif stream or scheduler is not None or data.suffix == ".parquet" or data.is_dir():
         raise click.UsageError("--scores-epsilon needs the table in memory: not with --stream, "
                                "--scheduler, Parquet or a folder.")
-    if header is not None and (data.suffix not in {".csv", ".txt"} or data.is_dir() or stream
+    if header is not None and (data.suffix not in TEXT_SUFFIXES or data.is_dir() or stream
                                or scheduler is not None):
         flag = "--header" if header else "--no-header"
         raise click.UsageError(f"{flag} is for a CSV read into memory: a .npy file has no "

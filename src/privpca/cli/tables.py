@@ -42,6 +42,9 @@ from privpca.cli.columns import (
 from privpca.exceptions import DataDependentWarning
 from privpca.streaming import ArraySource, ParquetSource, as_row_source, is_zarr_path
 
+#: Delimited text tables, by suffix (the separator is read off line 1).
+TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
+
 #: Cells read as "missing" (refused with the column's name unless --missing gives a value).
 _MISSING_TOKENS = frozenset({"", "na", "nan", "n/a", "null", "none", "?", "-"})
 
@@ -101,6 +104,16 @@ class _CsvHeader(NamedTuple):
     names: list[str]
     has_header: bool
     delimiter: str
+
+    @property
+    def decimal_comma(self) -> bool:
+        """A ``;``-separated file is read as a European CSV: ``,`` is its decimal mark
+        (decided by line 1's separator, never by the values)."""
+        return self.delimiter == ";"
+
+
+def _comma_float(cell: str) -> float:
+    return float(cell.replace(",", "."))
 
 
 def _is_name(cell: str) -> bool:
@@ -169,7 +182,8 @@ def _parse_csv_slowly(path: Path, head: _CsvHeader, usecols: Sequence[int] | Non
                 for j in cols:
                     value = row[j].strip()
                     try:
-                        values.append(float(value))
+                        values.append(_comma_float(value) if head.decimal_comma
+                                      else float(value))
                     except ValueError:
                         values.append(math.nan)
                         if value.lower() not in _MISSING_TOKENS and j not in text_cells:
@@ -305,7 +319,8 @@ def _load_csv(path: Path, columns: str | None,
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "input contained no data": handled below
             X = np.loadtxt(path, delimiter=head.delimiter, skiprows=int(head.has_header),
-                           ndmin=2, quotechar='"', dtype=np.float64, encoding="utf-8-sig")
+                           ndmin=2, quotechar='"', dtype=np.float64, encoding="utf-8-sig",
+                           converters=_comma_float if head.decimal_comma else None)
     except (ValueError, UnicodeDecodeError):
         if chosen is None:  # text within the first rows: refused before the rest is read
             _, text_cells = _parse_csv_slowly(path, head, limit=_SAMPLE_ROWS)
@@ -363,11 +378,15 @@ def _load_table(path: Path, columns: str | None = None, missing: float | None = 
     if path.suffix == ".npy":
         X, names = _load_npy(path, columns)
         has_header, first_line, unit = False, 1, "row"
-    elif path.suffix in {".csv", ".txt"}:
+    elif path.suffix in TEXT_SUFFIXES:
         X, names, first_line = _load_csv(path, columns, header)
         has_header, unit = first_line == 2, "line"
     else:
-        raise click.BadParameter(f"{path}: expected a .csv or .npy file", param_hint="DATA")
+        raise click.BadParameter(
+            f"{path}: not a table privpca reads. It reads delimited text ("
+            f"{', '.join(TEXT_SUFFIXES)}: ',', ';' or tab, line 1 the header), a .npy array, "
+            "a Parquet file or folder, or a Zarr store (the last two streamed).",
+            param_hint="DATA")
     return _fill_missing(path, X, names, missing, first_line, unit), names, has_header
 
 
