@@ -186,6 +186,35 @@ def test_every_estimator_refuses_an_identifier_before_it_spends(frame, cls):
     assert len(ledger) == 0
 
 
+@pytest.mark.parametrize("cls", [*PRIVATE_ESTIMATORS.values(), privpca.OjaPCA,
+                                 privpca.SparsePCA], ids=lambda c: c.__name__)
+def test_every_estimator_names_text_columns_before_it_spends(frame, cls):
+    """By the columns' dtypes (the schema), never a cell's value."""
+    table = frame.reset_index(drop=True).assign(make="audi")
+    table["plan"] = table["make"].astype("category")
+    ledger = PrivacyLedger()
+    kwargs = {"ledger": ledger} if "ledger" in cls().get_params() else {}
+    with pytest.raises(ValueError, match=r"column\(s\) 'make', 'plan' hold text") as info:
+        cls(n_components=1, **kwargs).fit(table)
+    assert "audi" not in str(info.value)
+    assert len(ledger) == 0
+
+
+def test_missing_cells_take_a_public_value_in_a_pipeline_as_the_shell_does(frame):
+    """The refusal's way out works: scikit-learn's constant imputer before the estimator is
+    the same fit as the table with those cells set to the value (the shell's --missing)."""
+    from sklearn.impute import SimpleImputer
+
+    holed = frame.copy()
+    holed.iloc[3, 1] = np.nan
+    with pytest.raises(ValueError, match="SimpleImputer"):
+        privpca.AnalyzeGaussPCA(2, **PAPER, random_state=0).fit(holed)
+    pipe = Pipeline([("fill", SimpleImputer(strategy="constant", fill_value=0.0)),
+                     ("pca", privpca.AnalyzeGaussPCA(2, **PAPER, random_state=0))]).fit(holed)
+    filled = privpca.AnalyzeGaussPCA(2, **PAPER, random_state=0).fit(holed.fillna(0.0))
+    np.testing.assert_array_equal(pipe["pca"].components_, filled.components_)
+
+
 @pytest.mark.parametrize("columns", [["width_idx", "ideal", "key", "valid"],
                                      ["X", "Y", "Z", "width"], ["X1", "X2", "X3", "X4"],
                                      ["idle", "paid", "identity", "humid"]])

@@ -173,3 +173,34 @@ def refuse_identifier_columns(X: Any, owner: object | None = None) -> None:
         f"{who}{identifier_message(names, ids)} Drop {them} before the fit: "
         f"X.drop(columns={dropped!r}). If {are}, rename {them} (X.rename(columns={{...}})) "
         "or fit X.to_numpy(). Nothing was fitted and nothing was spent (ε and δ untouched).")
+
+
+def refuse_text_columns(X: Any, owner: object | None = None) -> None:
+    """Refuse a DataFrame with text or category columns, naming them (before anything is read).
+
+    Decided by the columns' dtypes, the table's schema, never by its values. An array has
+    no column dtypes and passes (NumPy's own conversion then refuses text).
+
+    Raises
+    ------
+    ValueError
+        Naming the columns and the ways out: select the numeric ones, or encode categories.
+    """
+    dtypes = getattr(X, "dtypes", None)
+    columns = getattr(X, "columns", None)
+    if dtypes is None or columns is None or isinstance(dtypes, str):
+        return
+    try:
+        pairs = list(zip(list(columns), list(dtypes), strict=True))
+    except TypeError:
+        return
+    text = [name for name, dtype in pairs if getattr(dtype, "kind", "O") not in "biuf"]
+    if not text:
+        return
+    numeric = [name for name, _ in pairs if name not in text]
+    who = f"{type(owner).__name__}: " if owner is not None else ""
+    raise ValueError(
+        f"{who}the table's column(s) {', '.join(map(repr, text))} hold text or categories; "
+        f"a PCA fits numbers only. Select the numeric columns (X[{numeric!r}]) or encode the "
+        "categories first (e.g. sklearn.preprocessing.OneHotEncoder in a ColumnTransformer)."
+    )

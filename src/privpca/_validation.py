@@ -30,6 +30,7 @@ __all__ = [
     "check_options",
     "clip_rows",
     "fit_input",
+    "non_finite_message",
     "row_norms",
 ]
 
@@ -153,6 +154,21 @@ def check_n_components(n_components: Any, n_features: int, *, owner: object | No
     return k
 
 
+#: What to do about NaN or infinity, said by every refusal of them (which says nothing about
+#: how many there are, or where: that would be a statistic of the data).
+NON_FINITE_ADVICE = (
+    "privpca neither drops rows (n would become a count of the data) nor imputes from the "
+    "table (that needs a private release of its own): put a public value of your choice in "
+    "the missing cells, e.g. sklearn.impute.SimpleImputer(strategy='constant', fill_value=0) "
+    "before the estimator in a Pipeline (in the shell: --missing 0), and remove infinities."
+)
+
+
+def non_finite_message(name: str = "X") -> str:
+    """The refusal of NaN/infinity in ``name``, with the way out."""
+    return f"{name} contains NaN or infinity. {NON_FINITE_ADVICE}"
+
+
 def fit_input(owner: Any, X: ArrayLike, *, finite: bool = False,
               reset: bool = True) -> NDArray[np.float64]:
     """The one door through which every ``fit`` reads an in-memory table.
@@ -166,10 +182,11 @@ def fit_input(owner: Any, X: ArrayLike, *, finite: bool = False,
     """
     from sklearn.utils.validation import validate_data
 
-    from privpca._columns import refuse_identifier_columns
+    from privpca._columns import refuse_identifier_columns, refuse_text_columns
 
     if reset:
         refuse_identifier_columns(X, owner)
+        refuse_text_columns(X, owner)
     return np.asarray(validate_data(owner, X, dtype=np.float64, ensure_all_finite=finite,
                                     reset=reset))
 
@@ -212,10 +229,7 @@ def refuse_non_finite(X: NDArray[np.float64], name: str = "X") -> None:
             return
     if not np.isfinite(X).all():
         # How many rows would be an exact count of the data: not reported.
-        raise NonFiniteInputError(
-            f"{name} contains NaN or infinity. Differentially private estimators cannot "
-            "impute or drop rows silently: remove or impute them first."
-        )
+        raise NonFiniteInputError(non_finite_message(name))
 
 
 def row_norms(X: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -281,10 +295,7 @@ def clip_rows(
     if not np.all(np.isfinite(norms)):
         # The norms double as the NaN/inf check (a NaN or inf entry makes its row's norm
         # non-finite). How many rows would be an exact count of the data: not reported.
-        raise ValueError(
-            "X contains NaN or infinity. Differentially private estimators cannot impute "
-            "or drop rows silently: remove or impute them first."
-        )
+        raise ValueError(non_finite_message())
     over = norms > data_norm * (1.0 + 1e-12)
     n_clipped = int(over.sum())
     if n_clipped == 0:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from privpca._validation import non_finite_message
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.quantile import GRID_BASE, PrivateQuantile, QuantileRelease
 from privpca.mechanisms.randomness import check_noise_rng
@@ -366,10 +367,7 @@ def check_finite_norms(sq: NDArray[np.float64], X: NDArray[np.float64]) -> None:
     if np.isfinite(sq).all():
         return
     if not np.isfinite(X).all():  # how many rows is not reported: a count of the data
-        raise ValueError(
-            "X contains NaN or infinity. Differentially private estimators cannot impute "
-            "or drop rows silently: remove or impute them first."
-        )
+        raise ValueError(non_finite_message())
     raise ValueError("X has rows whose norm overflows float64; rescale the data.")
 
 

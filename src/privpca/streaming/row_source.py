@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm.auto import tqdm
 
+from privpca._validation import non_finite_message
 from privpca.exceptions import NonFiniteInputError
 
 T = TypeVar("T")
@@ -18,10 +19,7 @@ Block = NDArray[np.float64]
 
 
 #: The error for a table with NaN or infinity (it says nothing about how many, or where).
-NON_FINITE_MESSAGE = (
-    "The table contains NaN or infinity. Differentially private estimators cannot impute or "
-    "drop rows silently: remove or impute them first."
-)
+NON_FINITE_MESSAGE = non_finite_message("The table")
 
 
 def check_shape(block: Any, n_features: int | None) -> NDArray[Any]:
