@@ -26,7 +26,8 @@ from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
 from privpca.plot import scores
 from privpca.report import render_release_report, write_release_report
 
-HEADINGS = ("The guarantee", "What was released", "How the budget was spent",
+HEADINGS = ("The guarantee", "The data", "The guarantee in numbers", "What was released",
+            "How the budget was spent",
             "Eigenvalues with their noise band", "Loadings", "Expected error",
             "Command and versions")
 EVIL = "<script>alert('x')</script>"
@@ -252,6 +253,10 @@ def test_report_as_a_person_sees_it_in_headless_chromium(report_path, released, 
     for heading in (*HEADINGS, "Private score plot"):
         assert heading in text, heading
     assert "ε = 1, δ = 1e-05" in text and "ε = 0.5" in text
+    # What a steward reads first: the guarantee, then how accurate, then the data.
+    assert text.index("differentially private") < text.index("Accuracy.") < text.index(
+        "The data") < text.index("How the budget was spent")
+    assert "Technical notes" in text  # folded: the jargon is one click away
     assert EVIL in text  # shown as text, never run
     assert len(seen["images"]) == 3
     for complete, width, height, shown in seen["images"]:
@@ -278,3 +283,44 @@ def test_report_of_privpca_pca_says_which_mechanism_it_chose_and_why():
     assert est.selection_reason_ in text
     plain = render_release_report(est.estimator_)
     assert "Mechanism:" not in "".join(parse(plain).text)
+
+
+def test_report_shows_the_released_values_the_input_and_the_bound_in_words(released, tmp_path):
+    """The values themselves (not attribute names), the input and its missing-value policy,
+    the relation with the bound's value, and the ε column's sum beside the composed total."""
+    est, _, _ = released
+    page = render_release_report(est, feature_names=NAMES[:2] + ["c", "d", "e"],
+                                 data=[("input", "survey.csv"),
+                                       ("missing values", "set to 0, a public value")])
+    doc = parse(page)
+    text = "".join(doc.text)
+    assert doc.rows["released-components"] == 2
+    for ratio in est.explained_variance_ratio_:
+        assert f"{ratio:.3f}" in text
+    assert doc.rows["released-features"] == 5
+    assert f"{est.mean_[0]:.4g}" in text
+    assert f"{est.data_norm_:.4g}" in text
+    assert "survey.csv" in text and "set to 0, a public value" in text
+    assert f"length at most {est.data_norm_:.4g}" in text
+    naive = sum(s.epsilon for s in est.privacy_.spends)
+    assert naive > 1.2 and f"adds up to {naive:.3g}" in text
+    # Python callers give no input rows: the page says what it does not know.
+    bare = "".join(parse(render_release_report(est)).text)
+    assert "missing values" in bare and "not recorded" in bare
+
+
+def test_the_shell_s_report_records_the_input_and_missing_policy(tmp_path):
+    from click.testing import CliRunner
+
+    from privpca.cli import main
+
+    X, _ = make_spiked(3_000, 4, 2, lam=9.0, random_state=1)
+    np.save(tmp_path / "t.npy", X + 2.0)
+    report = tmp_path / "r.html"
+    result = CliRunner().invoke(main, ["fit", str(tmp_path / "t.npy"), "--epsilon", "1",
+                                       "--seed", "0", "--missing", "0", "--report",
+                                       str(report), "-o", str(tmp_path / "f.json")])
+    assert result.exit_code == 0, result.output
+    text = "".join(parse(report.read_text()).text)
+    assert str(tmp_path / "t.npy") in text
+    assert "set to 0, a public value given with --missing" in text

@@ -101,13 +101,13 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, table_id: st
            numeric: Sequence[int] = ()) -> str:
     """A table of already-escaped cells; columns in ``numeric`` right-aligned."""
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    head = f"<thead><tr>{head}</tr></thead>" if any(header) else ""
     body = "".join(
         "<tr>" + "".join(f'<td class="num">{c}</td>' if j in numeric else f"<td>{c}</td>"
                          for j, c in enumerate(row)) + "</tr>"
         for row in rows
     )
-    return (f'<table id="{_e(table_id)}"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table>")
+    return f'<table id="{_e(table_id)}">{head}<tbody>{body}</tbody></table>'
 
 
 def _guarantee_words(record: PrivacyRecord) -> str:
@@ -126,27 +126,39 @@ def _guarantee_words(record: PrivacyRecord) -> str:
     )
     return (f"<p class=\"guarantee\">This release is <strong>{_e(guarantee)}-differentially "
             f"private</strong> for each record, under the neighbouring relation "
-            f"“{_e(record.neighbouring)}”.</p><p>{meaning}</p>")
+            f"“{_e(_relation_words(record))}”.</p><p>{meaning}</p>")
+
+
+def _relation_words(record: PrivacyRecord) -> str:
+    """The record's relation with the bound's value in place of the parameter's name."""
+    bound = record.data_norm
+    if bound is None or not math.isfinite(float(bound)):
+        return str(record.neighbouring)
+    return str(record.neighbouring).replace(
+        "norm <= data_norm", f"length at most {_num(bound)} (the bound D on each record)")
 
 
 def _record_table(record: PrivacyRecord, table_id: str) -> str:
-    n = "private (not released)" if record.n_samples is None else str(record.n_samples)
     rows = [
         ("ε (certified)", _num(record.epsilon)),
         ("δ", _num(record.delta)),
         ("ε asked for", _num(record.target_epsilon)),
         ("trust model", _e(TRUST_MODELS.get(record.model, record.model))),
         ("neighbouring relation", _e(record.neighbouring)),
-        ("number of records n", _e(n)),
         ("bound on each record's norm (public or released)", _num(record.data_norm)),
         ("calibration", _e(record.calibration)),
-        ("main sensitivity", _num(record.sensitivity)),
+        ("how far one record can move the main release (its sensitivity, in that release's "
+         "units: squared data units for a covariance or Gram matrix)", _num(record.sensitivity)),
         (f"main noise scale ({NOISE_LABELS.get(record.noise_kind, record.noise_kind)}, per "
          "coordinate)", _num(record.noise_scale)),
     ]
     out = _table(("quantity", "value"), rows, table_id=table_id, numeric=())
+    out += ("<p>How the noise was set: each part of the release adds random noise sized to "
+            "the most one record could change that part; the budget (ε, δ) is split between "
+            "the parts listed under “How the budget was spent”.</p>")
     if record.notes:
-        out += f"<p class=\"muted\"><strong>Notes.</strong> {_e(record.notes)}</p>"
+        out += ("<details><summary>Technical notes (for a privacy engineer)</summary>"
+                f"<p class=\"muted\">{_e(record.notes)}</p></details>")
     return out
 
 
@@ -161,13 +173,19 @@ def _spends_table(record: PrivacyRecord, table_id: str) -> str:
                 "spends: its guarantee is the one stated above, as a whole.</p>")
     rows = [_spend_row(i, s) for i, s in enumerate(record.spends, start=1)]
     header = ("#", "mechanism", "ε", "δ", "sensitivity", "noise scale (σ or b)", "count")
+    naive = sum(float(s.epsilon) for s in record.spends)
+    total = ("" if naive <= float(record.epsilon) * (1 + 1e-9) else
+             f" The ε column adds up to {_num(naive, '.3g')}; the total stated above, "
+             f"ε = {_num(record.epsilon, '.3g')}, is their exact composition (dp-accounting): "
+             "the privacy losses of Gaussian releases add up like variances, so adding the ε "
+             "column overstates what the release costs.")
     return _table(header, rows, table_id=table_id, numeric=(0, 2, 3, 4, 5, 6)) + (
-        "<p class=\"muted\">Each row is one mechanism that read the data, with the guarantee it "
-        "certifies alone; the total above is their composition (dp-accounting), not the sum of "
-        "the ε column.</p>")
+        "<p class=\"muted\">Each row is one mechanism that read the data, with the guarantee "
+        f"it certifies alone.{total}</p>")
 
 
-def _error_section(est: Any) -> str:
+def _error_text(est: Any) -> str:
+    """The expected error in one sentence (or why there is none)."""
     name = type(est).__name__
     comps = np.atleast_2d(np.asarray(est.components_, dtype=np.float64))
     k, p = comps.shape
@@ -193,6 +211,12 @@ def _error_section(est: Any) -> str:
                     f"where V̂ spans the released components and V the top-{k} eigenvectors "
                     "of the non-private PCA of the same prepared rows (maximum "
                     f"{_num(cap, '.3g')}).")
+    return text
+
+
+def _error_section(est: Any) -> str:
+    name = type(est).__name__
+    text = _error_text(est)
     noise = getattr(est, "noise_level_", None)
     try:
         noise_f = float(noise)  # type: ignore[arg-type]
@@ -210,24 +234,58 @@ def _error_section(est: Any) -> str:
 
 
 def _released_list(est: Any, names: list[str]) -> str:
+    """The released values: per component, per feature, and the single numbers."""
     comps = np.atleast_2d(np.asarray(est.components_, dtype=np.float64))
-    items = [f"{comps.shape[0]} principal component(s) over {comps.shape[1]} features"]
-    for attr, what in (("mean_", "the private mean used for centring"),
-                       ("scale_", "the private per-feature scales"),
-                       ("data_norm_", "the bound on the prepared rows' norms"),
-                       ("explained_variance_", "the private explained variances"),
-                       ("explained_variance_ratio_", "their ratios"),
-                       ("noise_level_", "the noise level"),
-                       ("expected_error_", "the expected subspace error")):
-        value = getattr(est, attr, None)
-        if value is None:
-            continue
-        arr = np.asarray(value, dtype=np.float64) if not isinstance(value, str) else None
-        if arr is not None and arr.size and not np.any(np.isfinite(arr)):
-            continue
-        items.append(f"{what} (<code>{_e(attr)}</code>)")
-    return ("<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
-            f"<p class=\"muted\">Features: {_e(', '.join(names))}</p>")
+    k, p = comps.shape
+    out = [f"<p>{k} principal component(s) over {p} features (their weights: Loadings "
+           "below).</p>"]
+    variances = _finite_or_none(getattr(est, "explained_variance_", None))
+    ratios = _finite_or_none(getattr(est, "explained_variance_ratio_", None))
+    if variances is not None or ratios is not None:
+        rows = [[str(i + 1),
+                 _num(variances[i]) if variances is not None else "not released",
+                 _num(ratios[i], ".3f") if ratios is not None else "not released"]
+                for i in range(k)]
+        out.append(_table(("component", "explained variance (private)", "share of the total"),
+                          rows, table_id="released-components", numeric=(0, 1, 2)))
+    mean = _finite_or_none(getattr(est, "mean_", None))
+    scale = _finite_or_none(getattr(est, "scale_", None))
+    if mean is not None or scale is not None:
+        shown = min(p, MAX_FEATURE_ROWS)
+        rows = [[_e(names[j]),
+                 _num(mean[j]) if mean is not None else "not used",
+                 _num(scale[j]) if scale is not None else "not used"] for j in range(shown)]
+        out.append(_table(("feature", "private mean (centre)", "private scale"), rows,
+                          table_id="released-features", numeric=(1, 2)))
+        if shown < p:
+            out.append(f"<p class=\"muted\">… and {p - shown} more features (every value is "
+                       "in the fit's JSON).</p>")
+    singles = []
+    for attr, what in (("data_norm_", "bound D on the prepared rows' lengths"),
+                       ("noise_level_", "noise level"),
+                       ("expected_error_", "expected subspace error (95 %)")):
+        value = _finite_or_none(getattr(est, attr, None))
+        if value is not None and value.size == 1:
+            singles.append((_e(what), _num(value.item()), f"<code>{_e(attr)}</code>"))
+    if singles:
+        out.append(_table(("value", "released", "attribute"), singles,
+                          table_id="released-values", numeric=(1,)))
+    return "".join(out)
+
+
+#: Rows of the per-feature table of released values (the rest is in the JSON).
+MAX_FEATURE_ROWS = 40
+
+
+def _finite_or_none(value: Any) -> np.ndarray | None:
+    """``value`` as a float array, or None if absent, text, or without a finite entry."""
+    if value is None or isinstance(value, str):
+        return None
+    try:
+        arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
+    except (TypeError, ValueError):
+        return None
+    return arr if arr.size and np.any(np.isfinite(arr)) else None
 
 
 def _versions() -> list[tuple[str, str]]:
@@ -327,6 +385,7 @@ def render_release_report(
     feature_names: Sequence[str] | None = None,
     scores: Axes | None = None,
     title: str | None = None,
+    data: Sequence[tuple[str, str]] | None = None,
 ) -> str:
     """The release report of ``est`` as one HTML document (a string).
 
@@ -343,6 +402,10 @@ def render_release_report(
         its ``privacy_record``); shown with its own spend.
     title : str or None, default=None
         The page's heading (default: ``"Release report: <estimator>"``).
+    data : sequence of (str, str) or None, default=None
+        What the steward should know about the input, as (what, value) rows: the file, the
+        missing-value policy, ... (``privpca fit`` gives both). The number of records and
+        the features are added from the record and ``feature_names``.
 
     Returns
     -------
@@ -374,6 +437,9 @@ def render_release_report(
         *_mechanism_choice(est),
         '<section id="guarantee"><h2>The guarantee</h2>',
         _guarantee_words(record),
+        f'<p id="accuracy"><strong>Accuracy.</strong> {_error_text(est)}</p>',
+        _data_table(record, names, data),
+        "<h3>The guarantee in numbers</h3>",
         _record_table(record, "guarantee-table"),
     ]
     if score_records:
@@ -407,6 +473,20 @@ def render_release_report(
         "</section></body></html>",
     ]
     return "\n".join(parts)
+
+
+def _data_table(record: PrivacyRecord, names: list[str],
+                data: Sequence[tuple[str, str]] | None) -> str:
+    """The input, as the steward needs it: what was read and how gaps were treated."""
+    n = "private (not released)" if record.n_samples is None else str(record.n_samples)
+    shown = ", ".join(names[:MAX_FEATURE_ROWS]) + (
+        f", … ({len(names)} in all)" if len(names) > MAX_FEATURE_ROWS else "")
+    rows = [(_e(what), _e(value)) for what, value in (data or ())]
+    rows += [("number of records n", _e(n)), ("features", _e(shown))]
+    if not any(what == "missing values" for what, _ in (data or ())):
+        rows.append(("missing values", "not recorded (privpca refuses NaN unless a public "
+                                       "value is put in the missing cells)"))
+    return "<h3>The data</h3>" + _table(("", ""), rows, table_id="data-table")
 
 
 def _command_html(command: str | Sequence[str] | None) -> str:
@@ -443,6 +523,7 @@ def write_release_report(
     scores: Axes | None = None,
     random_state: Any = None,
     ledger: Any = None,
+    data: Sequence[tuple[str, str]] | None = None,
 ) -> Path:
     """Write the release report of a fitted estimator: one self-contained HTML file.
 
@@ -471,6 +552,8 @@ def write_release_report(
         ``X_scores``).
     random_state, ledger
         The score plot's noise stream and ledger.
+    data : sequence of (str, str) or None, default=None
+        The input as the steward should know it (see :func:`render_release_report`).
 
     Returns
     -------
@@ -509,7 +592,7 @@ def write_release_report(
                              bins=scores_bins, bound=scores_bound, random_state=random_state,
                              ledger=ledger)
     page = render_release_report(est, command=command, feature_names=feature_names,
-                                 scores=scores)
+                                 scores=scores, data=data)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(page, encoding="utf-8")

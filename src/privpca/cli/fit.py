@@ -347,7 +347,10 @@ def fit(
     if score_ax is not None:
         click.echo(f"  score plot, a release of its own: {score_ax.privacy_record}", err=True)
     written = [str(output)] if output is not None else []
-    written += _write_figures(ctx, est, names, plot_dir, report_path, score_ax)
+    input_rows = [("input", str(data)),
+                  ("missing values", "refused: none may be missing" if missing is None else
+                   f"set to {missing:g}, a public value given with --missing")]
+    written += _write_figures(ctx, est, names, plot_dir, report_path, score_ax, input_rows)
     if written:
         click.echo(f"Wrote {', '.join(written)}", err=True)
 
@@ -406,7 +409,8 @@ def _fit_quietly(est: Any, X: Any, client: Any, show_data_warnings: bool) -> Non
 
 
 def _write_figures(ctx: click.Context, est: Any, names: list[str], plot_dir: Path | None,
-                   report_path: Path | None, score_ax: Any) -> list[str]:
+                   report_path: Path | None, score_ax: Any,
+                   input_rows: list[tuple[str, str]]) -> list[str]:
     """The scree and loadings figures (and the score plot) under ``plot_dir``, the release
     report at ``report_path``; the paths written."""
     written: list[str] = []
@@ -429,7 +433,7 @@ def _write_figures(ctx: click.Context, est: Any, names: list[str], plot_dir: Pat
         from privpca.report import write_release_report
 
         write_release_report(est, report_path, command=_command_line(ctx),
-                             feature_names=names, scores=score_ax)
+                             feature_names=names, scores=score_ax, data=input_rows)
         written.append(str(report_path))
     return written
 
