@@ -326,3 +326,26 @@ def test_scores_in_secure_mode_refuse_a_seed_before_the_charge(fitted):
         ax = scores(est, X, epsilon=1.0, ledger=ledger)
     assert len(ledger) == 1 and "Secure mode" in ax.privacy_record.notes
     assert abs(ax.noisy_counts.sum() - X.shape[0]) < 6 * 2 * math.sqrt(2) * 20
+
+
+def test_many_features_run_down_the_side_with_every_name():
+    """Beyond a dozen features the names are the rows: horizontal and readable."""
+    comps = np.linalg.qr(np.random.default_rng(1).normal(size=(25, 3)))[0].T
+    names = [f"survey_question_{j}" for j in range(25)]
+    ax = loadings(Fitted(components_=comps), feature_names=names)
+    np.testing.assert_allclose(ax.images[0].get_array(), comps.T)
+    assert [t.get_text() for t in ax.get_yticklabels()] == names
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["PC1", "PC2", "PC3"]
+    assert all(t.get_rotation() == 0 for t in ax.get_yticklabels())
+    assert len(ax.texts) == 75
+
+
+def test_a_band_far_above_the_eigenvalues_keeps_them_readable():
+    """A noise level 10⁴ times the eigenvalues: the axis stays on the eigenvalues and the
+    title says none is resolved (a heavy-tailed table with scale=True drew a flat line)."""
+    est = Fitted(components_=np.eye(3)[:2], explained_variance_=np.array([3.0, 1.0]),
+                 noise_level_=3.8e4)
+    ax = scree(est)
+    low, high = ax.get_ylim()
+    assert high < 10 and low < 0 < high
+    assert "none is resolved" in ax.get_title()

@@ -126,6 +126,13 @@ def _draw_eigenvalues(ax: Axes, values: NDArray[np.float64] | None, noise: float
     )
     ax.axhline(noise, color="0.4", linestyle=":", linewidth=1,
                label="noise level (unresolved below)")
+    top = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 0.0
+    if 0.0 < top and noise > 2.0 * top:
+        # A band many times the eigenvalues would flatten them into one line: keep the axis
+        # on the eigenvalues and say in the title that the band runs beyond it.
+        ax.set_ylim(min(0.0, float(np.nanmin(values))) - 0.1 * top, 1.3 * top)
+        return [f"noise level {noise:.3g} is above every eigenvalue: none is resolved "
+                "(the band runs beyond the axis)"]
     return []
 
 
@@ -261,6 +268,10 @@ def _component_indices(components: int | Sequence[int] | None, k: int) -> list[i
     return indices
 
 
+#: Above this many features :func:`loadings` puts the features down the side.
+TALL_LOADINGS = 12
+
+
 def loadings(
     est: Any,
     ax: Axes | None = None,
@@ -268,7 +279,9 @@ def loadings(
     feature_names: Sequence[str] | None = None,
     components: int | Sequence[int] | None = None,
 ) -> Axes:
-    """Heatmap of the loadings ``components_``: one row per component, one column per feature.
+    """Heatmap of the loadings ``components_``: one row per component, one column per feature
+    (beyond :data:`TALL_LOADINGS` features, one row per feature, so that every name stays
+    horizontal and readable).
 
     Colours use a diverging colormap centred at 0 (blue negative, red positive, white 0) with
     the same scale on both sides, so the strength of a loading reads the same whatever its
@@ -327,24 +340,35 @@ def loadings(
     rows = _component_indices(components, k_all)
     names = _feature_names(est, p, feature_names)
     values = comps[rows]
+    labels = [f"PC{i + 1}" for i in rows]
+    # Beyond a dozen features the names go down the side, where they stay horizontal and
+    # readable at any width; the components then run across.
+    tall = p > TALL_LOADINGS
+    shown = values.T if tall else values
     if ax is None:
-        ax = _new_axes((max(4.8, 1.0 + 0.55 * p), max(2.6, 1.4 + 0.45 * len(rows))))
+        ax = _new_axes((max(4.0, 2.6 + 0.9 * len(rows)), max(3.0, 1.2 + 0.28 * p)) if tall
+                       else (max(4.8, 1.0 + 0.55 * p), max(2.6, 1.4 + 0.45 * len(rows))))
     finite = np.abs(values[np.isfinite(values)])
     vmax = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
-    image = ax.imshow(values, cmap=LOADINGS_CMAP, norm=Normalize(vmin=-vmax, vmax=vmax),
+    image = ax.imshow(shown, cmap=LOADINGS_CMAP, norm=Normalize(vmin=-vmax, vmax=vmax),
                       aspect="auto", interpolation="nearest")
     ax.figure.colorbar(image, ax=ax, label="loading")
-    ax.set_xticks(np.arange(p))
-    ax.set_xticklabels(names, rotation=45 if p > 4 else 0, ha="right" if p > 4 else "center",
-                       fontsize="small" if p > 12 else None)
-    ax.set_yticks(np.arange(len(rows)))
-    ax.set_yticklabels([f"PC{i + 1}" for i in rows])
+    ax.set_xticks(np.arange(shown.shape[1]))
+    ax.set_yticks(np.arange(shown.shape[0]))
+    if tall:
+        ax.set_xticklabels(labels)
+        ax.set_yticklabels(names, fontsize="small")
+        ax.set_ylabel("feature")
+    else:
+        ax.set_xticklabels(names, rotation=45 if p > 4 else 0,
+                           ha="right" if p > 4 else "center")
+        ax.set_yticklabels(labels)
+        ax.set_xlabel("feature")
     if values.size <= 120:
-        for (i, j), value in np.ndenumerate(values):
+        for (i, j), value in np.ndenumerate(shown):
             if np.isfinite(value):
                 ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize="x-small",
                         color="white" if abs(value) > 0.6 * vmax else "black")
-    ax.set_xlabel("feature")
     ax.set_title(f"{type(est).__name__}: loadings, {_privacy_label(est)}", fontsize="medium")
     return ax
 
