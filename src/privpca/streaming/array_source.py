@@ -23,13 +23,23 @@ from privpca.streaming.zarr_rows import ZarrRows
 READ_THREADS_PER_CORE = 2
 
 
+#: Values per dense block of a sparse matrix (32 MiB of float64): its rows are densified a
+#: block at a time, never the whole table.
+SPARSE_BLOCK_VALUES = 1 << 22
+
+
 class ArraySource(RowSource):
-    """An in-memory array, a memory map or a Zarr array, read ``block_rows`` rows at a time."""
+    """An in-memory array, a memory map, a Zarr array or a SciPy sparse matrix, read
+    ``block_rows`` rows at a time (a sparse matrix's rows densified one block at a time)."""
 
     def __init__(self, X: Any, *, block_rows: int = BLOCK_ROWS, validated: bool = False) -> None:
         if getattr(X, "ndim", None) != 2:
             raise ValueError(f"Expected a 2-D array; got {type(X).__name__} of shape "
                              f"{getattr(X, 'shape', None)}.")
+        self.sparse = _is_sparse(X)
+        if self.sparse:
+            X = X.tocsr()  # row slices without copying the others
+            block_rows = min(block_rows, max(64, SPARSE_BLOCK_VALUES // max(X.shape[1], 1)))
         self.X = X
         self.n_samples, self.n_features = (int(d) for d in X.shape)
         self.block_rows = int(block_rows)
@@ -42,6 +52,8 @@ class ArraySource(RowSource):
         returns a view of; other arrays ignore it)."""
         if self.direct is not None:
             return self.direct.read(start, stop, out)
+        if self.sparse:
+            return np.asarray(self.X[start:stop].toarray())
         return np.asarray(self.X[start:stop])
 
     def blocks(self) -> Iterator[Block]:
@@ -114,6 +126,14 @@ def _threaded_reduce(array: ArraySource, bounds: Sequence[tuple[int, int, int]],
 
     with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
         return combined(pool.map(part, bounds))
+
+
+def _is_sparse(X: Any) -> bool:
+    """A SciPy sparse matrix or array (imported only if SciPy is loaded already)."""
+    import sys
+
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and bool(sparse.issparse(X))
 
 
 def _is_zarr_array(X: Any) -> bool:

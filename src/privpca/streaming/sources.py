@@ -33,6 +33,7 @@ import numpy as np
 # The ``X as X`` names are re-exported: the other streaming modules import them from here.
 from privpca.streaming.array_source import (
     ArraySource,
+    _is_sparse,
     _is_zarr_array,
     is_zarr_path,
     open_zarr,
@@ -70,16 +71,18 @@ __all__ = [
 def is_streamed(X: Any) -> bool:
     """Whether ``fit`` should take the streamed path (anything but an in-memory array-like).
 
-    A ``numpy.memmap`` counts as streamed: it is read block by block, never copied whole.
+    A ``numpy.memmap`` counts as streamed: it is read block by block, never copied whole; so
+    does a SciPy sparse matrix, densified one block of rows at a time.
     """
     return (isinstance(X, RowSource | np.memmap | str | os.PathLike) or _is_dask_array(X)
-            or _is_zarr_array(X) or callable(X))
+            or _is_zarr_array(X) or _is_sparse(X) or callable(X))
 
 
 def as_row_source(X: Any) -> RowSource:
     """Wrap a table for a streamed fit.
 
-    ``X`` may be a :class:`RowSource`, a ``dask.array.Array``, a ``numpy.memmap``, a Zarr
+    ``X`` may be a :class:`RowSource`, a ``dask.array.Array``, a ``numpy.memmap``, a SciPy
+    sparse matrix (densified a block of rows at a time), a Zarr
     array, a path to a ``.npy`` file (memory-mapped), to a Zarr store, to a Parquet file or
     a folder of them, a list of 2-D chunks, or a function returning a fresh iterator of
     chunks.
@@ -88,7 +91,7 @@ def as_row_source(X: Any) -> RowSource:
         return X
     if _is_dask_array(X):
         return DaskSource(X)
-    if isinstance(X, np.memmap):
+    if isinstance(X, np.memmap) or _is_sparse(X):
         return ArraySource(X)
     if _is_zarr_array(X):
         if X.ndim != 2:
