@@ -594,3 +594,18 @@ def test_a_warning_in_the_shell_names_no_file_and_line(tmp_path):
          "--no-progress", "-o", str(tmp_path)], capture_output=True, text=True, check=True)
     assert "warning: ReproducibleNoiseWarning:" in result.stderr
     assert ".py:" not in result.stderr
+
+
+def test_a_fit_in_memory_shows_its_time_at_a_terminal(capsys):
+    """The in-memory fit has no block bars: at a terminal, its elapsed time ticks on stderr
+    (and nothing is shown when stderr is a file or a pipe)."""
+    import time
+
+    cli_fit = sys.modules["privpca.cli.fit"]
+    with cli_fit._elapsed("fitting AnalyzeGaussPCA", show=True):
+        time.sleep(1.2)
+    err = capsys.readouterr().err
+    assert "fitting AnalyzeGaussPCA: 00:01" in err
+    with cli_fit._elapsed("fitting AnalyzeGaussPCA", show=False):
+        time.sleep(0.1)
+    assert capsys.readouterr().err == ""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
 import sys
+import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from privpca.cli.refusals import option_refused, refusal_says_what_was_spent
 from privpca.cli.tables import TEXT_SUFFIXES, _read_table
 from privpca.exceptions import DataDependentWarning
 from privpca.pca import AUTO_OPTIONS, MODELS, select_mechanism
+from privpca.streaming import is_streamed
 
 __all__ = ["fit"]
 
@@ -324,7 +328,11 @@ def fit(
     if method == "auto":  # the one choice, from the table's width (public)
         name, reason = select_mechanism(len(names), delta=delta, model=model)
         est = _estimator(ctx, name, auto=True)
-    _fit_quietly(est, X, client, show_data_warnings)
+    # A table in memory has no block bars: at a terminal, the time so far (a 20 000 × 2 000
+    # fit takes seconds); streamed tables show their passes instead.
+    with _elapsed(f"fitting {type(est).__name__}",
+                  show=client is None and not is_streamed(X) and _is_terminal(sys.stderr)):
+        _fit_quietly(est, X, client, show_data_warnings)
     payload = _fit_payload(method, est, len(names), names)
     payload["missing"] = "refuse" if missing is None else missing  # the policy, never a count
     if method == "auto":
@@ -353,6 +361,29 @@ def fit(
     written += _write_figures(ctx, est, names, plot_dir, report_path, score_ax, input_rows)
     if written:
         click.echo(f"Wrote {', '.join(written)}", err=True)
+
+
+@contextlib.contextmanager
+def _elapsed(desc: str, *, show: bool) -> Iterator[None]:
+    """While the body runs, ``desc: elapsed`` on stderr, refreshed twice a second."""
+    if not show:
+        yield
+        return
+    from tqdm.auto import tqdm
+
+    stop = threading.Event()
+    with tqdm(desc=desc, bar_format="{desc}: {elapsed}", leave=False) as bar:
+        def tick() -> None:
+            while not stop.wait(0.5):
+                bar.refresh()
+
+        ticker = threading.Thread(target=tick, daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            ticker.join()
 
 
 def _is_terminal(stream: Any) -> bool:
