@@ -258,22 +258,33 @@ def test_scores_are_deterministic_with_a_seed_and_sum_to_about_n(fitted):
 def test_scores_drawing_states_the_guarantee_and_the_clipping(fitted):
     est, X = fitted
     ax = scores(est, X, epsilon=1.0, random_state=0, ledger=PrivacyLedger())
-    D = est.data_norm_
+    # The default box: 4 released standard deviations of each component's scores.
+    r1, r2 = 4 * np.sqrt(est.explained_variance_[:2])
     np.testing.assert_allclose([ax.bin_edges[0][[0, -1]], ax.bin_edges[1][[0, -1]]],
-                               [[-D, D], [-D, D]])
+                               [[-r1, r1], [-r2, r2]])
     title = ax.get_title()
     assert "ε = 1, δ = 0" in title and "of its own" in title and "clipped to" in title
-    assert f"{D:.3g}" in title and "Laplace" in title
+    assert f"{r1:.3g}" in title and "Laplace" in title
     mesh = ax.collections[0]
     shown = np.asarray(mesh.get_array()).reshape(20, 20)
     np.testing.assert_array_equal(shown, np.maximum(ax.noisy_counts, 0).T)  # post-processing
     assert ax.get_xlabel().startswith("PC1") and ax.get_ylabel().startswith("PC2")
 
 
-def test_scores_warns_only_for_a_stated_box_that_clips(fitted, recwarn):
+def test_scores_warns_only_for_a_box_that_is_not_the_fit_s_bound(fitted, recwarn):
+    """The fallback box [-D, D]² clips only rows the fit clipped: no warning. A box from
+    the released variances, or a stated one, may clip rows the fit kept: the data holder is
+    told (a data-dependent warning)."""
     est, X = fitted
-    scores(est, X, epsilon=1.0, random_state=0, ledger=PrivacyLedger())
+    no_variances = Fitted(components_=est.components_, mean_=est.mean_,
+                          data_norm_=est.data_norm_, privacy_=est.privacy_)
+    ax = scores(no_variances, X, epsilon=1.0, random_state=0, ledger=PrivacyLedger())
+    np.testing.assert_allclose(ax.bin_edges[0][[0, -1]], [-est.data_norm_, est.data_norm_])
     assert not [w for w in recwarn if issubclass(w.category, RowClippingWarning)]
+    spread = X.copy()
+    spread[0] = est.mean_ + 50 * np.sqrt(est.explained_variance_[0]) * est.components_[0]
+    with pytest.warns(RowClippingWarning):
+        scores(est, spread, epsilon=1.0, random_state=0, ledger=PrivacyLedger())
     with pytest.warns(RowClippingWarning, match="not reported"):
         ax = scores(est, X, epsilon=1.0, bound=0.01, random_state=0, ledger=PrivacyLedger())
     assert "0.01" in ax.get_title()

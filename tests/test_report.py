@@ -289,7 +289,7 @@ def test_report_shows_the_released_values_the_input_and_the_bound_in_words(relea
     """The values themselves (not attribute names), the input and its missing-value policy,
     the relation with the bound's value, and the ε column's sum beside the composed total."""
     est, _, _ = released
-    page = render_release_report(est, feature_names=NAMES[:2] + ["c", "d", "e"],
+    page = render_release_report(est, feature_names=[*NAMES[:2], "c", "d", "e"],
                                  data=[("input", "survey.csv"),
                                        ("missing values", "set to 0, a public value")])
     doc = parse(page)

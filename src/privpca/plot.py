@@ -388,8 +388,26 @@ def _score_params(
     return comps, epsilon, delta, m, _score_box(est, bound)
 
 
+#: The default score box spans this many released standard deviations of each component's
+#: scores either side of 0 (at least 15/16 of the rows inside, whatever the law: Chebyshev).
+SCORE_BOX_SDS = 4.0
+
+
+def _variance_box(est: Any) -> Box | None:
+    """±:data:`SCORE_BOX_SDS` released standard deviations of PC1's and PC2's scores (None
+    without two positive released variances): post-processing. It follows each component's
+    spread, where the norm bound D may be many times it (the mass then sits in a few cells)."""
+    variances = _vector(est, "explained_variance_", 2)
+    if variances is None or not np.all(variances > 0):
+        return None
+    r1, r2 = (SCORE_BOX_SDS * math.sqrt(float(v)) for v in variances)
+    return (-r1, r1), (-r2, r2)
+
+
 def _score_box(est: Any, bound: Any) -> Box:
     """The public box ``((x0, x1), (y0, y1))`` the projections are clipped to."""
+    if bound is None and (spread := _variance_box(est)) is not None:
+        return spread
     if bound is None:
         radius = _scalar(est, "data_norm_")
         if radius is None or radius <= 0.0:
@@ -421,9 +439,10 @@ def scores(est: Any, X: Any, *, epsilon: float, delta: float = 0.0, bins: int = 
 
     1. each row is centred and scaled as the fit did (``mean_``, ``scale_``) and projected on
        the first two private components;
-    2. each projection is clipped to a public box (``bound``; by default ``[-D, D]²`` with
-       ``D = est.data_norm_``, the released bound on the prepared rows' norms, which holds
-       every projection of an unclipped row): each row falls in one of ``bins × bins`` fixed cells;
+    2. each projection is clipped to a public box (``bound``; by default
+       ``±``:data:`SCORE_BOX_SDS` released standard deviations of each component's scores,
+       ``√explained_variance_``, or ``[-D, D]²`` with ``D = est.data_norm_`` where no variance
+       was released): each row falls in one of ``bins × bins`` fixed cells;
     3. the counts are released with noise through :mod:`privpca.mechanisms.noise`. Replacing
        one row moves one count out of one cell into another (L1 sensitivity 2, L2 √2):
        Laplace noise of scale ``2/ε`` per count when ``delta == 0`` (pure ε-DP), else
@@ -438,9 +457,9 @@ def scores(est: Any, X: Any, *, epsilon: float, delta: float = 0.0, bins: int = 
 
     The noisy counts are drawn with negatives shown as 0 (post-processing). The title states
     the guarantee and the clipping box, never whether a projection was clipped: that depends on
-    the data and only the data holder is told, by the warning below when ``bound`` was given.
-    (The default box clips again only rows the fit itself clipped to ``D``; as in the fit with
-    a privately chosen bound, that is not warned about.)
+    the data and only the data holder is told, by the warning below. (The ``[-D, D]²``
+    fallback clips again only rows the fit itself clipped to ``D``; as in the fit with a
+    privately chosen bound, that is not warned about.)
 
     Parameters
     ----------
@@ -458,7 +477,8 @@ def scores(est: Any, X: Any, *, epsilon: float, delta: float = 0.0, bins: int = 
         Cells per axis (≥ 2).
     bound : float, ((x0, x1), (y0, y1)) or None, default=None
         The public box: a radius r for ``[-r, r]²``, or the two ranges. It must not be chosen
-        by looking at the data. ``None`` uses ``est.data_norm_`` (a ValueError if it is not a
+        by looking at the data. ``None``: ±4 released standard deviations per component
+        (from ``explained_variance_``), else ``est.data_norm_`` (a ValueError if neither is a
         finite positive number, e.g. DP-PCA in the papers' setting).
     random_state : None, int, SeedSequence or Generator, default=None
         The noise's stream (strict secure mode: None only).
@@ -507,7 +527,9 @@ def scores(est: Any, X: Any, *, epsilon: float, delta: float = 0.0, bins: int = 
     2
     """
     checked = _score_params(est, epsilon, delta, bins, bound)  # (components, ε, δ, bins, box)
-    record, noisy, edges = release_scores(est, X, *checked, warn=bound is not None,
+    # Whether a row left the box is said to the data holder where the box is not D's.
+    warn = bound is not None or _variance_box(est) is not None
+    record, noisy, edges = release_scores(est, X, *checked, warn=warn,
                                           random_state=random_state, ledger=ledger)
     return _draw_scores(ax, est, record, noisy, edges)
 
