@@ -9,8 +9,8 @@ through the CLI (``privpca provider``/``privpca server``, passing ``--centering 
 :mod:`privpca.federated.flower_app`, i.e. Flower's stock SuperNode (a fresh ClientApp process per
 message, 3 s polls), while ``privpca provider`` runs the long-running provider of
 :mod:`privpca.federated.flower_node`. Those tests start real processes: they are marked slow.
-The fast tests check the pieces: the wire format, the data cache, the polling schedule and that
-Flower's SuperNode loop still is the one :mod:`~privpca.federated.flower_node` patches.
+The fast tests check the pieces: the wire format, the data cache, the provider's budget and the
+worker's refusal of another ClientApp.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class Federation:
                            f"127.0.0.1:{self.port}", "--port", str(_free_port()),
                            "--node-config", config])
 
-    def run_app(self, run_config: dict, timeout: float = 300, clientapp: str | None = None
+    def run_app(self, run_config: dict, timeout: float = 600, clientapp: str | None = None
                 ) -> subprocess.CompletedProcess[str]:
         """``flwr run`` of privpca's Flower app with ``run_config`` (as ``privpca server``);
         ``clientapp`` names another ClientApp in the app's pyproject."""
@@ -202,12 +202,12 @@ def test_processes_match_in_process_estimator_bitwise(federation, split, tmp_pat
     assert result["rounds_completed"] == T
     np.testing.assert_array_equal(np.array(result["components"]), ref.components_)
     np.testing.assert_array_equal(np.array(result["history"]), ref.history_)
-    # Long-running providers: no ClientApp process per message, no 3 s poll. The stock
-    # SuperNode takes 10-20 s a round on localhost (a process and imports per message, polls
-    # of 1 s and 3 s); the patched one ~1 s quiet and 2.5-3 s with other test suites on both
-    # cores. The bound tells the two apart without timing the machine (the round time itself
-    # is measured side by side in docs/SCALING.md).
-    assert np.median(result["round_seconds"]) < 6.0, result["round_seconds"]
+    # Long-running providers: no ClientApp process (Python, imports, data) per message. The
+    # stock SuperNode takes 10-20 s a round on localhost; the long-running one ~4 s quiet,
+    # nearly all of it Flower's own waits (the SuperNode's 3 s poll of the SuperLink, 1 s pull
+    # retries). The bound tells the two apart without timing the machine (the round times
+    # themselves: docs/BENCHMARKS.md, docs/SCALING.md).
+    assert np.median(result["round_seconds"]) < 9.0, result["round_seconds"]
     # Every provider reports its own guarantee and used exactly its T releases.
     assert sorted(result["privacy"]) == ["0", "1", "2"]
     for pid, rec in result["privacy"].items():
@@ -248,13 +248,13 @@ def test_killed_provider_error_and_continue(federation, split, tmp_path):
          "--round-timeout", "25", *SERVER_PAPER_ARGS],
         env=federation.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
-    # The wait ends at provider 2's first release (about a second on a quiet machine); the
+    # The wait ends at provider 2's first release (seconds on a quiet machine); the
     # long deadline is for a loaded CI machine, where the federation's start-up can take
     # minutes: killing the provider before that release would test another case.
     deadline = time.monotonic() + 600
     state2 = tmp_path / "state-2.json"
     while time.monotonic() < deadline and _releases(state2) < 1:
-        time.sleep(0.01)  # a round takes well under a second with a long-running provider
+        time.sleep(0.01)  # a round takes seconds: catch the first release well before the last
     assert _releases(state2) >= 1, "provider 2 made no release within 600 s"
     federation.kill("provider-2")  # after its first release, before its last
     log, _ = server.communicate(timeout=300)
@@ -470,52 +470,6 @@ def test_long_running_provider_keeps_the_budget_in_its_state_file(tmp_path):
                                          n_features=6))
     with pytest.raises(BudgetExceededError):
         early.handle(Query(round=4, support=q.support, block=q.block, n_features=6))
-
-
-def test_poll_clock_is_fast_while_active_and_flowers_when_idle():
-    from privpca.federated.flower_shim import PollClock
-
-    clock = PollClock(poll=0.01, idle_after=0.05)
-    assert clock.interval(3.0) == 0.01
-    clock.sleep(0.5)  # the SuperNode waits for a reply: wake the worker, sleep at most poll
-    assert clock.wake.is_set()
-    time.sleep(0.06)  # idle: doubling up to Flower's own interval
-    waits = [clock.interval(3.0) for _ in range(12)]
-    assert waits[0] == 0.02 and waits == sorted(waits) and waits[-1] == 3.0
-    clock.activity()
-    assert clock.interval(3.0) == 0.01
-    assert clock.monotonic() > 0  # everything else is time's
-
-
-def test_flower_supernode_loop_is_the_one_patched(monkeypatch):
-    """The patch relies on Flower's SuperNode loop sleeping through its ``time`` global and
-    pulling with ``pull_objects``: a Flower that changes this must fail here, not go slow."""
-    import inspect
-
-    from flwr.supernode import start_client_internal as loop
-
-    from privpca.federated.flower_shim import PULL_BACKOFF, PollClock, patch_supernode_polling
-
-    source = inspect.getsource(loop)
-    assert "time.sleep(3)" in source and "pull_objects(" in source
-    monkeypatch.setattr(loop, "time", loop.time)
-    monkeypatch.setattr(loop, "pull_objects", loop.pull_objects)
-    clock = PollClock(poll=0.01)
-    assert patch_supernode_polling(clock)
-    assert loop.time is clock
-    assert loop.pull_objects.keywords == {"initial_backoff": PULL_BACKOFF} and PULL_BACKOFF < 1
-    assert not patch_supernode_polling(PollClock())  # already patched: left alone
-
-
-def test_server_grid_pull_backoff_is_shortened(monkeypatch):
-    from flwr.superlink.grid import http_grid
-
-    from privpca.federated.flower_shim import shorten_pull_backoff
-
-    monkeypatch.setattr(http_grid, "pull_objects", http_grid.pull_objects)
-    assert shorten_pull_backoff(http_grid, 0.02)
-    assert http_grid.pull_objects.keywords == {"initial_backoff": 0.02}
-    assert not shorten_pull_backoff(None)
 
 
 def test_worker_runs_only_privpcas_client_app():

@@ -78,13 +78,13 @@ def _tls_args(insecure: bool, root_certificates: Path | None) -> list[str]:
 @click.option("--isolation", type=click.Choice(["process", "subprocess"]), default="process",
               show_default=True,
               help="'process': one long-running process answers every message (privpca's "
-              "ClientApp only), polling every --poll seconds while a run is active; "
-              "'subprocess': Flower's stock SuperNode (a fresh ClientApp process per message, "
-              "3 s polls).")
+              "ClientApp only; it keeps its data and imports between messages); "
+              "'subprocess': Flower's stock SuperNode (a fresh ClientApp process per message). "
+              "Either way the SuperNode polls the SuperLink at Flower's own pace (3 s).")
 @click.option("--poll", type=click.FloatRange(min=0.005, max=3.0), default=0.1,
               show_default=True,
-              help="Seconds between polls of the SuperLink while a run is active "
-              "(--isolation process; idle, it backs off to Flower's 3 s).")
+              help="Seconds between the long-running provider's requests to its own SuperNode "
+              "for a task (--isolation process).")
 @click.option("--show-data-warnings", is_flag=True,
               help="Log this provider's failures in full (the error and its traceback, which "
               "may quote a cell of DATA) and the warnings whose presence depends on the data: "

@@ -71,7 +71,6 @@ from privpca.federated.flower_provider import (
     load_provider,
 )
 from privpca.federated.flower_provider import _load_data as _load_data
-from privpca.federated.flower_shim import shorten_pull_backoff
 from privpca.federated.flower_wire import (
     _message_from_content,
     _reply_from_content,
@@ -427,11 +426,6 @@ def _one_round(grid: Grid, nodes: list[int], message: Any, timeout: float, label
 @server_app.main()
 def main(grid: Grid, context: Context) -> None:
     """ServerApp entry point: ``run_server`` with the run config."""
-    import sys
-
-    # Replies are listed before their contents arrive: retry those pulls after 0.02 s, not
-    # Flower's 1 s (only the grid's retry delay changes).
-    shorten_pull_backoff(sys.modules.get(type(grid).__module__))
     run_server(grid, dict(context.run_config))
 
 

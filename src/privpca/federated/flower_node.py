@@ -21,21 +21,17 @@ The worker runs privpca's ClientApp only, never code from the run's Flower App B
 run whose FAB names another ClientApp gets an error reply. (The stock SuperNode installs and
 imports whatever app the FAB carries, with the provider's node config in reach.)
 
-The waiting: the SuperNode's idle poll (``time.sleep(3)`` in
-``flwr.supernode.start_client_internal``, not configurable) and its wait for a reply
-(``time.sleep(0.5)``) are shortened by replacing that module's ``time`` with :class:`PollClock`
-(the only handle: a module global; :mod:`privpca.federated.flower_shim` is the one module
-that touches Flower's internals): it polls every
-``poll`` seconds while a run is active and backs off to Flower's 3 s after ``IDLE_AFTER``
-seconds without a message, so an idle provider costs the SuperLink what it did before. When
-the SuperNode has stored a message (all its objects) and waits for the reply, the clock wakes
-the worker at once; otherwise the worker asks the Runtime API every second (Flower's own
-SuperExec interval). A message is listed before its contents are uploaded, and Flower retries
-such pulls after 1 s: :func:`shorten_pull_backoff` starts those retries at 0.02 s in the
-SuperNode (and, from the ServerApp, in the server's grid). Only sleeps change: what is pulled,
-stored, answered and pushed is Flower's code and privpca's, as before. If a Flower release
-changes these module globals, the patches are skipped (with a warning) and the provider
-still works, at Flower's own pace; ``tests/test_federated_flower.py`` checks they apply.
+The waiting is Flower's own and runs at Flower's pace: Flower 1.41 offers no setting for it
+(no ``flower-supernode`` option, no argument of a public function, no documented environment
+variable; ``FLWR_SUPEREXEC_TASK_POLL_INTERVAL`` sets only the stock SuperExec's polls of the
+Runtime API, which this worker replaces). The SuperNode asks the SuperLink for work every 3 s
+while it has none, waits for the worker's reply in 0.5 s steps, and retries the pull of an
+object listed before its contents were uploaded after 1 s (doubling); the server's grid
+retries its pulls of replies the same way. The worker is privpca's own loop: it asks the
+SuperNode's Runtime API for a task every ``poll`` seconds (:data:`WORKER_POLL`, the interval
+of Flower's SuperExec, unless the caller passes another). Nothing in Flower is replaced or
+patched: what is pulled, stored, answered and pushed, and when, is Flower's code and privpca's.
+A round costs about 4 s on localhost (``docs/BENCHMARKS.md``), nearly all of it these waits.
 """
 
 from __future__ import annotations
@@ -46,21 +42,11 @@ from collections.abc import Sequence
 from logging import ERROR, INFO, WARNING
 from typing import Any
 
-from privpca.federated.flower_shim import (
-    IDLE_AFTER,
-    LOCAL_POLL,
-    POLL,
-    PULL_BACKOFF,
-    PollClock,
-    patch_supernode_polling,
-    shorten_pull_backoff,
-)
+__all__ = ["WORKER_POLL", "TaskWorker", "run_provider_node"]
 
-__all__ = ["IDLE_AFTER", "LOCAL_POLL", "POLL", "PULL_BACKOFF", "PollClock", "TaskWorker",
-           "patch_supernode_polling", "run_provider_node", "shorten_pull_backoff"]
-
-#: Seconds between the worker's own polls of the Runtime API (Flower's SuperExec interval).
-WORKER_IDLE_POLL = 1.0
+#: Seconds between the worker's polls of the SuperNode's Runtime API for a task, by default
+#: (Flower's SuperExec polls every 1 s).
+WORKER_POLL = 1.0
 #: Seconds between a task's heartbeats (Flower expects one within 30 s, twice over).
 HEARTBEAT = 10.0
 #: The ClientApp this worker runs; a run whose FAB names another is answered with an error.
@@ -83,12 +69,12 @@ class TaskWorker:
     ----------
     address : str
         ``HOST:PORT`` of the SuperNode's Runtime API (its ``--host``/``--port``).
-    clock : PollClock
-        The schedule of polls (shared with the SuperNode loop, which wakes the worker).
+    poll : float
+        Seconds between the worker's polls of the Runtime API while no task is waiting.
     """
 
-    def __init__(self, address: str, clock: PollClock) -> None:
-        self.address, self.clock = address, clock
+    def __init__(self, address: str, poll: float = WORKER_POLL) -> None:
+        self.address, self.poll = address, float(poll)
         self.stop = threading.Event()
 
     def _client(self, interceptors: Sequence[Any]) -> Any:
@@ -122,13 +108,8 @@ class TaskWorker:
                         self.run_task(res.token)
                     except Exception as exc:  # reporting failed: keep serving the next ones
                         log(ERROR, "privpca: could not report a ClientApp task: %r", exc)
-                    self.clock.activity()
                     continue  # another may be waiting
-                # Woken once the SuperNode has stored a message (all its objects): a task
-                # taken earlier would wait out Flower's 1 s pull backoff. The timeout is
-                # Flower's own SuperExec poll, for a SuperNode that does not wake us.
-                self.clock.wake.wait(WORKER_IDLE_POLL)
-                self.clock.wake.clear()
+                self.stop.wait(self.poll)
         finally:
             client.close()
 
@@ -207,23 +188,20 @@ def _heartbeats(client: Any, done: threading.Event) -> None:
 
 
 def run_provider_node(supernode_args: Sequence[str], runtime_address: str,
-                      poll: float = POLL) -> None:
+                      poll: float = WORKER_POLL) -> None:
     """Run ``flower-supernode --isolation process *supernode_args`` with a :class:`TaskWorker`.
 
     ``runtime_address`` is where the SuperNode serves its Runtime API (``127.0.0.1:PORT`` for
-    ``--port PORT``). Returns when the SuperNode stops (Flower exits the process on SIGTERM).
+    ``--port PORT``); ``poll`` is the worker's interval between polls of it (the SuperNode's
+    own polls of the SuperLink are Flower's). Returns when the SuperNode stops (Flower exits
+    the process on SIGTERM).
     """
-    from flwr.supercore import log
     from flwr.supernode.cli.flower_supernode import flower_supernode
 
     args = list(supernode_args)
     if "--isolation" in args:
         raise ValueError("run_provider_node sets --isolation process itself.")
-    clock = PollClock(poll)
-    if not patch_supernode_polling(clock):
-        log(WARNING, "privpca: this Flower's SuperNode loop is not the one expected; it keeps "
-                     "its own polling (rounds will be slower).")
-    worker = TaskWorker(runtime_address, clock)
+    worker = TaskWorker(runtime_address, poll)
     thread = threading.Thread(target=worker.serve, name="privpca-task-worker", daemon=True)
     thread.start()
     argv = sys.argv
@@ -233,4 +211,3 @@ def run_provider_node(supernode_args: Sequence[str], runtime_address: str,
     finally:
         sys.argv = argv
         worker.stop.set()
-        clock.wake.set()
