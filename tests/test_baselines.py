@@ -416,7 +416,7 @@ def test_budgeted_ledger_refuses_before_release(cls, spiked):
     [
         ({"epsilon": 0}, r"The 'epsilon' parameter of {} must be a float in the range \[1e-09"),
         ({"epsilon": -1}, r"Got -1 instead"),
-        ({"delta": 1.0}, r"The 'delta' parameter of {} must be a float in the range \(0.0, 1.0\)"),
+        ({"delta": 1.0}, r"The 'delta' parameter of {} must be a float in the range \(0.0, 0.1\)"),
         ({"data_norm": 0.0}, r"The 'data_norm' parameter of {}"),
         ({"n_components": 7}, r"n_components=7 must be between 1 and n_features=6"),
         ({"n_components": 0}, r"The 'n_components' parameter of {}"),

@@ -64,3 +64,9 @@ def test_the_front_door_and_a_nan_in_a_sparse_table(table):
     with pytest.raises(NonFiniteInputError, match="NaN or infinity"):
         privpca.AnalyzeGaussPCA(2, epsilon=1.0, ledger=ledger).fit(holed.tocsr())
     assert len(ledger) == 0
+
+
+def test_transform_projects_a_sparse_table_without_densifying_it(table):
+    est = _fit(privpca.AnalyzeGaussPCA, table)
+    S = sp.csr_matrix(table[:500])
+    np.testing.assert_allclose(est.transform(S), est.transform(table[:500]), atol=1e-9)

@@ -18,6 +18,7 @@ from privpca._config import ReproducibleNoiseWarning, config_context, get_config
 from privpca.exceptions import (
     BudgetExceededError,
     DataDependentWarning,
+    LargeDeltaWarning,
     NonFiniteInputError,
     NonPrivatePreprocessingWarning,
     PrivacyLeakWarning,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from privpca.mechanisms.bingham_sampler import ProposalBudgetExceededError
     from privpca.mechanisms.shuffling import ShufflingBoundError
     from privpca.pca import PCA
+    from privpca.persistence import load, save
 
 __version__ = "0.1.0"
 
@@ -58,12 +60,14 @@ _LAZY: dict[str, str] = {
     ),
     "ShufflingBoundError": "privpca.mechanisms.shuffling",
     "ProposalBudgetExceededError": "privpca.mechanisms.bingham_sampler",
+    **dict.fromkeys(("save", "load"), "privpca.persistence"),
 }
 
 #: Subpackages and modules reachable as attributes (``privpca.plot``) without an import.
 _SUBMODULES: frozenset[str] = frozenset({
     "accounting", "audit", "cli", "datasets", "decomposition", "exceptions", "experiments",
-    "federated", "mechanisms", "metrics", "pca", "pipeline", "plot", "protocols", "report",
+    "federated", "local_protocol", "mechanisms", "metrics", "pca", "persistence", "pipeline",
+    "plot", "report",
     "solvers",
     "streaming",
 })
@@ -92,6 +96,7 @@ __all__ = [
     "BinghamPCA",
     "BudgetExceededError",
     "DataDependentWarning",
+    "LargeDeltaWarning",
     "LocalGaussianPCA",
     "LocalSparsePCA",
     "ModSuLQPCA",
@@ -113,5 +118,7 @@ __all__ = [
     "config_context",
     "default_ledger",
     "get_config",
+    "load",
+    "save",
     "set_config",
 ]

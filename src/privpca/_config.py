@@ -19,6 +19,11 @@ The only option today is ``secure_mode``, which says where privacy noise comes f
 The environment variable ``PRIVPCA_SECURE_MODE`` sets the process default: ``1``/``true``/
 ``yes``/``on`` for strict, ``0``/``false``/``no``/``off`` for the opt-out, ``auto`` or unset for
 the default. See ``docs/SECURITY.md``.
+
+A second option, ``allow_large_delta`` (default ``False``), forces a δ ≥ 0.1 through the
+estimators' declared range (0, 0.1) (:data:`privpca.decomposition._constraints.DELTA`): for
+reproducing a paper's grid (Ge et al. plot δ = 0.3) or an audit probe, never for a release, whose
+δ should be well below 1/n.
 """
 
 from __future__ import annotations
@@ -82,7 +87,7 @@ def _mode_from_environment() -> bool | str:
 
 
 def _default_config() -> dict[str, Any]:
-    return {"secure_mode": _mode_from_environment()}
+    return {"secure_mode": _mode_from_environment(), "allow_large_delta": False}
 
 
 _global_config: dict[str, Any] = _default_config()
@@ -97,12 +102,13 @@ def _thread_config() -> dict[str, Any]:
 
 
 def get_config() -> dict[str, Any]:
-    """The configuration in force in this thread (a copy): ``{"secure_mode": "auto"}`` by
-    default (``True`` strict, ``False`` opted out)."""
+    """The configuration in force in this thread (a copy): ``{"secure_mode": "auto",
+    "allow_large_delta": False}`` by default (``True`` strict, ``False`` opted out)."""
     return dict(_thread_config())
 
 
-def set_config(secure_mode: bool | str | None = None) -> None:
+def set_config(secure_mode: bool | str | None = None,
+               allow_large_delta: bool | None = None) -> None:
     """Set options for this thread; ``None`` leaves an option unchanged.
 
     Parameters
@@ -111,7 +117,15 @@ def set_config(secure_mode: bool | str | None = None) -> None:
         ``"auto"``: secure noise unless a fit is seeded (the default); ``True``: secure noise
         and seeds refused; ``False``: float noise (an explicit opt-out, recorded in every
         fit's ``privacy_``). The process default comes from ``PRIVPCA_SECURE_MODE``.
+    allow_large_delta : bool, optional
+        ``True`` forces a δ in [0.1, 1) through the estimators' declared range (0, 0.1): for a
+        paper's grid or an audit probe, not a release. Default ``False``.
     """
+    if allow_large_delta is not None:
+        if not isinstance(allow_large_delta, bool):
+            raise ValueError("allow_large_delta must be True or False. Got "
+                             f"{allow_large_delta!r} instead.")
+        _thread_config()["allow_large_delta"] = allow_large_delta
     if secure_mode is not None:
         if not (isinstance(secure_mode, bool) or secure_mode == "auto"):
             raise ValueError(f"secure_mode must be 'auto', True or False. Got {secure_mode!r} "
@@ -120,7 +134,8 @@ def set_config(secure_mode: bool | str | None = None) -> None:
 
 
 @contextmanager
-def config_context(*, secure_mode: bool | str | None = None) -> Iterator[None]:
+def config_context(*, secure_mode: bool | str | None = None,
+                   allow_large_delta: bool | None = None) -> Iterator[None]:
     """Set options inside a ``with`` block (this thread only), restoring them after.
 
     Examples
@@ -129,13 +144,20 @@ def config_context(*, secure_mode: bool | str | None = None) -> Iterator[None]:
     >>> X = np.random.default_rng().standard_normal((20_000, 4))
     >>> with privpca.config_context(secure_mode=True):
     ...     est = privpca.AnalyzeGaussPCA(n_components=1, epsilon=1.0).fit(X)
+    >>> with privpca.config_context(allow_large_delta=True):  # a paper's delta = 0.3, no release
+    ...     est = privpca.DPSPCA(n_components=1, delta=0.3).fit(X)  # doctest: +SKIP
     """
     old = get_config()
-    set_config(secure_mode=secure_mode)
+    set_config(secure_mode=secure_mode, allow_large_delta=allow_large_delta)
     try:
         yield
     finally:
         set_config(**old)
+
+
+def large_delta_allowed() -> bool:
+    """Whether a δ ≥ 0.1 is forced through in this thread (``allow_large_delta``)."""
+    return _thread_config().get("allow_large_delta", False) is True
 
 
 def secure_mode() -> bool:

@@ -159,8 +159,8 @@ def check_n_components(n_components: Any, n_features: int, *, owner: object | No
 NON_FINITE_ADVICE = (
     "privpca neither drops rows (n would become a count of the data) nor imputes from the "
     "table (that needs a private release of its own): put a public value of your choice in "
-    "the missing cells, e.g. sklearn.impute.SimpleImputer(strategy='constant', fill_value=0) "
-    "before the estimator in a Pipeline (in the shell: --missing 0), and remove infinities."
+    "the missing cells, e.g. sklearn.impute.SimpleImputer(strategy='constant', fill_value=VALUE) "
+    "before the estimator in a Pipeline (in the shell: --missing VALUE); remove infinities."
 )
 
 

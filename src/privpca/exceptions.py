@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "BudgetExceededError",
     "DataDependentWarning",
+    "LargeDeltaWarning",
     "NonFiniteInputError",
     "NonPrivatePreprocessingWarning",
     "PrivacyLeakWarning",
@@ -27,6 +28,19 @@ class PrivacyLeakWarning(PrivacyWarning):
 
     Raised, for example, when the classic Gaussian calibration is used with ε ≥ 1 (where it
     does not certify (ε, δ)-DP), or when the paper's sensitivity is used for reproduction.
+    """
+
+
+class LargeDeltaWarning(PrivacyWarning):
+    """The fit's δ is not well below 1/n, for a public number of records n.
+
+    δ is the probability that the guarantee fails outright, and a mechanism that publishes
+    one record in full with probability δ is (0, δ)-DP: at δ ≥ 1/n it may publish about
+    δ·n ≥ 1 records. Choose δ well below 1/n (a common choice is δ ≤ 1/n², or 1e-5 for
+    n = 10⁴). Raised at fit, before anything is charged; n is the public count of the
+    replace-one relation (under add/remove-one neighbours n is private and nothing is said).
+    A δ ≥ 0.1 is refused outright unless forced (``privpca.config_context(
+    allow_large_delta=True)``).
     """
 
 

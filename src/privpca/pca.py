@@ -28,10 +28,12 @@ The rule (docs/FRONT_DOOR.md has the measurements behind it)
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -39,6 +41,8 @@ from privpca._registry import PRIVATE_ESTIMATORS, TRUST_MODELS
 from privpca._validation import check_options
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition._base import BasePrivatePCA
+from privpca.decomposition._constraints import WHITEN
+from privpca.decomposition._probabilistic import if_defined
 
 __all__ = ["MAX_GRAM_FEATURES", "PCA", "select_mechanism"]
 
@@ -62,12 +66,19 @@ FORWARDED: tuple[str, ...] = (
     "privacy_", "n_features_in_", "feature_names_in_",
 )
 
+#: scikit-learn's probabilistic PCA attributes, computed by the chosen estimator from its
+#: released quantities (:mod:`privpca.decomposition._probabilistic`): read from ``estimator_``
+#: on access (properties of :class:`PCA`), so that where the fit does not define one the
+#: estimator's AttributeError, which says why, is the one raised.
+DELEGATED: tuple[str, ...] = ("n_samples_", "noise_variance_", "singular_values_")
+
 #: What the rule sets on the mechanism it chooses (a mechanism asked for by name keeps its own
 #: defaults): the noisy power method chosen for a wide table never forms a p×p matrix.
 AUTO_OPTIONS: dict[str, dict[str, Any]] = {"noisy-power": {"solver": "data"}}
 
 #: The parameters PCA passes itself; ``options`` may not repeat them.
-OWN_PARAMETERS: tuple[str, ...] = ("n_components", "epsilon", "delta", "random_state", "ledger")
+OWN_PARAMETERS: tuple[str, ...] = ("n_components", "epsilon", "delta", "whiten", "random_state",
+                                   "ledger")
 
 
 def select_mechanism(n_features: int | None, *, delta: float, model: str = "central",
@@ -202,6 +213,11 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     options : dict or None, default=None
         Further parameters of the chosen estimator (``centering``, ``data_norm``,
         ``scale``, ``n_iter``, ...), passed as they are.
+    whiten : bool, default=False
+        scikit-learn's ``whiten``, passed to the chosen estimator: ``transform`` divides the
+        projections by ``sqrt(explained_variance_)`` and ``inverse_transform`` multiplies them
+        back (post-processing of released values; the fit is the same either way). Handed over
+        at ``fit``: on a fitted PCA, ``estimator_.set_params(whiten=...)`` changes it at once.
     random_state : None, int or numpy.random.Generator, default=None
         Source of the noise (leave it out for a real release).
     ledger : PrivacyLedger or None, default=None
@@ -230,6 +246,16 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined when ``X`` has column names (a DataFrame).
+    n_samples_ : int
+    noise_variance_ : float
+    singular_values_ : ndarray of shape (n_components_,)
+        scikit-learn's, read from ``estimator_`` (its documentation and
+        :mod:`privpca.decomposition._probabilistic`): computed from released quantities only
+        (free), absent with the reason where the fit released too little (no variances in the
+        papers' settings, no total, or a private n).
+
+    ``get_covariance``, ``get_precision``, ``score_samples`` and ``score`` are the chosen
+    estimator's, scikit-learn's probabilistic PCA model on the released quantities.
 
     Examples
     --------
@@ -243,6 +269,21 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     ((5000, 2), ['pca0', 'pca1'])
     """
 
+    #: scikit-learn's declaration. Only ``whiten`` is checked here: the chosen estimator
+    #: checks its own parameters (with its own declaration, before anything is spent), and
+    #: :func:`select_mechanism` checks ``model`` and ``mechanism``.
+    _parameter_constraints: ClassVar[dict[str, Any]] = {
+        "n_components": "no_validation",
+        "epsilon": "no_validation",
+        "delta": "no_validation",
+        "model": "no_validation",
+        "mechanism": "no_validation",
+        "options": "no_validation",
+        "whiten": WHITEN,
+        "random_state": "no_validation",
+        "ledger": "no_validation",
+    }
+
     def __init__(
         self,
         n_components: int | float = 2,
@@ -252,6 +293,7 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         model: str = "central",
         mechanism: str = "auto",
         options: dict[str, Any] | None = None,
+        whiten: bool = False,
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -261,6 +303,7 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.model = model
         self.mechanism = mechanism
         self.options = options
+        self.whiten = whiten
         self.random_state = random_state
         self.ledger = ledger
 
@@ -268,9 +311,16 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """The mechanism's name, the reason, and an unfitted estimator with its parameters."""
         name, reason = select_mechanism(_n_features(X), delta=self.delta, model=self.model,
                                         mechanism=self.mechanism, owner=self)
-        estimator = PRIVATE_ESTIMATORS[name](
+        cls = PRIVATE_ESTIMATORS[name]
+        whiten: dict[str, Any] = {}
+        if "whiten" in inspect.signature(cls).parameters:
+            whiten["whiten"] = self.whiten
+        elif self.whiten:
+            raise ValueError(f"whiten=True: {cls.__name__} (mechanism {name!r}) takes no "
+                             "'whiten' parameter.")
+        estimator = cls(
             n_components=self.n_components, epsilon=self.epsilon, delta=self.delta,
-            random_state=self.random_state, ledger=self.ledger, **self._options(name),
+            random_state=self.random_state, ledger=self.ledger, **whiten, **self._options(name),
         )
         return name, reason, estimator
 
@@ -301,6 +351,8 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         -------
         self
         """
+        if not get_config()["skip_parameter_validation"]:
+            self._validate_params()  # whiten (the estimator checks the rest)
         name, reason, estimator = self._chosen(X)
         estimator.fit(X, **fit_params)
         self.estimator_ = estimator
@@ -333,6 +385,57 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "estimator_")
         return self.estimator_.inverse_transform(X)
 
+    # ------------------------------------------------------------- the probabilistic model
+    def _check_defined(self, name: str) -> None:
+        """The chosen estimator's reason where it does not define ``name`` (nothing unfitted:
+        the method then raises ``NotFittedError``)."""
+        estimator = vars(self).get("estimator_")
+        if estimator is not None:
+            getattr(estimator, name)
+
+    @if_defined
+    def get_covariance(self) -> NDArray[np.float64]:
+        """The chosen estimator's ``get_covariance``: scikit-learn's model covariance from
+        released quantities only (post-processing: free)."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.get_covariance()
+
+    @if_defined
+    def get_precision(self) -> NDArray[np.float64]:
+        """The chosen estimator's ``get_precision`` (free)."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.get_precision()
+
+    @if_defined
+    def score_samples(self, X: ArrayLike) -> NDArray[np.float64]:
+        """The chosen estimator's ``score_samples``: each row's log-likelihood (free)."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.score_samples(X)
+
+    @if_defined
+    def score(self, X: ArrayLike, y: Any = None) -> float:
+        """The chosen estimator's ``score``: the rows' mean log-likelihood (free)."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.score(X)
+
+    @property
+    def n_samples_(self) -> int:
+        """``estimator_.n_samples_``: the public number of rows (absent where n is private)."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.n_samples_
+
+    @property
+    def noise_variance_(self) -> float:
+        """``estimator_.noise_variance_`` (absent, with the reason, where undefined)."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.noise_variance_
+
+    @property
+    def singular_values_(self) -> NDArray[np.float64]:
+        """``estimator_.singular_values_`` (absent, with the reason, where undefined)."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.singular_values_
+
     @property
     def _n_features_out(self) -> int:
         """The number of output columns (read by :meth:`get_feature_names_out`)."""
@@ -342,4 +445,5 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         # As every privpca estimator: seeded fits are reproducible, output is float64.
         tags.transformer_tags.preserves_dtype = ["float64"]
+        tags.input_tags.sparse = True  # as every privpca estimator (streamed by blocks)
         return tags

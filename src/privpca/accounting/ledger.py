@@ -7,11 +7,19 @@ parameters, which in a peer library silently sends the spends of every cross-val
 throw-away copy. :class:`PrivacyLedger` returns itself from ``__deepcopy__`` so clones charge
 the same ledger, and it refuses to be pickled, so a process-parallel search
 (``n_jobs > 1`` with the default loky backend) fails loudly instead of losing spends.
+
+The same refusal covers ``pickle.dumps(estimator)`` / ``joblib.dump`` of a model that holds a
+ledger: a pickle cannot tell a model being published from one being sent to a worker to fit,
+and a ledger is the data holder's running account, never part of a release. Publish a fitted
+model with :func:`privpca.save` (its arrays, parameters and ``privacy_``, never the ledger,
+in a file that loading cannot execute); pickle a copy without the ledger with
+:func:`privpca.persistence.without_ledger`.
 """
 
 from __future__ import annotations
 
 import math
+import textwrap
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +29,7 @@ import dp_accounting
 
 from privpca._validation import caller_stacklevel
 from privpca.accounting.composition import compose_epsilon
-from privpca.accounting.record import PrivacyRecord
+from privpca.accounting.record import COMPOSITION_SENTENCE, PrivacyRecord
 from privpca.exceptions import BudgetExceededError, PrivacyWarning
 
 __all__ = ["Booking", "PrivacyLedger", "default_ledger"]
@@ -37,6 +45,8 @@ class PrivacyLedger:
     delta_budget : float or None, default=None
         The δ at which the budget is checked; required with ``epsilon_budget``. Each spend's
         own δ is part of its events, so the composed ε at ``delta_budget`` is what is checked.
+        :meth:`epsilon` reports at it when given no δ (without a budget: at the sum of the
+        spends' δ, :meth:`default_delta`).
     accountant : {"pld", "rdp"}, default="pld"
         Composition method of ``dp-accounting``.
 
@@ -76,8 +86,11 @@ class PrivacyLedger:
 
     def __reduce__(self) -> Any:
         raise TypeError(
-            "A PrivacyLedger cannot be sent to another process: spends made there would never "
-            "reach this ledger. Run model selection with n_jobs=1 (or a threading backend)."
+            "A PrivacyLedger cannot be sent to another process or pickled: spends made there "
+            "would never reach this ledger. Run model selection with n_jobs=1 (or a threading "
+            "backend). To publish or store a fitted model, use privpca.save(estimator, path) "
+            "(its arrays, parameters and privacy_ record, never the ledger; read back with "
+            "privpca.load); to pickle one, pickle privpca.persistence.without_ledger(estimator)."
         )
 
     def __len__(self) -> int:
@@ -94,21 +107,100 @@ class PrivacyLedger:
         )
         return f"PrivacyLedger({budget}, spends={len(self)})"
 
+    def __str__(self) -> str:
+        return self.summary()
+
+    def summary(self) -> str:
+        """The account for a person: every spend, the composed total and the naive sum.
+
+        One line per recorded fit (its label and its own (ε, δ)); the total ε composed
+        exactly by ``dp-accounting`` at :meth:`default_delta`, beside the naive sum of the
+        fits' ε (basic composition, which holds at the sum of their δ); the budget and what is
+        left of it when there is one. Each fit's own spends are in its record
+        (``print(estimator.privacy_)``).
+        """
+        records = self.records
+        head = f"PrivacyLedger: {len(records)} spend{'' if len(records) == 1 else 's'}"
+        if self.epsilon_budget is not None:
+            head += (f", budget epsilon = {self.epsilon_budget:.4g} at delta = "
+                     f"{self.delta_budget:.3g}")
+        lines = [head]
+        if not records:
+            lines.append("  nothing spent yet.")
+            return "\n".join(lines)
+        naive = sum(r.epsilon for _, r in records)
+        try:
+            delta, why = self._default_delta()
+        except ValueError as exc:  # the spends' δ add up to 1 or more
+            lines.append(f"  total: {exc}")
+            return "\n".join(lines)
+        total = self.epsilon(delta)
+        lines.append(f"  total: epsilon = {total:.4g} at delta = {delta:.3g} ({why}), "
+                     "composed exactly by dp-accounting")
+        lines.append(f"  naive sum of the spends' epsilon: {naive:.4g} (holds at delta = "
+                     f"{sum(r.delta for _, r in records):.3g})")
+        if len(records) > 1 and total < naive * (1 - 1e-9):
+            lines.append(textwrap.fill(COMPOSITION_SENTENCE, width=100, initial_indent="  ",
+                                       subsequent_indent="  ", break_on_hyphens=False))
+        if self.epsilon_budget is not None:
+            left = self.epsilon_budget - total
+            lines.append(f"  left of the budget: epsilon = {max(left, 0.0):.4g}")
+        width = max(len(label) for label, _ in records)
+        lines.append(f"  {'#':>3}  {'label':<{width}}  {'epsilon':>9}  {'delta':>9}  model")
+        for i, (label, record) in enumerate(records, 1):
+            lines.append(f"  {i:>3}  {label:<{width}}  {record.epsilon:>9.4g}  "
+                         f"{record.delta:>9.3g}  {record.model}")
+        return "\n".join(lines)
+
     @property
     def records(self) -> list[tuple[str, PrivacyRecord]]:
         """``(label, record)`` pairs in the order they were spent."""
         return list(self._records)
 
     def epsilon(self, delta: float | None = None) -> float:
-        """Composed ε at ``delta`` (default: ``delta_budget``) over every recorded spend."""
-        delta = self._delta(delta)
-        return self._compose([r for _, r in self._records], delta)
+        """Composed ε over every recorded spend, at ``delta`` (default: :meth:`default_delta`).
+
+        The spends are composed exactly (adaptively) with ``dp-accounting``, as
+        :meth:`_compose` says. Without ``delta``: at ``delta_budget`` when the ledger was
+        built with a budget; otherwise at the **sum of the recorded spends' δ**. The sum, not
+        the largest, because it is the one δ at which the spends' own statements always
+        compose to a finite ε: a fit known to the accountant only by its (ε, δ) pair (the
+        local model, DP-PCA, Private Oja: parts composed in parallel) contributes its whole
+        δ, so two such fits compose to ε = ∞ at the larger of their δ, and at their sum to at
+        most Σε (basic composition). It also says plainly that the chances of failure of the
+        fits add up. Raises ValueError only for a ledger with neither a budget nor a spend.
+        """
+        return self._compose([r for _, r in self._records], self._delta(delta))
+
+    def default_delta(self) -> float:
+        """The δ at which :meth:`epsilon` reports without an argument: ``delta_budget``, else
+        the sum of the recorded spends' δ. Raises ValueError when there is neither."""
+        return self._default_delta()[0]
+
+    def _default_delta(self) -> tuple[float, str]:
+        """:meth:`default_delta` and the words that say where it comes from."""
+        if self.delta_budget is not None:
+            return self.delta_budget, "the ledger's delta_budget"
+        records = [r for _, r in self._records]
+        if not records:
+            raise ValueError(
+                "Give delta, e.g. ledger.epsilon(delta=1e-5): this ledger has no delta_budget "
+                "and no spend yet, so there is no delta to state epsilon at (nothing spent is "
+                "epsilon = 0 at every delta). A ledger built with "
+                "PrivacyLedger(epsilon_budget=..., delta_budget=...) reports at delta_budget; "
+                "one without a budget at the sum of its spends' delta."
+            )
+        total = float(sum(r.delta for r in records))
+        if total >= 1.0:
+            raise ValueError(
+                f"Give delta, e.g. ledger.epsilon(delta=1e-5): the spends' delta add up to "
+                f"{total:g} >= 1, at which no epsilon means anything."
+            )
+        return total, "the sum of the spends' delta"
 
     def _delta(self, delta: float | None) -> float:
         if delta is None:
-            if self.delta_budget is None:
-                raise ValueError("Give delta: this ledger has no delta_budget.")
-            return self.delta_budget
+            return self._default_delta()[0]
         return delta
 
     def _compose(self, records: list[PrivacyRecord], delta: float) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import InitVar, asdict, dataclass, field
 from typing import Any
 
@@ -12,7 +13,8 @@ from privpca._config import NOISE_MODE_NOTES, current_noise_mode
 from privpca.accounting.composition import compose_epsilon
 from privpca.accounting.neighbouring import Neighbouring
 
-__all__ = ["NOISE_LABELS", "PrivacyRecord", "PrivacySpend"]
+__all__ = ["COMPOSITION_SENTENCE", "NOISE_LABELS", "PARALLEL_SENTENCE",
+           "PrivacyRecord", "PrivacySpend"]
 
 #: What a record's ``noise_scale`` measures, by the law of its main noise
 #: (:attr:`PrivacyRecord.noise_kind`).
@@ -20,6 +22,31 @@ NOISE_LABELS: dict[str, str] = {
     "gaussian": "noise std",
     "laplace": "Laplace scale b",
     "exponential": "temperature",
+}
+
+#: Why a composed total is below the naive sum of the spends' ε (printed beside both).
+COMPOSITION_SENTENCE = (
+    "Why the total is below the naive sum: the naive sum adds up each spend's worst case, "
+    "while dp-accounting composes the spends' exact privacy losses, and Gaussian noises "
+    "compose like one Gaussian (their 1/sigma^2 add up), so epsilon grows about like the "
+    "square root of the number of spends, not like their sum."
+)
+
+#: Why a total is below the naive sum when its spends read disjoint sets of records.
+PARALLEL_SENTENCE = (
+    "Why the total is below the naive sum: the spends read disjoint sets of records (a "
+    "held-out share of the rows, separate groups of users), and each record pays only for the "
+    "spends that read it (parallel composition); spends that read the same records are "
+    "composed exactly by dp-accounting, which adds their privacy losses more tightly than "
+    "their epsilon."
+)
+
+#: Who sees raw records in each trust model (:attr:`PrivacyRecord.model`), for the printout.
+MODEL_WORDS: dict[str, str] = {
+    "central": "a trusted curator sees the raw records",
+    "distributed": "each data provider sees only its own records and adds its own noise",
+    "local": "every user randomises their own record; nobody sees raw records",
+    "non-private": "no privacy: the output is exact",
 }
 
 
@@ -224,6 +251,126 @@ class PrivacyRecord:
         return None
 
     def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        # One line: the guarantee's fields and the number of spends (print() the record for
+        # the statement; the fields, spends included, are the dataclass's, for code).
+        return (
+            f"PrivacyRecord(epsilon={self.epsilon!r}, delta={self.delta!r}, "
+            f"model={self.model!r}, neighbouring={self.neighbouring!r}, "
+            f"data_norm={self.data_norm!r}, sensitivity={self.sensitivity!r}, "
+            f"n_samples={self.n_samples!r}, spends={len(self.spends)})"
+        )
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython and Jupyter show the statement of :meth:`summary`."""
+        printer.text("PrivacyRecord(...)" if cycle else self.summary())
+
+    def summary(self) -> str:
+        """The guarantee as a data steward reads it (``str(record)``, ``print(record)``).
+
+        The first line is :meth:`headline`. Then: the total (ε, δ) and the trust model; the
+        neighbouring relation; the bound (the public norm bound every record is clipped to)
+        and the main release's sensitivity and noise; the number of records when it is public;
+        every spend (mechanism call on the data) with its own ε and δ, its share of the
+        Gaussian noise budget (where every spend is Gaussian), how many releases it made, its
+        sensitivity and noise scale; the composed total beside the naive sum of the spends' ε,
+        with one sentence on why they differ; the notes.
+
+        A spend's ε is the guarantee of all its releases together (for a spend whose ε is
+        stated per release, ε × releases, said so in its row): the naive sum adds those.
+        """
+        lines = [self.headline()]
+        model = MODEL_WORDS.get(self.model, self.model)
+        lines.append(f"  guarantee:   epsilon = {self.epsilon:.4g}, delta = {self.delta:.3g} for "
+                     f"everything the fit released ({self.model} model: {model})")
+        lines.append(f"  neighbours:  {self.neighbouring}")
+        lines.append(f"  bound:       {self._bound_words()}")
+        if self.n_samples is not None:
+            lines.append(f"  records:     n = {self.n_samples} (public under this relation)")
+        elif self.model != "non-private":
+            lines.append("  records:     their number is private under this relation (not "
+                         "released)")
+        if self.spends:
+            lines += self._spend_lines()
+        if self.notes:
+            lines.append(textwrap.fill(self.notes, width=100, initial_indent="  notes:       ",
+                                       subsequent_indent=" " * 15, break_on_hyphens=False))
+        return "\n".join(lines)
+
+    def naive_epsilon(self) -> float:
+        """The naive sum of the spends' ε (basic composition; it would hold at the sum of their
+        δ): each spend's ε for all its releases together, added up. The record's ``epsilon``,
+        composed exactly, is never more than this for spends of the same δ."""
+        return float(sum(_spend_epsilon(s)[0] for s in self.spends))
+
+    def _bound_words(self) -> str:
+        if self.model == "non-private":
+            return "none (a non-private fit)"
+        kind = self.noise_kind
+        clip = (f"data_norm = {self.data_norm:.4g}, the bound on each record's L2 norm that the "
+                "analysis assumes (rows above it are clipped to it)"
+                if math.isfinite(self.data_norm) else f"data_norm = {self.data_norm:.4g}")
+        if kind == "per-step" or not math.isfinite(self.sensitivity):
+            return f"{clip}; sensitivity and noise set step by step (see the spends)"
+        sens = "L1 sensitivity" if kind == "laplace" else "sensitivity"
+        return (f"{clip}; the main release's {sens} is {self.sensitivity:.4g}, its "
+                f"{NOISE_LABELS.get(kind, 'noise scale')} {self.noise_scale:.4g} "
+                f"({self.calibration} calibration)")
+
+    def _spend_lines(self) -> list[str]:
+        spends = self.spends
+        shares = _gaussian_shares(spends)
+        lines = [f"  spends:      {len(spends)} mechanism call{'' if len(spends) == 1 else 's'} "
+                 "on the data, each with the (epsilon, delta) it certifies on its own"
+                 + ("; share: of the Gaussian noise budget (1/sigma^2)" if shares else "")]
+        lines.append(f"    {'#':>2}  {'epsilon':>8}  {'delta':>8}  {'share':>6}  {'releases':>8}  "
+                     f"{'sensitivity':>11}  {'noise':>9}  mechanism")
+        for i, spend in enumerate(spends, 1):
+            eps_all, per_release = _spend_epsilon(spend)
+            eps_text = f"{spend.epsilon:.4g}" + (" each" if per_release else "")
+            share = f"{100 * shares[i - 1]:.1f} %" if shares else "-"
+            mechanism = spend.mechanism + (
+                f" [epsilon {eps_all:.4g} for its {spend.count} releases]" if per_release else "")
+            lines.append(f"    {i:>2}  {eps_text:>8}  {spend.delta:>8.3g}  {share:>6}  "
+                         f"{spend.count:>8}  {spend.sensitivity:>11.4g}  "
+                         f"{spend.noise_scale:>9.4g}  {mechanism}")
+        naive = self.naive_epsilon()
+        releases = sum(s.count for s in spends)
+        lines.append(f"  total:       epsilon = {self.epsilon:.4g} at delta = {self.delta:.3g}, "
+                     + ("composed by dp-accounting" if releases > 1 else "its one spend"))
+        lines.append(f"  naive sum:   epsilon = {naive:.4g} (the spends' epsilon added up; it "
+                     f"would hold at delta = {sum(s.delta for s in spends):.3g})")
+        if releases > 1 and self.epsilon < naive * (1 - 1e-9):
+            sequential = self._sequential_epsilon()
+            why = (PARALLEL_SENTENCE if self.epsilon < sequential * (1 - 1e-6)
+                   else COMPOSITION_SENTENCE)
+            lines.append(textwrap.fill(why, width=100, initial_indent="  ",
+                                       subsequent_indent="  ", break_on_hyphens=False))
+        elif releases > 1 and self.epsilon > naive * (1 + 1e-9):
+            lines.append("  The total is above the naive sum: it is the record's own statement "
+                         "(see the notes), which composing its spends does not tighten.")
+        return lines
+
+    def _sequential_epsilon(self) -> float:
+        """ε at ``delta`` of the spends composed one after the other on the same records
+        (their events; a spend without one by its pure ε), or -inf where that cannot be
+        computed (then nothing is inferred from it)."""
+        if self.delta <= 0 or any(s.dp_event is None and s.delta > 0 for s in self.spends):
+            return -math.inf
+        events = [s.event() for s in self.spends if s.dp_event is not None]
+        pairs = [(float(s.epsilon), 0.0) for s in self.spends if s.dp_event is None
+                 for _ in range(s.count)]
+        try:
+            return float(compose_epsilon(events, self.delta, pairs=pairs,
+                                         tail=sum(s.tail * s.count for s in self.spends
+                                                  if s.dp_event is not None)))
+        except Exception:  # an event dp-accounting cannot compose: infer nothing
+            return -math.inf
+
+    def headline(self) -> str:
+        """The guarantee in one line: (ε, δ), model, neighbours, sensitivity and noise, n."""
         kind = self.noise_kind
         if kind == "none":
             noise = "no noise"
@@ -238,3 +385,74 @@ class PrivacyRecord:
             f"{self.neighbouring}; {noise} ({self.calibration})"
             + ("" if self.n_samples is None else f"; n={self.n_samples}")
         )
+
+
+def _gaussian_rho(event: Any) -> float | None:
+    """Σ 1/σ² of a Gaussian event (σ its noise multiplier), or None if it is not Gaussian."""
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        m = float(event.noise_multiplier)
+        return 1.0 / m**2 if m > 0 else None
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        inner = _gaussian_rho(event.event)
+        return None if inner is None else inner * int(event.count)
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        total = 0.0
+        for part in event.events:
+            rho = _gaussian_rho(part)
+            if rho is None:
+                return None
+            total += rho
+        return total
+    return None
+
+
+def _gaussian_shares(spends: tuple[PrivacySpend, ...]) -> list[float] | None:
+    """Each spend's share of Σ 1/σ² (the Gaussian budget that ``budget_shares`` splits), or
+    None unless every spend is a Gaussian event without tail."""
+    rhos = []
+    for spend in spends:
+        rho = None if spend.dp_event is None or spend.tail else _gaussian_rho(spend.event())
+        if rho is None:
+            return None
+        rhos.append(rho)
+    total = sum(rhos)
+    return [r / total for r in rhos] if total > 0 else None
+
+
+def _spend_epsilon(spend: PrivacySpend) -> tuple[float, bool]:
+    """The ε of all of ``spend``'s releases together, and whether its ``epsilon`` is stated
+    per release (then that ε × ``count``, basic composition, is what a naive sum adds).
+
+    Estimators state a multi-release spend either way (the release pipeline: the ε of all
+    its rounds; a federated provider: the ε of one round); which one is read off its event.
+    A spend without event counts each release at its ε, as the ledger composes it.
+    """
+    if spend.count <= 1:
+        return float(spend.epsilon), False
+    if spend.dp_event is None:
+        return float(spend.epsilon) * spend.count, True
+    per_release = _states_one_release(repr(spend.dp_event), spend.count, float(spend.epsilon),
+                                      float(spend.delta), spend)
+    return (float(spend.epsilon) * spend.count, True) if per_release else (
+        float(spend.epsilon), False)
+
+
+def _states_one_release(event_key: str, count: int, epsilon: float, delta: float,
+                        spend: PrivacySpend) -> bool:
+    """Whether ``epsilon`` is closer to one release's ε than to all ``count`` releases'."""
+    key = (event_key, count, epsilon, delta)
+    cached = _PER_RELEASE.get(key)
+    if cached is not None:
+        return cached
+    try:
+        one = compose_epsilon([spend.dp_event], delta) if delta > 0 else math.inf
+        every = compose_epsilon([spend.event()], delta) if delta > 0 else math.inf
+    except Exception:  # an event dp-accounting cannot compose: take the ε as stated
+        one = every = math.inf
+    answer = bool(math.isfinite(one) and abs(epsilon - one) < abs(epsilon - every))
+    if len(_PER_RELEASE) < 1024:
+        _PER_RELEASE[key] = answer
+    return answer
+
+
+_PER_RELEASE: dict[tuple[str, int, float, float], bool] = {}

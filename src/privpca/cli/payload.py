@@ -97,7 +97,7 @@ def _summary(payload: dict[str, Any], est: Any) -> str:
     else:
         text = f"<= {error:.3g} with probability 95 % (maximum {cap:.3g})"
     lines.append(f"  expected subspace error ‖V̂V̂ᵀ − VVᵀ‖_F: {text}")
-    lines.append(f"  privacy: {est.privacy_}")
+    lines.append(f"  privacy: {est.privacy_.headline()}")
     mode = est.privacy_.noise_mode
     lines.append(f"  noise: {mode} ({_NOISE_MODE_WORDS.get(mode, 'see privacy notes')})")
     return "\n".join(lines)

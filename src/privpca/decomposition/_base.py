@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.sparse import issparse
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -26,6 +27,7 @@ from privpca._config import fit_noise_mode
 from privpca.accounting.ledger import Booking
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._constraints import private_fit_context
+from privpca.decomposition._probabilistic import ProbabilisticPCAMixin
 from privpca.exceptions import NonFiniteInputError
 from privpca.mechanisms.randomness import (
     check_random_state,
@@ -39,13 +41,22 @@ from privpca.pipeline.settings import PipelineSettings
 __all__ = ["BasePrivatePCA", "FitPlan", "PipelinePCA", "Plan", "Release"]
 
 
-class BasePrivatePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class BasePrivatePCA(ProbabilisticPCAMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                     BaseEstimator):
     """Base class: ``transform``/``inverse_transform`` on ``components_``, and the ledger.
 
     Projections subtract ``mean_`` and divide by ``scale_`` when the fit centred or scaled
     (``centering="private"``, the default of the estimators built on the release pipeline,
     :mod:`privpca.pipeline.release`); with ``centering=None`` they are uncentred, the papers'
-    second-moment setting.
+    second-moment setting. With ``whiten=True`` (a constructor parameter of every estimator,
+    scikit-learn's) they are then divided by ``sqrt(explained_variance_)``, and
+    ``inverse_transform`` multiplies it back.
+
+    scikit-learn's probabilistic PCA surface (``get_covariance``, ``get_precision``,
+    ``score_samples``, ``score``, ``noise_variance_``, ``singular_values_``, ``n_samples_``)
+    comes from :class:`~privpca.decomposition._probabilistic.ProbabilisticPCAMixin`: computed
+    from released attributes only (post-processing, free), absent with a reason where the fit
+    released too little to define it.
 
     The output columns are named as scikit-learn names a PCA's: the lower-case class name and
     the component's index (``analyzegausspca0``, ``analyzegausspca1``, ...), from
@@ -99,7 +110,10 @@ class BasePrivatePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             return self._fit_steps(data)
 
     def _fit_steps(self, data: Any) -> Any:
+        from privpca.decomposition._constraints import warn_if_delta_large
+
         plan = self._plan(data)
+        warn_if_delta_large(self, plan.planned)  # δ ≥ 1/n (public n), before any charge
         rng = check_random_state(self.random_state)
         pre_rng = self._preprocessing_rng(rng)
         booking = self._book(plan.planned)  # before anything data-dependent
@@ -165,6 +179,10 @@ class BasePrivatePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     def transform(self, X: ArrayLike) -> NDArray[np.float64]:
         """Project ``X`` onto the components: ``X @ components_.T`` (post-processing, free).
 
+        After ``mean_`` and ``scale_`` (when the fit centred or scaled); with ``whiten=True``
+        divided by ``sqrt(explained_variance_)`` (at least machine ε, as scikit-learn), which a
+        fit that released no variances (the papers' settings) refuses with a ValueError.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
@@ -177,14 +195,24 @@ class BasePrivatePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         check_is_fitted(self, "components_")
         if type(X).__module__.startswith("dask.array"):
             return self._transform_dask(X)
-        Xv = validate_data(self, X, reset=False, dtype=np.float64)
+        Xv = validate_data(self, X, reset=False, dtype=np.float64,
+                           accept_sparse=("csr", "csc", "coo"))
         mean = getattr(self, "mean_", None)
         scale = getattr(self, "scale_", None)
-        if mean is not None and np.any(mean != 0.0):
-            Xv = Xv - mean
-        if scale is not None:
-            Xv = Xv / scale
-        return np.asarray(Xv @ self.components_.T)
+        if issparse(Xv):  # ((X − μ)/s)Cᵀ = X(C/s)ᵀ − (μ/s)Cᵀ: X is never densified
+            weights = self.components_ / (1.0 if scale is None else scale)
+            projected = np.asarray(Xv @ weights.T)
+            if mean is not None:
+                projected -= mean @ weights.T
+        else:
+            if mean is not None and np.any(mean != 0.0):
+                Xv = Xv - mean
+            if scale is not None:
+                Xv = Xv / scale
+            projected = np.asarray(Xv @ self.components_.T)
+        if getattr(self, "whiten", False):
+            projected /= self._whiten_scale()
+        return projected
 
     def _transform_dask(self, X: Any) -> Any:
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
@@ -197,12 +225,22 @@ class BasePrivatePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             Xv = Xv - mean
         if scale is not None:
             Xv = Xv / scale
-        return Xv @ self.components_.T
+        projected = Xv @ self.components_.T
+        if getattr(self, "whiten", False):
+            projected = projected / self._whiten_scale()
+        return projected
 
     def inverse_transform(self, X: ArrayLike) -> NDArray[np.float64]:
-        """Map projections back to feature space: ``X @ components_ · scale_ + mean_``."""
+        """Map projections back to feature space: ``X @ components_ · scale_ + mean_``.
+
+        With ``whiten=True`` the projections are first multiplied by
+        ``sqrt(explained_variance_)``, undoing :meth:`transform`'s division (scikit-learn's).
+        """
         check_is_fitted(self, "components_")
-        out = np.asarray(np.asarray(X, dtype=np.float64) @ self.components_)
+        Y = np.asarray(X, dtype=np.float64)
+        if getattr(self, "whiten", False):
+            Y = Y * self._whiten_scale()
+        out = np.asarray(Y @ self.components_)
         scale = getattr(self, "scale_", None)
         mean = getattr(self, "mean_", None)
         if scale is not None:
@@ -234,6 +272,8 @@ class BasePrivatePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         # Not tagged non_deterministic: the noise is random, but a fixed random_state
         # reproduces a fit exactly, which scikit-learn's idempotence checks verify.
         tags.transformer_tags.preserves_dtype = ["float64"]
+        # SciPy sparse tables are streamed, one dense block of rows at a time.
+        tags.input_tags.sparse = True
         return tags
 
 

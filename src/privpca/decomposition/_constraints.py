@@ -16,6 +16,8 @@ centring and the randomness the same way.
 from __future__ import annotations
 
 import functools
+import math
+import warnings
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any, TypeVar
@@ -25,8 +27,10 @@ from sklearn import get_config
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 
-from privpca._validation import EPSILON_RANGE, NORM_BOUND_RANGE
+from privpca._config import large_delta_allowed
+from privpca._validation import EPSILON_RANGE, NORM_BOUND_RANGE, caller_stacklevel
 from privpca.accounting.ledger import PrivacyLedger
+from privpca.exceptions import LargeDeltaWarning
 
 __all__ = [
     "BUDGET_SHARES",
@@ -38,34 +42,109 @@ __all__ = [
     "EPSILON",
     "GRAM_PIPELINE",
     "HOLDOUT_FRACTION",
+    "LARGE_DELTA",
     "LEARNING_RATE",
     "LEDGER",
     "LOCAL",
     "N_COMPONENTS",
     "N_COMPONENTS_OR_SHARE",
+    "N_COMPONENTS_SPECTRUM",
     "PIPELINE",
     "PRIVACY",
     "RANDOM_STATE",
     "SCALE",
     "SHUFFLE",
     "STOCHASTIC",
+    "WHITEN",
+    "DeltaRange",
     "positive_int",
     "private_fit_context",
+    "warn_if_delta_large",
 ]
 
 Constraints = list[Any]
 
 #: ε of the whole fit: ε = ∞ (no privacy) and ε = 0 (nothing released) are refused.
 EPSILON: Constraints = [Interval(Real, EPSILON_RANGE[0], EPSILON_RANGE[1], closed="both")]
-#: δ of an (ε, δ) guarantee.
-DELTA: Constraints = [Interval(Real, 0.0, 1.0, closed="neither")]
-#: δ where δ = 0 (pure ε-DP) is meaningful (the exponential mechanism).
-DELTA_OR_ZERO: Constraints = [Interval(Real, 0.0, 1.0, closed="left")]
+#: The largest δ an estimator takes unless forced: δ ≥ 0.1 is refused (δ is the probability
+#: that the guarantee fails outright; it should be well below 1/n, :func:`warn_if_delta_large`).
+LARGE_DELTA = 0.1
+
+
+class DeltaRange(Interval):
+    """δ in (0, :data:`LARGE_DELTA`) (``[0, ...)`` where pure ε-DP is meaningful); in (0, 1)
+    inside ``privpca.config_context(allow_large_delta=True)``, the forced range of a paper's
+    grid or an audit probe (read when the fit checks its parameters, in the fit's thread).
+
+    scikit-learn's :class:`~sklearn.utils._param_validation.Interval`, so the refusal is its
+    ``InvalidParameterError`` with its wording, plus how to force a larger δ.
+    """
+
+    def __init__(self, *, closed: str) -> None:
+        super().__init__(Real, 0.0, LARGE_DELTA, closed=closed)
+
+    def __contains__(self, val: Any) -> bool:
+        if large_delta_allowed():
+            return bool(Interval(Real, 0.0, 1.0, closed=self.closed).__contains__(val))
+        return bool(super().__contains__(val))
+
+    def __str__(self) -> str:
+        if large_delta_allowed():
+            return str(Interval(Real, 0.0, 1.0, closed=self.closed))
+        return (f"{super().__str__()} (δ is the probability that the guarantee may fail "
+                "outright and should be well below 1/n; a larger δ, for a paper's grid or an "
+                "audit probe, only inside privpca.config_context(allow_large_delta=True))")
+
+
+#: δ of an (ε, δ) guarantee: (0, 0.1), or (0, 1) when forced (:class:`DeltaRange`).
+DELTA: Constraints = [DeltaRange(closed="neither")]
+#: δ where δ = 0 (pure ε-DP) is meaningful (the exponential mechanism): [0, 0.1), or [0, 1).
+DELTA_OR_ZERO: Constraints = [DeltaRange(closed="left")]
+
+
+def warn_if_delta_large(owner: object, planned: Any) -> None:
+    """Warn (:class:`~privpca.exceptions.LargeDeltaWarning`) when the planned record's δ is
+    not below 1/n for its public number of records n.
+
+    Called by the one fit after the plan, before anything is charged. ``planned`` is the
+    planned :class:`~privpca.accounting.PrivacyRecord`: its ``n_samples`` is the public n of
+    the replace-one relation, ``None`` under add/remove-one neighbours (where n is private:
+    nothing is said).
+    """
+    n, delta = getattr(planned, "n_samples", None), float(getattr(planned, "delta", 0.0))
+    if n is None or n <= 0 or delta <= 0 or delta * n < 1:
+        return
+    warnings.warn(
+        f"{type(owner).__name__}: delta={delta:g} is not below 1/n = 1/{n} = {1 / n:.3g}. δ "
+        "is the probability that the guarantee may fail outright: a mechanism that "
+        "publishes each record in full with probability δ is (0, δ)-DP, and here it would "
+        f"publish about δ·n = {delta * n:.3g} records. δ should be well below 1/n, e.g. "
+        f"delta={_suggested_delta(n):g} (below 1/n²).",
+        LargeDeltaWarning,
+        stacklevel=caller_stacklevel(),
+    )
+
+
+def _suggested_delta(n: int) -> float:
+    """A round δ ≤ 1/n² (1, 2 or 5 times a power of ten), for the warning's advice."""
+    bound = 1.0 / float(n) ** 2
+    exponent = math.floor(math.log10(bound))
+    for mantissa in (5.0, 2.0, 1.0):
+        if mantissa * 10.0**exponent <= bound:
+            return mantissa * 10.0**exponent
+    return 10.0**exponent
+
+
 #: k ≥ 1 (checked against p in the fit).
 N_COMPONENTS: Constraints = [Interval(Integral, 1, None, closed="left")]
 #: k ≥ 1, or a share of the private explained variance in (0, 1).
 N_COMPONENTS_OR_SHARE: Constraints = [Interval(Integral, 1, None, closed="left"),
                                       Interval(RealNotInt, 0.0, 1.0, closed="neither")]
+#: As :data:`N_COMPONENTS_OR_SHARE`, or scikit-learn's ``None`` (every component) and
+#: ``"mle"`` (declared so that its refusal says why: the release's noise defeats Minka's
+#: choice): the estimators that release the whole noisy matrix (Analyze Gauss, MOD-SuLQ, the
+#: local Gaussian protocol).
+N_COMPONENTS_SPECTRUM: Constraints = [*N_COMPONENTS_OR_SHARE, StrOptions({"mle"}), None]
 #: ``"private"``, None (uncentred) or a public mean of shape (p,) (shape checked in the fit).
 CENTERING: Constraints = [StrOptions({"private"}), None, "array-like"]
 #: ``"auto"`` (a private quantile of the norms) or a public bound D.
@@ -85,6 +164,9 @@ RANDOM_STATE: Constraints = [None, Interval(Integral, 0, None, closed="left"),
                              np.random.SeedSequence, np.random.Generator]
 #: Where the spend is recorded.
 LEDGER: Constraints = [None, PrivacyLedger]
+#: Whether ``transform`` divides the projections by ``sqrt(explained_variance_)``
+#: (scikit-learn's ``whiten``; post-processing of released values, no fit reads it).
+WHITEN: Constraints = ["boolean"]
 
 #: What every private estimator takes: its guarantee, its randomness and its ledger.
 PRIVACY: dict[str, Constraints] = {

@@ -34,7 +34,7 @@ from sklearn.utils._param_validation import StrOptions
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.neighbouring import NEIGHBOURING_RELATIONS, Neighbouring
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
-from privpca.decomposition._constraints import GRAM_PIPELINE
+from privpca.decomposition._constraints import GRAM_PIPELINE, N_COMPONENTS_SPECTRUM, WHITEN
 from privpca.mechanisms.gaussian import (
     CALIBRATIONS,
     certified_epsilon,
@@ -132,6 +132,10 @@ class AnalyzeGaussPCA(PipelinePCA):
         :class:`~privpca.exceptions.PrivacyLeakWarning` is issued otherwise and
         ``privacy_.epsilon`` reports the ε the noise really certifies); classic only in the
         paper's setting.
+    whiten : bool, default=False
+        Divide the projections of :meth:`transform` by ``sqrt(explained_variance_)`` (and
+        multiply them back in :meth:`inverse_transform`), as scikit-learn's ``PCA``:
+        post-processing of released values; the fit is the same either way.
     random_state : None, int or numpy.random.Generator, default=None
         Source of the noise.
     ledger : PrivacyLedger or None, default=None
@@ -218,8 +222,10 @@ class AnalyzeGaussPCA(PipelinePCA):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **GRAM_PIPELINE,
+        "n_components": N_COMPONENTS_SPECTRUM,
         "neighbouring": [StrOptions(set(NEIGHBOURING_RELATIONS))],
         "calibration": [StrOptions(set(CALIBRATIONS))],
+        "whiten": WHITEN,
     }
 
     def __init__(
@@ -235,6 +241,7 @@ class AnalyzeGaussPCA(PipelinePCA):
         holdout_fraction: float | str | None = "auto",
         neighbouring: str = "replace",
         calibration: str = "analytic",
+        whiten: bool = False,
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -248,6 +255,7 @@ class AnalyzeGaussPCA(PipelinePCA):
         self.holdout_fraction = holdout_fraction
         self.neighbouring = neighbouring
         self.calibration = calibration
+        self.whiten = whiten
         self.random_state = random_state
         self.ledger = ledger
 

@@ -34,7 +34,7 @@ from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
-from privpca.decomposition._constraints import DELTA_OR_ZERO, GRAM_PIPELINE, positive_int
+from privpca.decomposition._constraints import DELTA_OR_ZERO, GRAM_PIPELINE, WHITEN, positive_int
 from privpca.exceptions import DataDependentWarning, PrivacyLeakWarning
 from privpca.mechanisms.bingham_sampler import (
     UPDATES,
@@ -156,6 +156,10 @@ class BinghamPCA(PipelinePCA):
         ``mixing_``. **These are computed from the data without noise and are not covered by
         privacy_**; a :class:`~privpca.exceptions.PrivacyLeakWarning` says so. Use them on
         synthetic or public data of the same shape to choose ``burn_in``.
+    whiten : bool, default=False
+        Divide the projections of :meth:`transform` by ``sqrt(explained_variance_)`` (and
+        multiply them back in :meth:`inverse_transform`), as scikit-learn's ``PCA``:
+        post-processing of released values; the fit is the same either way.
     random_state : None, int or numpy.random.Generator, default=None
         Source of randomness. A fixed seed reproduces a fit exactly.
     ledger : PrivacyLedger or None, default=None
@@ -242,6 +246,7 @@ class BinghamPCA(PipelinePCA):
         "n_iter": positive_int(0),
         "max_proposals": positive_int(),
         "diagnostic_chains": positive_int(0),
+        "whiten": WHITEN,
     }
 
     def __init__(
@@ -261,6 +266,7 @@ class BinghamPCA(PipelinePCA):
         n_iter: int = 100,
         max_proposals: int = 100_000,
         diagnostic_chains: int = 0,
+        whiten: bool = False,
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -278,6 +284,7 @@ class BinghamPCA(PipelinePCA):
         self.n_iter = n_iter
         self.max_proposals = max_proposals
         self.diagnostic_chains = diagnostic_chains
+        self.whiten = whiten
         self.random_state = random_state
         self.ledger = ledger
 

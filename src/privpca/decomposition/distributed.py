@@ -54,6 +54,7 @@ from privpca.decomposition._base import BasePrivatePCA, FitPlan, Release
 from privpca.decomposition._constraints import (
     N_COMPONENTS,
     PIPELINE,
+    WHITEN,
     positive_int,
     private_fit_context,
 )
@@ -139,6 +140,10 @@ default="random"
         :meth:`privpca.federated.protocol.server.ServerState.initial`): ``"random"`` queries a dense
         Haar-random Q first; ``"random-sparse"`` thresholds it first (Algorithm 1 literally);
         an array is a public start. None costs privacy.
+    whiten : bool, default=False
+        Divide the projections of :meth:`transform` by ``sqrt(explained_variance_)`` (and
+        multiply them back in :meth:`inverse_transform`), as scikit-learn's ``PCA``:
+        post-processing of released values; the fit is the same either way.
     random_state : None, int or numpy.random.Generator, default=None
         Seeds Q⁽⁰⁾ and one noise seed per provider (drawn in this order: Q⁽⁰⁾, then the N
         provider seeds as ``integers(0, 2**63)``). The provider seeds are never stored on the
@@ -229,6 +234,7 @@ default="random"
         "n_nonzero": [None, *positive_int()],
         "n_providers": positive_int(),
         "init": [StrOptions(set(INITS)), "array-like"],
+        "whiten": WHITEN,
     }
 
     def __init__(
@@ -245,6 +251,7 @@ default="random"
         n_nonzero: int | None = None,
         n_providers: int = 1,
         init: Any = "random",
+        whiten: bool = False,
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -259,6 +266,7 @@ default="random"
         self.n_nonzero = n_nonzero
         self.n_providers = n_providers
         self.init = init
+        self.whiten = whiten
         self.random_state = random_state
         self.ledger = ledger
 

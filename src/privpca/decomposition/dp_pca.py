@@ -87,7 +87,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from privpca._validation import caller_stacklevel, check_n_components
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
-from privpca.decomposition._constraints import STOCHASTIC, positive_int
+from privpca.decomposition._constraints import STOCHASTIC, WHITEN, positive_int
 from privpca.decomposition._dppca_plan import (
     DEFAULT_SEARCH_GRID,
     RESOLVING_SUBSET_SIZE,
@@ -196,6 +196,10 @@ class DPPCA(DPPCACalibration):
         ``"bound_residual"``, ``"mean_refine"``, ``"bound"``, ``"variance"``), normalised
         over those in use; :data:`~privpca.decomposition._stochastic.HOLDOUT_SHARES` by
         default. The stream needs no share: it runs at the full (ε, δ) on other records.
+    whiten : bool, default=False
+        Divide the projections of :meth:`transform` by ``sqrt(explained_variance_)`` (and
+        multiply them back in :meth:`inverse_transform`), as scikit-learn's ``PCA``:
+        post-processing of released values; the fit is the same either way.
     random_state : None, int or numpy.random.Generator, default=None
         Source of the order, ``W₀``, the noise and the held-out split.
     ledger : PrivacyLedger or None, default=None
@@ -294,6 +298,7 @@ class DPPCA(DPPCACalibration):
         "search_grid": [None, "array-like"],
         "search_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
         "keep_history": ["boolean"],
+        "whiten": WHITEN,
     }
 
     def __init__(
@@ -321,6 +326,7 @@ class DPPCA(DPPCACalibration):
         holdout_fraction: float = DEFAULT_HOLDOUT_FRACTION,
         stream_centering: str = "mean",
         budget_shares: dict[str, float] | None = None,
+        whiten: bool = False,
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -346,6 +352,7 @@ class DPPCA(DPPCACalibration):
         self.holdout_fraction = holdout_fraction
         self.stream_centering = stream_centering
         self.budget_shares = budget_shares
+        self.whiten = whiten
         self.random_state = random_state
         self.ledger = ledger
 

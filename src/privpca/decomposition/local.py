@@ -30,7 +30,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from privpca._validation import caller_stacklevel, check_in_range, check_n_components
 from privpca.accounting.ledger import PrivacyLedger
-from privpca.decomposition._constraints import LOCAL, positive_int
+from privpca.decomposition._constraints import LOCAL, WHITEN, positive_int
 from privpca.decomposition._local_base import _LocalCovarianceEstimator
 from privpca.decomposition.local_gaussian import LocalGaussianPCA
 from privpca.pipeline.spectrum import (
@@ -62,7 +62,7 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
     Parameters
     ----------
     n_components : int, default=2
-    epsilon, delta, data_norm, calibration, sensitivity, random_state, ledger
+    epsilon, delta, data_norm, calibration, sensitivity, whiten, random_state, ledger
         As in :class:`LocalGaussianPCA`.
     lam : "auto" or float, default="auto"
         ℓ₁ penalty λ ≥ 0. ``"auto"`` sets ``λ = lam_scale · (σ₁/√n)·√(2 ln(p²))``: the
@@ -155,6 +155,7 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
         "max_eig": [None, StrOptions({"auto"}), *positive_int()],
         "projection_dtype": [StrOptions({"auto", "float32", "float64"})],
         "progress": ["boolean"],
+        "whiten": WHITEN,
     }
 
     def __init__(
@@ -175,6 +176,7 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
         max_eig: int | str | None = None,
         projection_dtype: str = "auto",
         progress: bool = False,
+        whiten: bool = False,
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -193,6 +195,7 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
         self.max_eig = max_eig
         self.projection_dtype = projection_dtype
         self.progress = progress
+        self.whiten = whiten
         self.random_state = random_state
         self.ledger = ledger
 

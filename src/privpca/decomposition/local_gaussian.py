@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privpca.accounting.ledger import PrivacyLedger
-from privpca.decomposition._constraints import LOCAL
+from privpca.decomposition._constraints import LOCAL, N_COMPONENTS_SPECTRUM, WHITEN
 from privpca.decomposition._local_base import _LocalCovarianceEstimator
 from privpca.pipeline.spectrum import (
     check_n_components_spec,
@@ -58,6 +58,10 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
         ``σ₁² = 2 ln(1.25/δ)/ε²``, for reproducing their numbers; it under-noises by √2, so a
         :class:`~privpca.exceptions.PrivacyLeakWarning` is issued and ``privacy_.epsilon``
         reports the ε actually certified.
+    whiten : bool, default=False
+        Divide the projections of :meth:`transform` by ``sqrt(explained_variance_)`` (and
+        multiply them back in :meth:`inverse_transform`), as scikit-learn's ``PCA``:
+        post-processing of released values; the fit is the same either way.
     random_state : None, int or numpy.random.Generator, default=None
         Source of the noise.
     ledger : PrivacyLedger or None, default=None
@@ -108,7 +112,8 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
     'local'
     """
 
-    _parameter_constraints: ClassVar[dict[str, list[Any]]] = dict(LOCAL)
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **LOCAL, "n_components": N_COMPONENTS_SPECTRUM, "whiten": WHITEN}
 
     def __init__(
         self,
@@ -121,6 +126,7 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
         scale: Any = False,
         calibration: str = "analytic",
         sensitivity: str = "replace",
+        whiten: bool = False,
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -132,6 +138,7 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
         self.scale = scale
         self.calibration = calibration
         self.sensitivity = sensitivity
+        self.whiten = whiten
         self.random_state = random_state
         self.ledger = ledger
 

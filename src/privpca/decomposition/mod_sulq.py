@@ -37,7 +37,7 @@ from privpca._validation import check_delta, check_epsilon, check_in_range
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.neighbouring import Neighbouring
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
-from privpca.decomposition._constraints import GRAM_PIPELINE
+from privpca.decomposition._constraints import GRAM_PIPELINE, N_COMPONENTS_SPECTRUM, WHITEN
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.secure_noise import fast_stream
@@ -126,6 +126,10 @@ class ModSuLQPCA(PipelinePCA):
         As in :class:`~privpca.AnalyzeGaussPCA`: the preprocessing from a held-out share of
         the rows (a secret, uniformly random set) at the whole (ε, δ), the statistic from the
         rest (``"auto"``: 2 % from 10⁷ rows on).
+    whiten : bool, default=False
+        Divide the projections of :meth:`transform` by ``sqrt(explained_variance_)`` (and
+        multiply them back in :meth:`inverse_transform`), as scikit-learn's ``PCA``:
+        post-processing of released values; the fit is the same either way.
     random_state : None, int or numpy.random.Generator, default=None
         Source of the noise.
     ledger : PrivacyLedger or None, default=None
@@ -179,7 +183,8 @@ class ModSuLQPCA(PipelinePCA):
     True
     """
 
-    _parameter_constraints: ClassVar[dict[str, list[Any]]] = dict(GRAM_PIPELINE)
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **GRAM_PIPELINE, "n_components": N_COMPONENTS_SPECTRUM, "whiten": WHITEN}
 
     def __init__(
         self,
@@ -192,6 +197,7 @@ class ModSuLQPCA(PipelinePCA):
         scale: Any = False,
         budget_shares: dict[str, float] | None = None,
         holdout_fraction: float | str | None = "auto",
+        whiten: bool = False,
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -203,6 +209,7 @@ class ModSuLQPCA(PipelinePCA):
         self.scale = scale
         self.budget_shares = budget_shares
         self.holdout_fraction = holdout_fraction
+        self.whiten = whiten
         self.random_state = random_state
         self.ledger = ledger
 

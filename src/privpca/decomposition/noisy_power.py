@@ -51,7 +51,7 @@ from privpca.accounting.composition import gaussian_noise_multiplier_for_composi
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.neighbouring import Neighbouring
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
-from privpca.decomposition._constraints import GRAM_PIPELINE, positive_int
+from privpca.decomposition._constraints import GRAM_PIPELINE, WHITEN, positive_int
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.pipeline.release import ReleasePipeline
@@ -143,6 +143,10 @@ class NoisyPowerPCA(PipelinePCA):
         the noise is added here, once per release.
     keep_history : bool, default=False
         Store every iterate ``Q_t`` in ``history_`` (post-processing of the releases: free).
+    whiten : bool, default=False
+        Divide the projections of :meth:`transform` by ``sqrt(explained_variance_)`` (and
+        multiply them back in :meth:`inverse_transform`), as scikit-learn's ``PCA``:
+        post-processing of released values; the fit is the same either way.
     random_state : None, int or numpy.random.Generator, default=None
         Source of ``Q₀`` and of the noise.
     ledger : PrivacyLedger or None, default=None
@@ -214,6 +218,7 @@ class NoisyPowerPCA(PipelinePCA):
         "n_iter": positive_int(),
         "solver": [StrOptions(set(SOLVERS))],
         "keep_history": ["boolean"],
+        "whiten": WHITEN,
     }
 
     def __init__(
@@ -230,6 +235,7 @@ class NoisyPowerPCA(PipelinePCA):
         n_iter: int = 10,
         solver: str = "auto",
         keep_history: bool = False,
+        whiten: bool = False,
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -244,6 +250,7 @@ class NoisyPowerPCA(PipelinePCA):
         self.n_iter = n_iter
         self.solver = solver
         self.keep_history = keep_history
+        self.whiten = whiten
         self.random_state = random_state
         self.ledger = ledger
 

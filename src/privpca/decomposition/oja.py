@@ -32,6 +32,7 @@ from privpca.decomposition._constraints import (
     N_COMPONENTS,
     RANDOM_STATE,
     SHUFFLE,
+    WHITEN,
     positive_int,
 )
 from privpca.decomposition._records import RecordStream
@@ -108,6 +109,10 @@ class OjaPCA(StochasticPCA):
         in their order (``False``; ``"auto"`` for streamed tables, which ``True`` refuses).
         See :mod:`privpca.decomposition._stochastic` on streamed tables; ``batch_size``
         must be 1 on them.
+    whiten : bool, default=False
+        Divide the projections of :meth:`transform` by ``sqrt(explained_variance_)`` (and
+        multiply them back in :meth:`inverse_transform`), as scikit-learn's ``PCA``:
+        post-processing of released values; the fit is the same either way.
     random_state : None, int or numpy.random.Generator, default=None
         Source of the order of the records and of ``W₀``.
     ledger : PrivacyLedger or None, default=None
@@ -167,6 +172,7 @@ class OjaPCA(StochasticPCA):
         "shuffle": SHUFFLE,
         "random_state": RANDOM_STATE,
         "ledger": LEDGER,
+        "whiten": WHITEN,
     }
 
     def __init__(
@@ -177,6 +183,7 @@ class OjaPCA(StochasticPCA):
         learning_rate: Any = "auto",
         batch_size: int = 1,
         shuffle: Any = "auto",
+        whiten: bool = False,
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -185,6 +192,7 @@ class OjaPCA(StochasticPCA):
         self.learning_rate = learning_rate
         self.batch_size = batch_size
         self.shuffle = shuffle
+        self.whiten = whiten
         self.random_state = random_state
         self.ledger = ledger
 

@@ -79,7 +79,7 @@ from privpca.accounting.calibration import analytic_multiplier
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
-from privpca.decomposition._constraints import DATA_NORM, STOCHASTIC
+from privpca.decomposition._constraints import DATA_NORM, STOCHASTIC, WHITEN
 from privpca.decomposition._records import RecordStream
 from privpca.decomposition._stochastic import (
     DEFAULT_HOLDOUT_FRACTION,
@@ -192,6 +192,10 @@ class PrivateOjaPCA(StochasticPCA):
         Relative weights of the held-out parts (``"bound_raw"``, ``"mean"``, ``"bound"``,
         ``"variance"``), normalised over those in use;
         :data:`~privpca.decomposition._stochastic.HOLDOUT_SHARES` by default.
+    whiten : bool, default=False
+        Divide the projections of :meth:`transform` by ``sqrt(explained_variance_)`` (and
+        multiply them back in :meth:`inverse_transform`), as scikit-learn's ``PCA``:
+        post-processing of released values; the fit is the same either way.
     random_state : None, int or numpy.random.Generator, default=None
         Source of the order, ``W₀``, the noise and the held-out split.
     ledger : PrivacyLedger or None, default=None
@@ -260,6 +264,7 @@ class PrivateOjaPCA(StochasticPCA):
         **STOCHASTIC,
         "clip_norm": DATA_NORM,
         "amplification": [StrOptions({"shuffle", "none"})],
+        "whiten": WHITEN,
     }
 
     def __init__(
@@ -276,6 +281,7 @@ class PrivateOjaPCA(StochasticPCA):
         shuffle: Any = "auto",
         stream_centering: str = "mean",
         budget_shares: dict[str, float] | None = None,
+        whiten: bool = False,
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -290,10 +296,18 @@ class PrivateOjaPCA(StochasticPCA):
         self.shuffle = shuffle
         self.stream_centering = stream_centering
         self.budget_shares = budget_shares
+        self.whiten = whiten
         self.random_state = random_state
         self.ledger = ledger
 
     # ------------------------------------------------------------------ parameters
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        # A sparse matrix is read in its stored order: the default amplification by
+        # shuffling refuses it (saying so); amplification="none" fits it.
+        tags.input_tags.sparse = self.amplification == "none"
+        return tags
+
     def _check_clip_norm(self) -> float | str:
         """``"auto"`` or a public β > 0."""
         if isinstance(self.clip_norm, str):
@@ -326,7 +340,7 @@ class PrivateOjaPCA(StochasticPCA):
             raise ValueError(
                 "PrivateOjaPCA: amplification='shuffle' needs the records in a uniformly "
                 "random order (Feldman-McMillan-Talwar), and this fit reads them in the "
-                "table's order (a streamed table, or shuffle=False). Use "
+                "table's order (a streamed table or a sparse matrix, or shuffle=False). Use "
                 "amplification='none' (the per-step guarantee, valid in any order; more "
                 "noise), or fit an in-memory array with shuffle='auto'."
             )

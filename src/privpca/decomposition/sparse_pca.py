@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -44,6 +44,7 @@ from privpca._validation import (
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.record import PrivacyRecord
 from privpca.decomposition._base import BasePrivatePCA
+from privpca.decomposition._constraints import WHITEN
 from privpca.mechanisms.randomness import check_random_state
 from privpca.solvers.eigen import fix_signs, top_eigenvectors
 from privpca.solvers.fantope import fantope_admm
@@ -135,6 +136,10 @@ class SparsePCA(BasePrivatePCA):
     fps_tol : float, default=1e-3
         ADMM tolerance of the FPS initialisation
         (see :func:`~privpca.solvers.fantope.fantope_admm`).
+    whiten : bool, default=False
+        Divide the projections of :meth:`transform` by ``sqrt(explained_variance_)`` (and
+        multiply them back in :meth:`inverse_transform`), as scikit-learn's ``PCA``:
+        post-processing of released values; the fit is the same either way.
     random_state : None, int or numpy.random.Generator, default=None
         Source of the random starts (and of the FPS eigensolver's random vectors).
     ledger : PrivacyLedger or None, default=None
@@ -187,6 +192,10 @@ class SparsePCA(BasePrivatePCA):
     inf
     """
 
+    #: Only ``whiten`` is declared (scikit-learn's check): the other parameters are
+    #: checked by the fit.
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {"whiten": WHITEN}
+
     def __init__(
         self,
         n_components: int = 2,
@@ -200,6 +209,7 @@ class SparsePCA(BasePrivatePCA):
         tol: float = 1e-6,
         fps_max_iter: int = 100,
         fps_tol: float = 1e-3,
+        whiten: bool = False,
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
@@ -213,6 +223,7 @@ class SparsePCA(BasePrivatePCA):
         self.tol = tol
         self.fps_max_iter = fps_max_iter
         self.fps_tol = fps_tol
+        self.whiten = whiten
         self.random_state = random_state
         self.ledger = ledger
 
@@ -251,6 +262,11 @@ class SparsePCA(BasePrivatePCA):
         """λ for ``lam="auto"``: ``max_j S_jj · √(ln p / n)``."""
         p = S.shape[0]
         return float(np.max(np.diag(S))) * math.sqrt(math.log(max(p, 2)) / n_samples)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False  # the ADMM reads a dense covariance of X in memory
+        return tags
 
     def fit(self, X: ArrayLike, y: Any = None) -> SparsePCA:
         """Run the truncated power method from the FPS (and/or random) starts.

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_info
 
+from privpca._config import config_context
 from privpca.experiments.context import RunContext, quiet_fit
 from privpca.experiments.plotting import plot_panels
 from privpca.experiments.registry import get_experiment
@@ -197,7 +198,10 @@ def run_experiment(
     load_start = _load_average()
     start = time.perf_counter()
     try:
-        result = exp.run_fn(dict(params), ctx)
+        # The papers' own settings are reproduced as published (Ge et al. at δ = 0.3, 0.5):
+        # experiments, not releases.
+        with config_context(allow_large_delta=True):
+            result = exp.run_fn(dict(params), ctx)
     finally:
         ctx.close()
     elapsed = time.perf_counter() - start
