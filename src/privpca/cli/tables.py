@@ -1,21 +1,15 @@
-"""Reading a command's input table: CSV (line 1 is the header unless ``--no-header``; the
-delimiter read off line 1), ``.npy``, or a streamed Parquet/Zarr/``.npy`` source (or a lazy Dask
-array on a cluster).
+"""Reading a command's input table: delimited text (:data:`TEXT_SUFFIXES`; line 1 the header
+unless ``--no-header``, the delimiter read off it, ``,`` the decimal mark of a ``;`` file),
+``.npy``, or a streamed Parquet/Zarr/``.npy`` source (or a lazy Dask array on a cluster).
 
-Whether line 1 is a header is the user's to say, never read off its values: a first record
-taken for a header would be published as the feature names, and n would drop by one. A header
-line whose every cell is a number or a missing-cell marker is refused unless ``--header`` says
-it is one (it is more likely a record: give ``--no-header``).
+Whether line 1 is a header is the user's to say, never read off its values (a record taken for
+a header would be published as names): a line 1 of numbers only is refused unless ``--header``.
 
-``--columns`` selects the features (names, indices, ranges: :mod:`privpca.cli.columns`);
-without it, text columns and columns named as identifiers (by the name alone, never the
-values: :mod:`privpca._columns`, the rule ``fit(df)`` follows in Python) are refused, and the
-advice never suggests one. A refusal found by reading values (ragged rows, text or missing
-cells, non-finite values) is a :class:`DataRefusal`: its message says what kind of problem
-and the way out, with no count, line, cell or column found in the values; the diagnosis
-(which columns, lines and cells) is printed with ``--show-data-warnings`` only.
-``--missing VALUE`` puts a public value in every missing cell (n stays public); how many were
-filled is said only by a :class:`~privpca.exceptions.DataDependentWarning`."""
+``--columns`` selects the features (:mod:`privpca.cli.columns`); without it, text columns and
+columns named as identifiers (by name: :mod:`privpca._columns`) are refused. A refusal found by
+reading values is a :class:`DataRefusal`: its message says the kind of problem and the way
+out; where (columns, lines, cells) only with ``--show-data-warnings``, as the count of cells
+``--missing VALUE`` filled with a public value (a DataDependentWarning)."""
 
 from __future__ import annotations
 

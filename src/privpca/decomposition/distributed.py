@@ -1,38 +1,29 @@
 """DPS-PCA (Ge, Wang, Wang, Liu 2018): distributed private sparse PCA, simulated in one process.
 
-:class:`DPSPCA` runs the protocol of :mod:`privpca.federated.protocol` with N providers held in
-this process: every provider is a
-:class:`~privpca.federated.protocol.provider.ProviderState` (its own noise stream, its own
-budget plan, its own release counter), the server a
-:class:`~privpca.federated.protocol.server.ServerState`. The Flower application
-(:mod:`privpca.federated.flower_app`) runs the very same two classes in separate processes or
-machines; with the same seeds and split both give bitwise the same components.
+:class:`DPSPCA` runs :mod:`privpca.federated.protocol` with N providers in this process, each
+a :class:`~privpca.federated.protocol.ProviderState` (its own noise, budget plan and release
+counter), the server a :class:`~privpca.federated.protocol.ServerState`. The Flower app
+(:mod:`privpca.federated.flower_app`) runs the same two classes in separate processes or
+machines: the same seeds and split give bitwise the same components.
 
 Privacy (distributed model; replace one record of one provider, nᵢ public)
 ---------------------------------------------------------------------------
-On defaults each provider releases, from its own data and with its own noise: two private norm
-quantiles and two noisy clipped sums (the private mean, which the server combines and
-broadcasts), a private bound Dᵢ on its centred row norms, T answers
-``Hᵢ = Σ̂ᵢQ + Gᵢ/nᵢ`` with ``Gᵢ`` i.i.d. ``N(0, (m·Δ(Dᵢ))²)``, and its noisy variances along the
-final components. All are Gaussian mechanisms (the quantiles plus a tail paid from δ), split
-from the provider's (ε, δ) by one :class:`~privpca.pipeline.budget.BudgetPlan` so that they
-compose to exactly (ε, δ). So each provider's data is (ε, δ)-DP against the untrusted server
-and anyone who sees the output, whatever the other providers do; the data sets are disjoint,
-so every record in the union is protected at (ε, δ). ``Q⁽⁰⁾`` is data-independent: free. With
-``centering=None`` and a numeric ``data_norm`` (the paper's setting) only the T answers are
-released, with all of (ε, δ): the paper's protocol exactly, no preprocessing part.
+Each provider releases, from its own data and with its own noise, Gaussian mechanisms only
+(the private mean's quantiles and sums, a private bound Dᵢ, T answers
+``Hᵢ = Σ̂ᵢQ + Gᵢ/nᵢ`` with ``Gᵢ ~ N(0, (m·Δ(Dᵢ))²)``, the variances along the final
+components), split by one :class:`~privpca.pipeline.budget.BudgetPlan` to compose to exactly
+its (ε, δ): each provider's data is (ε, δ)-DP against the untrusted server and any reader of
+the output, whatever the others do, and the disjoint data sets make every record of the union
+(ε, δ)-protected. With ``centering=None`` and a numeric ``data_norm`` (the paper's setting)
+only the T answers are released, with all of (ε, δ). In full: docs/DISTRIBUTED.md.
 
 Streamed providers
 ------------------
-A provider's table may be streamed (a ``dask.array.Array``, a ``numpy.memmap`` or ``.npy``
-path, a Parquet file or folder, a :class:`~privpca.streaming.ChunkSource`): given to
-:meth:`DPSPCA.fit_providers` one per provider, or as the whole table to :meth:`DPSPCA.fit`
-(cut into contiguous ranges or ``groups`` without reading it). That provider's rows are never
-formed: each of its releases is one exact block reduction (on the Dask workers for a Dask
-array), then its noise is drawn on the client from its own stream, as for an array
-(:mod:`privpca.federated.protocol.provider`). The same seed gives the same components, bounds and
-``privacy_`` to rounding; memory is one block per pass, whatever nᵢ. Nothing is released that
-an in-memory provider would not release.
+A provider's table may be streamed (anything :func:`privpca.streaming.as_row_source` takes),
+given to :meth:`DPSPCA.fit_providers` one per provider or as the whole table to
+:meth:`DPSPCA.fit` (cut into ranges or ``groups`` without reading it): each of its releases is
+one exact block reduction, its noise drawn from its own stream as for an array, so the same
+seed gives the same result to rounding, with memory one block per pass.
 """
 
 from __future__ import annotations
