@@ -228,3 +228,12 @@ def test_a_streamed_table_is_chosen_for_by_its_shape(table, tmp_path):
     ref = PCA(random_state=0, ledger=PrivacyLedger()).fit(table)
     assert est.mechanism_ == "analyze-gauss" and est.n_features_in_ == 6
     np.testing.assert_allclose(est.components_, ref.components_, atol=1e-8)
+
+
+@pytest.mark.parametrize("delta", [0.5, -1.0])
+def test_a_refused_delta_names_the_front_door_and_spends_nothing(delta):
+    ledger = PrivacyLedger()
+    X = np.random.default_rng(0).normal(size=(2_000, 3))
+    with pytest.raises(ValueError, match="The 'delta' parameter of PCA"):
+        PCA(2, epsilon=1.0, delta=delta, ledger=ledger).fit(X)
+    assert len(ledger) == 0

@@ -360,3 +360,12 @@ def test_a_band_far_above_the_eigenvalues_keeps_them_readable():
     low, high = ax.get_ylim()
     assert high < 10 and low < 0 < high
     assert "none is resolved" in ax.get_title()
+
+
+def test_a_clipped_score_says_what_a_larger_box_costs(fitted):
+    """A score box's clipping fills the edge cells; a larger box coarsens the cells (it adds
+    no noise): the warning says so, not the fit's wording."""
+    est, X = fitted
+    with pytest.warns(RowClippingWarning, match="coarsens the cells") as caught:
+        scores(est, X, epsilon=1.0, bound=0.01, random_state=0, ledger=PrivacyLedger())
+    assert "adds noise" not in str(caught[0].message)

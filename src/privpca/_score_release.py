@@ -162,7 +162,8 @@ def _clipped_histogram(
     zx, zy = np.clip(Z[:, 0], x0, x1), np.clip(Z[:, 1], y0, y1)
     if warn and (np.any(zx != Z[:, 0]) or np.any(zy != Z[:, 1])):
         warn_clipped("scores", max(abs(x0), abs(x1), abs(y0), abs(y1)), what="projections",
-                     bound="bound")
+                     bound="bound", effect="the edge cells hold them as well as their own",
+                     cost="which coarsens the cells")
     xedges, yedges = np.linspace(x0, x1, bins + 1), np.linspace(y0, y1, bins + 1)
     counts, _, _ = np.histogram2d(zx, zy, bins=(xedges, yedges))
     return counts, (xedges, yedges)

@@ -307,15 +307,17 @@ def clip_rows(
 
 
 def warn_clipped(owner: object | None, data_norm: float, *, what: str = "rows",
-                 bound: str = "data_norm") -> None:
+                 bound: str = "data_norm", effect: str = "the estimate is biased",
+                 cost: str = "which adds noise") -> None:
     """Warn that some ``what`` exceeded the public ``bound`` and were clipped to it.
 
     Says nothing computed from the data (how many, how long): a warning is a release too.
+    ``effect`` and ``cost`` say what the clipping did and what raising the bound costs.
     """
     warnings.warn(
         f"Some {what}{_owner(owner).replace(' of', ' passed to')} exceeded the public "
-        f"{bound}={data_norm:g} and were clipped to it. The privacy guarantee holds; the "
-        f"estimate is biased. Rescale your data or raise {bound} (which adds noise) if this "
+        f"{bound}={data_norm:g} and were clipped to it. The privacy guarantee holds; "
+        f"{effect}. Rescale your data or raise {bound} ({cost}) if this "
         "is unexpected. (How many were clipped is not reported: that count is not private.)",
         RowClippingWarning,
         stacklevel=caller_stacklevel(),

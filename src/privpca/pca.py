@@ -33,7 +33,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -41,7 +40,7 @@ from privpca._registry import PRIVATE_ESTIMATORS, TRUST_MODELS
 from privpca._validation import check_options
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition._base import BasePrivatePCA
-from privpca.decomposition._constraints import WHITEN
+from privpca.decomposition._constraints import DELTA_OR_ZERO, EPSILON, WHITEN
 from privpca.decomposition._probabilistic import if_defined
 
 __all__ = ["MAX_GRAM_FEATURES", "PCA", "select_mechanism"]
@@ -274,8 +273,8 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     #: :func:`select_mechanism` checks ``model`` and ``mechanism``.
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         "n_components": "no_validation",
-        "epsilon": "no_validation",
-        "delta": "no_validation",
+        "epsilon": EPSILON,  # declared here too, so that a refusal names PCA
+        "delta": DELTA_OR_ZERO,
         "model": "no_validation",
         "mechanism": "no_validation",
         "options": "no_validation",
@@ -351,8 +350,9 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         -------
         self
         """
-        if not get_config()["skip_parameter_validation"]:
-            self._validate_params()  # whiten (the estimator checks the rest)
+        # ε, δ, whiten (the estimator checks the rest); even under scikit-learn's
+        # skip_parameter_validation, as every private fit (private_fit_context)
+        self._validate_params()
         name, reason, estimator = self._chosen(X)
         estimator.fit(X, **fit_params)
         self.estimator_ = estimator
