@@ -230,7 +230,7 @@ ALLOWED_DRAWS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
             "seeds the preprocessing's independent stream when the generator cannot spawn "
             "(a caller's bit generator without a SeedSequence; never a SecureGenerator, whose "
             "spawn answers first): the seed is as secret as the generator and never released")),
-    ("decomposition/distributed.py", "_start_and_seeds"): (frozenset({"integers"}), (
+    ("decomposition/_providers.py", "start_and_seeds"): (frozenset({"integers"}), (
         "one noise seed per simulated DPS-PCA provider (privacy-relevant: each provider's "
         "noise stream comes from it, drawn in privpca.mechanisms.noise); the seeds are never "
         "released, and a secure fit hands the providers none (is_os_keyed)")),
@@ -285,6 +285,9 @@ MECHANISM_DRAWS: dict[str, tuple[frozenset[str] | None, str]] = {
     "secure_noise.py": (None, "the secure generator and the exact discrete samplers"),
     "_discrete_kernels.py": (None, "the discrete samplers, compiled"),
     "gaussian.py": (None, "the symmetric Gaussian matrix draw, through noise.py"),
+    "distributed_gaussian.py": (frozenset({"discrete_gaussian"}), (
+        "each provider's share of one central release's discrete Gaussian noise, added to "
+        "its integer code (the distributed form of noise.py's secure path)")),
     "randomised_response.py": (frozenset({"random", "binomial"}),
                                "randomised response's flips and their count-level form"),
     "shuffling.py": (frozenset({"permutation"}),

@@ -41,6 +41,12 @@ from privpca._validation import check_options
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.decomposition._base import BasePrivatePCA
 from privpca.decomposition._constraints import DELTA_OR_ZERO, EPSILON, WHITEN
+from privpca.decomposition._incremental import (
+    CHANGED,
+    in_stream,
+    same_stream_parameters,
+    stream_refusal,
+)
 from privpca.decomposition._probabilistic import if_defined
 
 __all__ = ["MAX_GRAM_FEATURES", "PCA", "select_mechanism"]
@@ -62,7 +68,7 @@ MAX_GRAM_FEATURES = 4096
 FORWARDED: tuple[str, ...] = (
     "components_", "n_components_", "explained_variance_", "explained_variance_ratio_",
     "mean_", "scale_", "data_norm_", "noise_level_", "expected_error_", "noise_scale_",
-    "privacy_", "n_features_in_", "feature_names_in_",
+    "privacy_", "n_features_in_", "feature_names_in_", "n_samples_seen_",
 )
 
 #: scikit-learn's probabilistic PCA attributes, computed by the chosen estimator from its
@@ -256,6 +262,11 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     ``get_covariance``, ``get_precision``, ``score_samples`` and ``score`` are the chosen
     estimator's, scikit-learn's probabilistic PCA model on the released quantities.
 
+    ``partial_fit`` (fitting in batches, scikit-learn's ``IncrementalPCA``) is offered where
+    the choice is Analyze Gauss with a public numeric ``data_norm`` in ``options``
+    (:meth:`AnalyzeGaussPCA.partial_fit <privpca.AnalyzeGaussPCA.partial_fit>`); the chosen
+    estimator's ``n_samples_seen_`` is then forwarded too.
+
     Examples
     --------
     >>> import privpca
@@ -355,6 +366,10 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self._validate_params()
         name, reason, estimator = self._chosen(X)
         estimator.fit(X, **fit_params)
+        return self._adopt(name, reason, estimator)
+
+    def _adopt(self, name: str, reason: str, estimator: BasePrivatePCA) -> PCA:
+        """Keep the fitted ``estimator`` and forward its attributes."""
         self.estimator_ = estimator
         self.mechanism_ = name
         self.selection_reason_ = reason
@@ -364,6 +379,54 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             elif attribute in vars(self):  # from an earlier fit (e.g. on a DataFrame)
                 delattr(self, attribute)
         return self
+
+    def _partial_fit_offered(self) -> None:
+        """Raise AttributeError, saying why and what works, where partial_fit is absent."""
+        try:
+            name, _ = select_mechanism(None, delta=self.delta, model=self.model,
+                                       mechanism=self.mechanism, owner=self)
+        except (TypeError, ValueError):  # partial_fit refuses them with their own message
+            return
+        if name != "analyze-gauss":
+            raise AttributeError(
+                f"PCA.partial_fit is not offered here: the mechanism is {name!r}, and only "
+                "Analyze Gauss fits in batches. What works: model='central', delta > 0 and "
+                "mechanism 'auto' or 'analyze-gauss', with options={'data_norm': D}.")
+        reason = stream_refusal(self.options if isinstance(self.options, dict) else {})
+        if reason is not None:
+            raise AttributeError(f"PCA.partial_fit is not offered with these options: {reason}")
+
+    @if_defined
+    def partial_fit(self, X: ArrayLike, y: Any = None) -> PCA:
+        """Update the fit with one more batch of rows, on Analyze Gauss (each row in one
+        batch: the stream is charged once, whatever the number of calls; see
+        :meth:`privpca.AnalyzeGaussPCA.partial_fit`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The batch's rows, each a record not passed before.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        name, reason, fresh = self._chosen(X)
+        if name != "analyze-gauss":  # a table wider than MAX_GRAM_FEATURES
+            raise ValueError(f"PCA.partial_fit: {reason} Only Analyze Gauss fits in batches; "
+                             "use fit(X) on the whole table.")
+        current = vars(self).get("estimator_")
+        if current is None or not in_stream(current):
+            current = fresh  # the first batch (or the first after fit): a new stream
+        elif not same_stream_parameters(current.get_params(deep=False),
+                                        fresh.get_params(deep=False)):
+            raise ValueError(f"PCA.partial_fit: {CHANGED}")
+        else:  # post-processing parameters follow the front door's
+            current.set_params(n_components=self.n_components, whiten=self.whiten)
+        current.partial_fit(X)
+        return self._adopt(name, reason, current)
 
     def transform(self, X: ArrayLike) -> NDArray[np.float64]:
         """Project ``X`` with the chosen estimator (post-processing: free).
@@ -388,7 +451,10 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     # ------------------------------------------------------------- the probabilistic model
     def _check_defined(self, name: str) -> None:
         """The chosen estimator's reason where it does not define ``name`` (nothing unfitted:
-        the method then raises ``NotFittedError``)."""
+        the method then raises ``NotFittedError``); for ``partial_fit``, the front door's."""
+        if name == "partial_fit":
+            self._partial_fit_offered()
+            return
         estimator = vars(self).get("estimator_")
         if estimator is not None:
             getattr(estimator, name)

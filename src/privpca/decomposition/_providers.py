@@ -1,4 +1,5 @@
-"""The input of a DPS-PCA fit: one table per provider, cut from the caller's table.
+"""The input of a DPS-PCA fit: one table per provider, cut from the caller's table; the
+providers' noise seeds; one clipping warning for all of them.
 
 A provider's table is an array's rows, or a view of a streamed table's rows (nothing read):
 contiguous blocks of (nearly) equal size, or the rows of each label of ``groups``.
@@ -7,13 +8,17 @@ contiguous blocks of (nearly) equal size, or the rows of each label of ``groups`
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["Providers", "split_providers"]
+from privpca.federated.protocol import ServerState
+from privpca.mechanisms.randomness import check_random_state
+
+__all__ = ["Providers", "dpspca_provider_seeds", "split_providers"]
 
 
 @dataclass
@@ -94,3 +99,49 @@ def _row_view(source: Any, ranges: list[tuple[int, int]]) -> Any:
         return ArraySource(source.X[a:b], block_rows=source.block_rows,
                            validated=source.validated)
     return select_rows(source, ranges)
+
+
+def start_and_seeds(rng: np.random.Generator, p: int, k: int, s_hat: int, init: Any,
+                     n_providers: int) -> tuple[NDArray[np.float64], list[int]]:
+    """Q⁽¹⁾, then one noise seed per provider, from the estimator's generator (in that order)."""
+    start = ServerState.initial(p, k, s_hat, init, rng)
+    return start, [int(s) for s in rng.integers(0, 2**63, size=n_providers)]
+
+
+def dpspca_provider_seeds(random_state: int | np.random.SeedSequence, n_features: int,
+                          n_components: int, n_providers: int, *,
+                          n_nonzero: int | None = None, init: Any = "random") -> list[int]:
+    """The providers' noise seeds of a seeded :class:`DPSPCA` fit, to replay it elsewhere.
+
+    ``DPSPCA(random_state=s, n_components=k, n_nonzero=ŝ, init=init)`` on N providers with
+    d features gives its providers these seeds; passing them to ``privpca provider
+    --noise-seed`` (and ``s`` to ``privpca server --seed``) replays the same run over
+    Flower. For experiments only: the seeds are derived from ``s``, so whoever knows ``s``
+    can remove the noise of that run; they are never stored on the fitted estimator, and a
+    fit with ``random_state=None`` cannot be replayed (its seeds come from fresh entropy).
+    """
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        raise ValueError("dpspca_provider_seeds needs the int or SeedSequence the fit was given "
+                         "(a fit with random_state=None cannot be replayed).")
+    s_hat = n_features if n_nonzero is None else int(n_nonzero)
+    rng = check_random_state(random_state)
+    return start_and_seeds(rng, n_features, n_components, s_hat, init, n_providers)[1]
+
+
+def reemit_clipping(caught: list[warnings.WarningMessage], clipped: bool, data_norm: float,
+            owner: object) -> None:
+    """One clipping warning for the whole fit (not one per provider); others re-raised as is.
+
+    Called after the charge; it says no count (which providers clipped how many rows is data).
+    """
+    from privpca._validation import warn_clipped
+    from privpca.exceptions import RowClippingWarning
+
+    clipping = False
+    for w in caught:
+        if issubclass(w.category, RowClippingWarning):
+            clipping = True
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if clipped and clipping:
+        warn_clipped(owner, data_norm)

@@ -35,6 +35,7 @@ from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.neighbouring import NEIGHBOURING_RELATIONS, Neighbouring
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
 from privpca.decomposition._constraints import GRAM_PIPELINE, N_COMPONENTS_SPECTRUM, WHITEN
+from privpca.decomposition._incremental import IncrementalGramMixin
 from privpca.mechanisms.gaussian import (
     CALIBRATIONS,
     certified_epsilon,
@@ -58,7 +59,7 @@ __all__ = [
 ]
 
 
-class AnalyzeGaussPCA(PipelinePCA):
+class AnalyzeGaussPCA(IncrementalGramMixin, PipelinePCA):
     """Central-model PCA by Gaussian noise on the Gram matrix ("Analyze Gauss").
 
     On defaults it is the PCA a data scientist expects, privately: the rows are centred on a
@@ -182,6 +183,9 @@ class AnalyzeGaussPCA(PipelinePCA):
     privacy_ : PrivacyRecord
         Every part's spend (bounds, mean, statistic), the neighbouring relation, Δ, σ, and the
         certified total (ε, δ).
+    n_samples_seen_ : int or None
+        After :meth:`partial_fit`: the rows of every batch so far (None under add/remove-one
+        neighbours, where n is private). ``noise_scale_`` is then the summed noise's σ√T.
     n_features_in_ : int
 
     See Also
@@ -197,6 +201,12 @@ class AnalyzeGaussPCA(PipelinePCA):
     partial symmetric eigendecomposition (top k + 1 pairs). From 10⁷ rows the three
     preprocessing passes read only the held-out 2 % (``holdout_fraction``), gathered into
     memory by one pass over the table.
+
+    :meth:`partial_fit` fits in batches (scikit-learn's ``IncrementalPCA``), with a public
+    numeric ``data_norm``: each call releases its batch's noisy Gram (and row sum) at the
+    whole (ε, δ), each row in one batch (parallel composition: one charge for the stream),
+    and the components follow the running sums; the error grows with the number of batches
+    (:mod:`privpca.decomposition._incremental` has the measurements).
 
     References
     ----------

@@ -8,33 +8,24 @@ machines: the same seeds and split give bitwise the same components.
 
 Privacy (distributed model; replace one record of one provider, nᵢ public)
 ---------------------------------------------------------------------------
-Each provider releases, from its own data and with its own noise, Gaussian mechanisms only
-(the private mean's quantiles and sums, a private bound Dᵢ, T answers
-``Hᵢ = Σ̂ᵢQ + Gᵢ/nᵢ`` with ``Gᵢ ~ N(0, (m·Δ(Dᵢ))²)``, the variances along the final
-components), split by one :class:`~privpca.pipeline.budget.BudgetPlan` to compose to exactly
-its (ε, δ): each provider's data is (ε, δ)-DP against the untrusted server and any reader of
-the output, whatever the others do, and the disjoint data sets make every record of the union
-(ε, δ)-protected. With ``centering=None`` and a numeric ``data_norm`` (the paper's setting)
-only the T answers are released, with all of (ε, δ). In full: docs/DISTRIBUTED.md.
-
-Streamed providers
-------------------
-A provider's table may be streamed (anything :func:`privpca.streaming.as_row_source` takes),
-given to :meth:`DPSPCA.fit_providers` one per provider or as the whole table to
-:meth:`DPSPCA.fit` (cut into ranges or ``groups`` without reading it): each of its releases is
-one exact block reduction, its noise drawn from its own stream as for an array, so the same
-seed gives the same result to rounding, with memory one block per pass.
+``aggregation="local-noise"``: each provider releases Gaussian mechanisms with its own noise
+(the private mean's quantiles and sums, its bound Dᵢ, T answers ``Hᵢ = Σ̂ᵢQ + Gᵢ/nᵢ``, the
+variances), split by one :class:`~privpca.pipeline.budget.BudgetPlan` to exactly its (ε, δ),
+against the server whatever the others do. ``"secure"``: the server opens only sums carrying
+one central noise (:mod:`privpca.federated.protocol.secure_sums`). In full: docs/DISTRIBUTED.md.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Sequence
+from numbers import Integral
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from privpca._validation import check_data, check_in_range, check_n_components, fit_input
@@ -49,7 +40,14 @@ from privpca.decomposition._constraints import (
     positive_int,
     private_fit_context,
 )
-from privpca.decomposition._providers import Providers, split_providers
+from privpca.decomposition._providers import (
+    Providers,
+    dpspca_provider_seeds,
+    n_samples_of,
+    reemit_clipping,
+    split_providers,
+    start_and_seeds,
+)
 from privpca.federated.protocol import (
     INITS,
     STATISTIC_MECHANISM,
@@ -60,7 +58,13 @@ from privpca.federated.protocol import (
     paper_noise_scale,
     provider_privacy_record,
 )
-from privpca.mechanisms.randomness import check_random_state
+from privpca.federated.protocol.secure_sums import (
+    SecureAgreement,
+    collusion_epsilons,
+    combine_replies,
+    secure_agreement,
+    secure_notes,
+)
 from privpca.mechanisms.secure_noise import is_os_keyed
 from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.metrics import sin_theta
@@ -125,6 +129,18 @@ class DPSPCA(BasePrivatePCA):
         Used by :meth:`fit` without ``groups``: the rows are cut into this many contiguous
         blocks of (nearly) equal size, one per provider. The default treats the data as one
         provider (the paper's §5 setting).
+    aggregation : {"local-noise", "secure"}, default="local-noise"
+        ``"local-noise"``: every provider adds its own full noise (no cryptography; the sum
+        carries N noises). ``"secure"``: exact answers plus a share each of one noise draw,
+        summed by SecAgg (Flower's primitives): the server opens only the sum, which carries
+        one central noise; needs N ≥ 2, a public ``data_norm``, no private centring.
+    min_providers : int or None, default=None
+        ``"secure"`` only: the fewest survivors whose sum may be opened (a strict majority);
+        the noise shares are sized for it, so the opened sum carries ``N/m`` times one central
+        noise variance when all answer. ``None``: N (no dropout tolerated, no extra noise).
+    colluders : int, default=0
+        ``"secure"`` only: providers that may pool what they know with the server; the
+        shares are sized so that (ε, δ) holds against the server plus this many.
     init : {"random", "random-sparse"} or array of shape (n_features, n_components), \
 default="random"
         Data-independent start ``Q⁽⁰⁾`` (see
@@ -136,15 +152,12 @@ default="random"
         multiply them back in :meth:`inverse_transform`), as scikit-learn's ``PCA``:
         post-processing of released values; the fit is the same either way.
     random_state : None, int or numpy.random.Generator, default=None
-        Seeds Q⁽⁰⁾ and one noise seed per provider (drawn in this order: Q⁽⁰⁾, then the N
-        provider seeds as ``integers(0, 2**63)``). The provider seeds are never stored on the
-        estimator (whoever knows them can subtract the noise from the providers' answers);
-        a seeded run can be replayed across processes with :func:`dpspca_provider_seeds`,
-        which needs the seed itself. ``None`` (the default, for a release) gives no provider
-        seeds: every provider draws each release from a fresh OS-keyed
-        :class:`~privpca.mechanisms.secure_noise.SecureGenerator`, as an unseeded
-        ``privpca provider`` does; strict secure mode (:func:`privpca.config_context`)
-        refuses anything but ``None`` before anything is charged.
+        Seeds Q⁽⁰⁾, then one noise seed per provider (``integers(0, 2**63)``), never stored
+        (whoever knows them can subtract the noise); :func:`dpspca_provider_seeds` replays a
+        seeded run across processes. ``None`` (the default, for a release): every provider
+        draws each release from a fresh OS-keyed
+        :class:`~privpca.mechanisms.secure_noise.SecureGenerator`; strict secure mode
+        refuses anything else before anything is charged.
     ledger : PrivacyLedger or None, default=None
         Where the spend is recorded (``None``: :func:`privpca.accounting.default_ledger`).
 
@@ -190,7 +203,11 @@ default="random"
     noise_multiplier_ : float
         m = σ/Δ per power answer.
     noise_scales_ : ndarray of shape (n_providers,)
-        Standard deviation of each entry of ``Gᵢ/nᵢ`` (= m·Δ(Dᵢ)/nᵢ).
+        Standard deviation of each entry of ``Gᵢ/nᵢ`` (= m·Δ(Dᵢ)/nᵢ); with secure
+        aggregation, of each provider's share (``1/√(m − t)`` of it).
+    min_providers_ : int or None
+        The agreed m of a secure run (None: local noise); then also ``collusion_epsilons_``,
+        j → ε of the fit at δ against the server plus j colluding providers.
     paper_noise_scale_ : float
         The paper's ω(ε, δ) = (2T/ε)√(2 ln(2T/δ)) (std of G), for comparison only.
     privacy_ : PrivacyRecord
@@ -225,6 +242,9 @@ default="random"
         "n_nonzero": [None, *positive_int()],
         "n_providers": positive_int(),
         "init": [StrOptions(set(INITS)), "array-like"],
+        "aggregation": [StrOptions({"local-noise", "secure"})],
+        "min_providers": [None, *positive_int()],
+        "colluders": [Interval(Integral, 0, None, closed="left")],
         "whiten": WHITEN,
     }
 
@@ -242,6 +262,9 @@ default="random"
         n_nonzero: int | None = None,
         n_providers: int = 1,
         init: Any = "random",
+        aggregation: str = "local-noise",
+        min_providers: int | None = None,
+        colluders: int = 0,
         whiten: bool = False,
         random_state: Any = None,
         ledger: PrivacyLedger | None = None,
@@ -257,6 +280,9 @@ default="random"
         self.n_nonzero = n_nonzero
         self.n_providers = n_providers
         self.init = init
+        self.aggregation = aggregation
+        self.min_providers = min_providers
+        self.colluders = colluders
         self.whiten = whiten
         self.random_state = random_state
         self.ledger = ledger
@@ -376,7 +402,10 @@ default="random"
         for part in data.parts:  # refuse NaN/inf before anything is charged (streamed: per pass)
             if isinstance(part, np.ndarray):
                 check_data(part)
-        rounds = {"n_components": k, "n_rounds": T, "n_nonzero": s_hat}
+        rounds = {"n_components": k, "n_rounds": T, "n_nonzero": s_hat,
+                  "secure": secure_agreement(
+                      self.aggregation, self.centering, self.data_norm, self.min_providers,
+                      self.colluders, [n_samples_of(part) for part in data.parts])}
         if not run.paper_mode:
             return FitPlan(run=run, settings=rounds)
         return FitPlan(run=run, settings=rounds, planned=provider_privacy_record(
@@ -396,7 +425,7 @@ default="random"
         run = plan.run
         k, T, s_hat = _rounds(plan)
         parts = prepared.parts
-        start, drawn = _start_and_seeds(rng, prepared.n_features, k, s_hat, self.init,
+        start, drawn = start_and_seeds(rng, prepared.n_features, k, s_hat, self.init,
                                         len(parts))
         # A secure fit hands no seed to a provider (a seed would make its noise reproducible;
         # strict mode's provider_noise_rng refuses one): each release draws from a fresh
@@ -442,22 +471,30 @@ default="random"
                 providers.append(ProviderState(
                     part, n_components=k, epsilon=run.epsilon, delta=run.delta, n_rounds=T,
                     data_norm=run.data_norm, noise_seed=seed, provider_id=pid,
+                    secure=plan.settings["secure"],
                 ))
-        _reemit(caught, any(pr.n_clipped for pr in providers), run.data_norm, self)
+        reemit_clipping(caught, any(pr.n_clipped for pr in providers), run.data_norm, self)
 
         server = ServerState(p, k, s_hat, T, start)
         while not server.finished:
             query = server.query()
-            server.aggregate([pr.answer_query(query) for pr in providers])
+            server.aggregate(combine_replies([pr.answer_query(query) for pr in providers], p, k))
 
-        self._set_server(server, providers, dpspca_noise_multiplier(run.epsilon, run.delta, T))
+        self._set_server(server, providers, dpspca_noise_multiplier(run.epsilon, run.delta, T),
+                         plan.settings["secure"])
         self.mean_ = np.zeros(p)
         self.scale_ = None
         self.data_norm_ = float(run.data_norm)
         self.explained_variance_ = np.full(k, np.nan)
         self.explained_variance_ratio_ = np.full(k, np.nan)
         self.expected_error_ = None  # only the basis is released: nothing bounds its distance
-        return plan.planned
+        secure = plan.settings["secure"]
+        if secure is None:
+            return plan.planned
+        self.collusion_epsilons_ = collusion_epsilons([(self.noise_multiplier_, T)], run.delta,
+                                                      secure)
+        return dataclasses.replace(plan.planned, notes=secure_notes(
+            secure, run.epsilon, run.delta, self.collusion_epsilons_))
 
     def _run_pipeline(self, plan: FitPlan, data: Providers, seeds: list[int | None],
                       start: NDArray[np.float64]) -> PrivacyRecord:
@@ -469,7 +506,7 @@ default="random"
             ProviderState(part, n_components=k, epsilon=run.epsilon, delta=run.delta,
                           n_rounds=T, data_norm=run.data_norm, centering=run.centering,
                           scale=run.scale, budget_shares=self.budget_shares, noise_seed=seed,
-                          provider_id=pid)
+                          provider_id=pid, secure=plan.settings["secure"])
             for part, pid, seed in zip(data.parts, data.ids, seeds, strict=True)
         ]
         server = ServerState(p, k, s_hat, T, start, centering=run.centering, table_mode=True)
@@ -477,9 +514,9 @@ default="random"
             warnings.simplefilter("always")
             while not server.finished:
                 message = server.next_message()
-                server.receive([pr.handle(message) for pr in providers])
+                server.receive(combine_replies([pr.handle(message) for pr in providers], p, k))
         bounds = np.array([pr.data_norm_ for pr in providers])
-        _reemit(caught, any(pr.n_clipped for pr in providers), float(bounds.max()), self)
+        reemit_clipping(caught, any(pr.n_clipped for pr in providers), float(bounds.max()), self)
 
         per_provider = [pr.spends() for pr in providers]
         pre = merge_provider_spends([spends for spends, _ in per_provider])
@@ -487,7 +524,7 @@ default="random"
         scale = None if isinstance(run.scale, bool) else np.asarray(run.scale, dtype=np.float64)
         mean = None if server.mean is None else np.asarray(server.mean)
         summary = PreparedRows(np.empty((0, p)), float(bounds.max()), mean, scale, 0, pre)
-        self._set_server(server, providers, run.statistic_multiplier())
+        self._set_server(server, providers, run.statistic_multiplier(), plan.settings["secure"])
         self.mean_ = np.zeros(p) if mean is None else mean
         self.scale_ = scale
         self.data_norm_ = float(bounds.max())
@@ -503,23 +540,32 @@ default="random"
         return run.record(
             summary, statistic,
             calibration="analytic (exact Gaussian composition of every part, dp-accounting)",
-            notes=self._notes(providers, run),
+            notes=self._notes(providers, run, plan.settings["secure"], statistic, pre, T),
         )
 
     def _set_server(self, server: ServerState, providers: list[ProviderState],
-                    multiplier: float) -> None:
-        """The server's iterates and the providers' public sizes, bounds and noise scales."""
+                    multiplier: float, secure: SecureAgreement | None) -> None:
+        """The server's iterates and the providers' public sizes, bounds and noise scales
+        (secure: each provider's share, ``1/√(m − t)`` of one central draw)."""
         self.components_ = server.components()
         self.history_ = np.stack([Q.T for Q in server.history])
         self.provider_n_samples_ = np.array([pr.n_samples for pr in providers])
         self.provider_data_norms_ = np.array([pr.data_norm_ for pr in providers])
         self.noise_multiplier_ = multiplier
-        self.noise_scales_ = np.array([pr.noise_scale for pr in providers])
+        share = 1.0 if secure is None else 1.0 / np.sqrt(secure.min_providers
+                                                           - secure.colluders)
+        self.noise_scales_ = np.array([pr.noise_scale for pr in providers]) * share
+        self.min_providers_ = None if secure is None else secure.min_providers
         total = int(self.provider_n_samples_.sum())
         self.noise_level_ = float(np.sqrt(np.sum((self.noise_scales_
                                                   * self.provider_n_samples_) ** 2)) / total)
 
-    def _notes(self, providers: list[ProviderState], run: ReleasePipeline) -> str:
+    def _notes(self, providers: list[ProviderState], run: ReleasePipeline,
+               secure: SecureAgreement | None, statistic: Any, pre: list[Any], T: int) -> str:
+        if secure is not None:
+            parts = [(sp.noise_scale / sp.sensitivity, sp.count) for sp in (*pre, statistic)]
+            self.collusion_epsilons_ = collusion_epsilons(parts, run.delta, secure)
+            return secure_notes(secure, run.epsilon, run.delta, self.collusion_epsilons_)
         bounds = ", ".join(f"{pr.provider_id}: D = {pr.data_norm_:.4g}" for pr in providers)
         return (
             f"Each of {len(providers)} provider(s) runs the same budget plan on its own data "
@@ -552,49 +598,3 @@ default="random"
 def _rounds(plan: FitPlan) -> tuple[int, int, int]:
     """The plan's checked k, T and ŝ."""
     return plan.settings["n_components"], plan.settings["n_rounds"], plan.settings["n_nonzero"]
-
-
-def _start_and_seeds(rng: np.random.Generator, p: int, k: int, s_hat: int, init: Any,
-                     n_providers: int) -> tuple[NDArray[np.float64], list[int]]:
-    """Q⁽¹⁾, then one noise seed per provider, from the estimator's generator (in that order)."""
-    start = ServerState.initial(p, k, s_hat, init, rng)
-    return start, [int(s) for s in rng.integers(0, 2**63, size=n_providers)]
-
-
-def dpspca_provider_seeds(random_state: int | np.random.SeedSequence, n_features: int,
-                          n_components: int, n_providers: int, *,
-                          n_nonzero: int | None = None, init: Any = "random") -> list[int]:
-    """The providers' noise seeds of a seeded :class:`DPSPCA` fit, to replay it elsewhere.
-
-    ``DPSPCA(random_state=s, n_components=k, n_nonzero=ŝ, init=init)`` on N providers with
-    d features gives its providers these seeds; passing them to ``privpca provider
-    --noise-seed`` (and ``s`` to ``privpca server --seed``) replays the same run over
-    Flower. For experiments only: the seeds are derived from ``s``, so whoever knows ``s``
-    can remove the noise of that run; they are never stored on the fitted estimator, and a
-    fit with ``random_state=None`` cannot be replayed (its seeds come from fresh entropy).
-    """
-    if random_state is None or isinstance(random_state, np.random.Generator):
-        raise ValueError("dpspca_provider_seeds needs the int or SeedSequence the fit was given "
-                         "(a fit with random_state=None cannot be replayed).")
-    s_hat = n_features if n_nonzero is None else int(n_nonzero)
-    rng = check_random_state(random_state)
-    return _start_and_seeds(rng, n_features, n_components, s_hat, init, n_providers)[1]
-
-
-def _reemit(caught: list[warnings.WarningMessage], clipped: bool, data_norm: float,
-            owner: object) -> None:
-    """One clipping warning for the whole fit (not one per provider); others re-raised as is.
-
-    Called after the charge; it says no count (which providers clipped how many rows is data).
-    """
-    from privpca._validation import warn_clipped
-    from privpca.exceptions import RowClippingWarning
-
-    clipping = False
-    for w in caught:
-        if issubclass(w.category, RowClippingWarning):
-            clipping = True
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    if clipped and clipping:
-        warn_clipped(owner, data_norm)

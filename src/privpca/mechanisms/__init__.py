@@ -9,9 +9,10 @@ from privpca.mechanisms.bingham_sampler import (
     sample_bingham_exact,
     sample_bingham_gibbs,
 )
+from privpca.mechanisms.distributed_gaussian import DistributedGaussianPlan
 from privpca.mechanisms.gaussian import *  # noqa: F403
 from privpca.mechanisms.randomised_response import RandomisedResponse
 
 __all__ = [*gaussian.__all__, *(n for n in calibration.__all__ if n not in gaussian.__all__)]
-__all__ += ["ProposalBudgetExceededError", "RandomisedResponse", "mixing_diagnostics",
-            "sample_bingham_exact", "sample_bingham_gibbs"]
+__all__ += ["DistributedGaussianPlan", "ProposalBudgetExceededError", "RandomisedResponse",
+            "mixing_diagnostics", "sample_bingham_exact", "sample_bingham_gibbs"]

@@ -43,6 +43,7 @@ from privpca.federated.protocol.provider_checks import (
     check_counter,
     check_mean_query,
     check_prepare_message,
+    check_secure,
     check_settings,
 )
 from privpca.federated.protocol.provider_privacy import ProviderPrivacy
@@ -57,6 +58,7 @@ from privpca.federated.protocol.provider_rows import (
     streamed_norm_counts,
     streamed_pass,
 )
+from privpca.federated.protocol.secure_sums import SecureAgreement, ShareReply
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.randomness import check_noise_rng
 from privpca.mechanisms.sensitivity import power_sensitivity
@@ -197,6 +199,7 @@ class ProviderState(ProviderPrivacy):
         noise_seed: int | None = None,
         provider_id: str = "0",
         counter: ReleaseCounter | None = None,
+        secure: SecureAgreement | None = None,
     ) -> None:
         self.provider_id = str(provider_id)
         #: The rows of a streamed table (None: an in-memory array, ``X``).
@@ -215,6 +218,7 @@ class ProviderState(ProviderPrivacy):
         self.centering, self.data_norm, self.scale = centering, agreed.data_norm, scale
         self.budget_shares = budget_shares
         self.table_mode = is_table_mode(centering, self.data_norm, scale)
+        self.secure = check_secure(self.provider_id, secure, centering, self.data_norm)
         self.counter = check_counter(
             self.provider_id, counter,
             provider_release_limits(self.n_rounds, centering, self.data_norm, scale))
@@ -348,7 +352,7 @@ class ProviderState(ProviderPrivacy):
         return self.rows
 
     # ------------------------------------------------------------------ messages
-    def handle(self, message: Any) -> AnyReply:
+    def handle(self, message: Any) -> AnyReply | ShareReply:
         """Answer any message of the protocol (dispatch on its type)."""
         if isinstance(message, MeanQuery):
             return self.answer_mean(message)
@@ -438,7 +442,7 @@ class ProviderState(ProviderPrivacy):
             raise BoundNotFoundError(f"provider {self.provider_id}: {exc}") from exc
         return D, float(rel.above[0, 0])
 
-    def answer_query(self, query: Query) -> Reply:
+    def answer_query(self, query: Query) -> Reply | ShareReply:
         """Validate, book one release, and return ``Hᵢ = Σ̂ᵢQ + Gᵢ/nᵢ``.
 
         The product is computed on Q's support only: ``Xᵢᵀ(Xᵢ[:, S] Q_S)``, O(nᵢ·k·(ŝ + d)).
@@ -463,12 +467,14 @@ class ProviderState(ProviderPrivacy):
             Y = rows[:, query.support] @ query.block
             P = rows.T @ Y  # XᵢᵀXᵢQ, exact
         rng = provider_noise_rng(self.noise_seed, release)
-        P = gaussian_release(P, self.noise_multiplier * self._raw_sensitivity, rng,
-                             sensitivity=self._raw_sensitivity)
+        sigma = self.noise_multiplier * self._raw_sensitivity
+        if self.secure is not None:  # exact XᵢᵀXᵢQ plus a share of one central draw
+            return self._share("query", int(query.round), P, sigma, self._raw_sensitivity, rng)
+        P = gaussian_release(P, sigma, rng, sensitivity=self._raw_sensitivity)
         P /= self.n_samples
         return Reply(self.provider_id, int(query.round), self.n_samples, P)
 
-    def answer_variance(self, query: VarianceQuery) -> VarianceReply:
+    def answer_variance(self, query: VarianceQuery) -> VarianceReply | ShareReply:
         """Release ``u(QᵀXᵢᵀXᵢQ) + z`` and ``‖Xᵢ‖²_F + z₀`` (Δ = √2·Dᵢ²).
 
         The sensitivity is derived in :mod:`privpca.federated.protocol` (Privacy).
@@ -499,10 +505,21 @@ class ProviderState(ProviderPrivacy):
         sensitivity = math.sqrt(2.0) * self.data_norm_**2
         sigma = self._plan["variance"].multiplier * sensitivity
         # One Gaussian release of k(k+1)/2 + 1 coordinates: the packed matrix, then the total.
+        if self.secure is not None:
+            return self._share("variance", self.n_rounds + 1, np.append(matrix[iu], row_total),
+                               sigma, sensitivity, rng)
         released = gaussian_release(np.append(matrix[iu], row_total), sigma, rng,
                                     sensitivity=sensitivity)
         packed, total = released[:-1], float(released[-1])
         return VarianceReply(self.provider_id, self.n_samples, packed, float(total))
+
+    def _share(self, kind: str, round: int, value: NDArray[np.float64], sigma: float,
+               sensitivity: float, rng: np.random.Generator) -> ShareReply:
+        """The exact answer encoded with this provider's noise share (:mod:`.secure_sums`)."""
+        assert self.secure is not None
+        plan = self.secure.noise_plan(sigma, sensitivity, value.size, self.data_norm_)
+        return ShareReply(self.provider_id, kind, round, self.n_samples,
+                          plan.share(value.reshape(-1), rng), plan)
 
     def _streamed_pass(self, reduction: Callable[..., _T], basis: NDArray[np.float64],
                        support: ArrayLike) -> _T:
