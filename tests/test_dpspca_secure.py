@@ -71,7 +71,8 @@ def test_the_opened_sum_carries_one_central_noise_whatever_the_number_of_provide
 
 def test_the_server_sees_masked_vectors_whose_sum_is_the_providers_noisy_answers_sum():
     X = _table(3_000)
-    agreement = SecureAgreement(n_providers=3, min_providers=3, colluders=0, max_rows=1_000)
+    agreement = SecureAgreement(n_providers=3, min_providers=3, colluders=0, max_rows=1_000,
+                                total_rows=3_000)
     providers = _providers(X, 3, agreement)
     Q = np.linalg.qr(np.random.default_rng(1).standard_normal((X.shape[1], 2)))[0]
     replies = [pr.answer_query(Query.from_dense(Q, round=1)) for pr in providers]
@@ -99,7 +100,8 @@ def test_the_server_sees_masked_vectors_whose_sum_is_the_providers_noisy_answers
 
 def test_dropouts_down_to_min_providers_finish_and_below_nothing_is_opened():
     X = _table(4_000)
-    agreement = SecureAgreement(n_providers=4, min_providers=3, colluders=0, max_rows=1_000)
+    agreement = SecureAgreement(n_providers=4, min_providers=3, colluders=0, max_rows=1_000,
+                                total_rows=4_000)
     providers = _providers(X, 4, agreement)
     Q = np.linalg.qr(np.random.default_rng(2).standard_normal((X.shape[1], 2)))[0]
     replies = [pr.answer_query(Query.from_dense(Q, round=1)) for pr in providers]
@@ -114,9 +116,10 @@ def test_dropouts_down_to_min_providers_finish_and_below_nothing_is_opened():
 
 
 def test_shares_are_sized_for_min_providers_and_the_survivors_add_noise():
-    agreement = SecureAgreement(n_providers=5, min_providers=3, colluders=1, max_rows=100)
+    agreement = SecureAgreement(n_providers=5, min_providers=3, colluders=1, max_rows=100,
+                                total_rows=500)
     plan = agreement.noise_plan(central_sigma=2.0, sensitivity=1.0, coordinates=4,
-                                data_norm=1.0)
+                                per_row=1.0)
     honest = agreement.min_providers - agreement.colluders
     assert honest * (plan.share_sigma * plan.grid) ** 2 >= plan.covered_sigma**2
     assert plan.covered_sigma == pytest.approx(2.0, rel=1e-6)
@@ -125,8 +128,6 @@ def test_shares_are_sized_for_min_providers_and_the_survivors_add_noise():
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(n_providers=1), "at least 2 providers"),
-    (dict(n_providers=3, data_norm="auto"), "public data_norm"),
-    (dict(n_providers=3, centering="private"), "public data_norm"),
     (dict(n_providers=4, min_providers=2), "strict majority"),
     (dict(n_providers=3, colluders=2), "colluders"),
 ])
@@ -148,3 +149,53 @@ def test_the_table_setting_with_a_public_mean_opens_the_variances_too():
     exact = np.linalg.eigvalsh(np.cov(X.T))[::-1][:2]
     assert np.allclose(est.explained_variance_, exact, rtol=0.2)
     assert est.privacy_.epsilon == pytest.approx(2.0, rel=1e-6)
+
+
+def test_on_defaults_the_union_is_prepared_from_opened_counts_and_sums():
+    """Private mean and bound searched on the union (one central noise each), not per provider."""
+    X = _table(6_000) * 4.0 + 2.0
+    one = DPSPCA(2, n_providers=1, random_state=0).fit(X)
+    secure = DPSPCA(2, n_providers=3, aggregation="secure", random_state=0).fit(X)
+    local = DPSPCA(2, n_providers=3, random_state=0).fit(X)
+    # The same parts at the same calibration (σ/Δ) as one provider holding the union.
+    def calibration(est):
+        return [(s.mechanism.split(":")[0], round(s.noise_scale / s.sensitivity, 9))
+                for s in est.privacy_.spends]
+
+    assert calibration(secure) == calibration(one)
+    assert secure.noise_level_ / secure.data_norm_**2 == pytest.approx(
+        one.noise_level_ / one.data_norm_**2, rel=1e-9)
+    assert local.noise_level_ / local.data_norm_**2 > 1.5 * (
+        secure.noise_level_ / secure.data_norm_**2)
+    assert secure.provider_data_norms_.tolist() == [secure.data_norm_] * 3  # one D for all
+    assert np.abs(secure.mean_ - X.mean(axis=0)).max() < 0.3
+    assert secure.privacy_.epsilon == pytest.approx(1.0, rel=1e-6)
+
+
+def test_a_provider_answers_no_more_counts_than_its_searches_need():
+    X = _table(3_000) + 1.0
+    agreement = SecureAgreement(n_providers=3, min_providers=3, colluders=0, max_rows=1_000,
+                                total_rows=3_000)
+    (provider,) = [ProviderState(X[:1_000], n_components=2, epsilon=1.0, delta=1e-5,
+                                 n_rounds=3, centering="private", data_norm="auto",
+                                 noise_seed=1, provider_id="0", secure=agreement)]
+    from privpca.exceptions import BudgetExceededError
+    from privpca.federated.protocol.messages import CountQuery, QueryRefusedError
+
+    for _ in range(30):  # 3 searches of 10 bisection rounds
+        provider.handle(CountQuery("bound", None, 3))
+    with pytest.raises(BudgetExceededError):
+        provider.handle(CountQuery("bound", None, 3))
+    with pytest.raises(QueryRefusedError, match="no search"):
+        provider.handle(CountQuery("variance", None, 3))
+
+
+def test_streamed_providers_are_refused_a_secure_private_bound_before_the_charge():
+    from privpca.streaming.array_source import ArraySource
+
+    ledger = PrivacyLedger()
+    X = _table(3_000)
+    with pytest.raises(ValueError, match="streamed"):
+        DPSPCA(2, aggregation="secure", ledger=ledger, random_state=0).fit_providers(
+            [ArraySource(X[:1_500]), ArraySource(X[1_500:])])
+    assert len(ledger) == 0

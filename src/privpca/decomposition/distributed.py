@@ -405,7 +405,8 @@ default="random"
         rounds = {"n_components": k, "n_rounds": T, "n_nonzero": s_hat,
                   "secure": secure_agreement(
                       self.aggregation, self.centering, self.data_norm, self.min_providers,
-                      self.colluders, [n_samples_of(part) for part in data.parts])}
+                      self.colluders, [n_samples_of(part) for part in data.parts],
+                      any(not isinstance(part, np.ndarray) for part in data.parts))}
         if not run.paper_mode:
             return FitPlan(run=run, settings=rounds)
         return FitPlan(run=run, settings=rounds, planned=provider_privacy_record(
@@ -509,7 +510,10 @@ default="random"
                           provider_id=pid, secure=plan.settings["secure"])
             for part, pid, seed in zip(data.parts, data.ids, seeds, strict=True)
         ]
-        server = ServerState(p, k, s_hat, T, start, centering=run.centering, table_mode=True)
+        secure = plan.settings["secure"]
+        server = ServerState(p, k, s_hat, T, start, centering=run.centering, table_mode=True,
+                             secure=None if secure is None else (run.plan, secure.total_rows,
+                                                                 run.data_norm))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             while not server.finished:

@@ -43,6 +43,7 @@ no δ tail). Everything after the noisy counts is post-processing.
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
 from dataclasses import dataclass
 
 import numpy as np
@@ -189,8 +190,23 @@ class PrivateQuantile:
         sum them over blocks of rows.
         """
         rng = check_noise_rng(rng, owner="PrivateQuantile")  # secure mode: OS-keyed only
+        below = _CountsBelow(col, index, counts, self.n_columns)
+        search = self.bisection()
+        columns, mid = next(search)
+        try:
+            while True:
+                noisy = gaussian_release(below(columns, mid).astype(np.float64), self.noise,
+                                         rng, sensitivity=self.sensitivity, integer_valued=True)
+                columns, mid = search.send(noisy)
+        except StopIteration as done:
+            return done.value
+
+    def bisection(self) -> Generator[tuple[NDArray[np.int64], NDArray[np.int64]],
+                                     NDArray[np.float64], QuantileRelease]:
+        """The search as a coroutine: it yields ``(columns, edges)`` and is sent the noisy
+        counts below them (std :attr:`noise`, from whoever releases them: this process, or a
+        secure sum over data providers); it returns the release."""
         h, q = self.n_columns, len(self.quantiles)
-        below = _CountsBelow(col, index, counts, h)
         lo = np.full((q, h), -_EDGE, dtype=np.int64)
         hi = np.full((q, h), _EDGE, dtype=np.int64)
         c_lo = np.full((q, h), np.nan)
@@ -199,8 +215,7 @@ class PrivateQuantile:
         columns = np.broadcast_to(np.arange(h), (q, h))
         for _ in range(QUERY_ROUNDS):
             mid = (lo + hi) // 2
-            noisy = gaussian_release(below(columns, mid).astype(np.float64), self.noise, rng,
-                                     sensitivity=self.sensitivity, integer_valued=True)
+            noisy = np.asarray((yield columns, mid), dtype=np.float64)
             up = noisy >= target
             hi, c_hi = np.where(up, mid, hi), np.where(up, noisy, c_hi)
             lo, c_lo = np.where(up, lo, mid), np.where(up, c_lo, noisy)

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from privpca.mechanisms.quantile import QUERY_ROUNDS
+
 #: Rounds of the private mean (a first estimate, then the mean of the residuals).
 MEAN_ROUNDS = 2
 #: Budget parts (of :mod:`privpca.pipeline.budget`) of each mean round: (bound, sum).
@@ -26,17 +28,25 @@ def is_table_mode(centering: Any, data_norm: Any, scale: Any = False) -> bool:
 
 
 def provider_release_limits(n_rounds: int, centering: Any = None, data_norm: Any = 1.0,
-                            scale: Any = False) -> dict[str, int]:
+                            scale: Any = False, secure: bool = False) -> dict[str, int]:
     """Releases of each kind a provider agrees to for a setting (what its counter enforces).
 
     ``"mean"``: 2 with private centring; ``"bound"``: 1 with ``data_norm="auto"``; ``"query"``:
-    T; ``"variance"``: 1 outside the papers' setting.
+    T; ``"variance"``: 1 outside the papers' setting. A secure run shares counts instead of
+    its own quantiles: ``"count"``, one per bisection round of each search (the mean rounds'
+    bounds and the bound).
     """
     limits: dict[str, int] = {}
+    searches = 0
     if isinstance(centering, str):
         limits["mean"] = MEAN_ROUNDS
+        searches += MEAN_ROUNDS
     if isinstance(data_norm, str):
-        limits["bound"] = 1
+        searches += 1
+        if not secure:
+            limits["bound"] = 1
+    if secure and searches:
+        limits["count"] = searches * QUERY_ROUNDS
     limits["query"] = int(n_rounds)
     if is_table_mode(centering, data_norm, scale):
         limits["variance"] = 1

@@ -17,7 +17,7 @@ from typing import Any
 from privpca.exceptions import BudgetExceededError
 
 #: Kinds of release a provider counts ("query": the T power answers).
-RELEASE_KINDS: tuple[str, ...] = ("mean", "bound", "query", "variance")
+RELEASE_KINDS: tuple[str, ...] = ("mean", "bound", "query", "variance", "count")
 
 
 class AgreementMismatchError(BudgetExceededError):

@@ -112,9 +112,30 @@ class MeanReply:
 
 @dataclass(frozen=True)
 class PrepareMessage:
-    """"Centre on this mean, bound and clip your rows" (``mean`` None: no centring)."""
+    """"Centre on this mean, bound and clip your rows" (``mean`` None: no centring;
+    ``data_norm``: the bound opened by a secure run, else None)."""
 
     mean: NDArray[np.float64] | None
+    data_norm: float | None = None
+
+
+@dataclass(frozen=True)
+class CountQuery:
+    """Secure runs: "share your count of rows with ``‖x − c‖ < GRID_BASE^edge``", one round
+    of the noisy bisection of budget part ``part`` (``centre`` None: norms of the raw rows)."""
+
+    part: str
+    centre: NDArray[np.float64] | None
+    edge: int
+
+
+@dataclass(frozen=True)
+class SumQuery:
+    """Secure runs: "share your ``Σ clip_R(x − c)``" (round ``round`` of the private mean)."""
+
+    round: int
+    centre: NDArray[np.float64]
+    bound: float
 
 
 @dataclass(frozen=True)
@@ -148,7 +169,7 @@ class VarianceReply:
     total: float
 
 
-Message = MeanQuery | PrepareMessage | Query | VarianceQuery
+Message = MeanQuery | PrepareMessage | Query | VarianceQuery | CountQuery | SumQuery
 AnyReply = MeanReply | PrepareReply | Reply | VarianceReply
 
 

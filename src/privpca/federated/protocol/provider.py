@@ -27,6 +27,7 @@ from privpca.federated.protocol.agreement import (
 from privpca.federated.protocol.counter import ReleaseCounter
 from privpca.federated.protocol.messages import (
     AnyReply,
+    CountQuery,
     MeanQuery,
     MeanReply,
     PrepareMessage,
@@ -34,6 +35,7 @@ from privpca.federated.protocol.messages import (
     Query,
     QueryRefusedError,
     Reply,
+    SumQuery,
     VarianceQuery,
     VarianceReply,
     validate_query,
@@ -58,6 +60,7 @@ from privpca.federated.protocol.provider_rows import (
     streamed_norm_counts,
     streamed_pass,
 )
+from privpca.federated.protocol.provider_secure import opened_bound, secure_answer
 from privpca.federated.protocol.secure_sums import SecureAgreement, ShareReply
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.randomness import check_noise_rng
@@ -77,7 +80,7 @@ from privpca.streaming.sources import RowSource
 _T = TypeVar("_T")
 
 #: Spawn keys of the noise streams of the other kinds (the power answers keep their streams).
-_KIND_CODES = {"mean": 1, "bound": 2, "variance": 3}
+_KIND_CODES = {"mean": 1, "bound": 2, "variance": 3, "count": 4}
 
 
 def provider_noise_rng(noise_seed: int | None, release: int,
@@ -218,10 +221,12 @@ class ProviderState(ProviderPrivacy):
         self.centering, self.data_norm, self.scale = centering, agreed.data_norm, scale
         self.budget_shares = budget_shares
         self.table_mode = is_table_mode(centering, self.data_norm, scale)
-        self.secure = check_secure(self.provider_id, secure, centering, self.data_norm)
+        self.secure = check_secure(self.provider_id, secure, centering, self.data_norm,
+                                   self.stream is not None)
         self.counter = check_counter(
             self.provider_id, counter,
-            provider_release_limits(self.n_rounds, centering, self.data_norm, scale))
+            provider_release_limits(self.n_rounds, centering, self.data_norm, scale,
+                                    secure=self.secure is not None))
         self.plan: BudgetPlan | None = None
         self.data_norm_ = math.nan
         self.sensitivity = self.noise_scale = math.nan
@@ -266,8 +271,9 @@ class ProviderState(ProviderPrivacy):
             epsilon=self.epsilon, delta=self.delta, centering=self.centering,
             data_norm=self.data_norm, scale=self.scale, budget_shares=self.budget_shares,
         )
+        n_plan = self.n_samples if self.secure is None else self.secure.total_rows
         self._run = ReleasePipeline(
-            self, settings, self.n_samples, self.n_features,
+            self, settings, n_plan, self.n_features,
             Statistic(STATISTIC_MECHANISM, lambda D: power_sensitivity(D, self.n_components),
                       count=self.n_rounds),
             model="distributed", neighbouring=Neighbouring.DISTRIBUTED_REPLACE_ONE,
@@ -360,6 +366,8 @@ class ProviderState(ProviderPrivacy):
             return self.prepare(message)
         if isinstance(message, VarianceQuery):
             return self.answer_variance(message)
+        if isinstance(message, CountQuery | SumQuery):
+            return secure_answer(self, message, provider_noise_rng)
         return self.answer_query(message)
 
     def answer_mean(self, query: MeanQuery) -> MeanReply:
@@ -407,7 +415,10 @@ class ProviderState(ProviderPrivacy):
                                      centering=self.centering, n_features=self.n_features,
                                      counter=self.counter, prepared=self.prepared)
         clipped = math.nan
-        if isinstance(self.data_norm, str):
+        if self.secure is not None and isinstance(self.data_norm, str):
+            D = opened_bound(self.provider_id, message)  # the union's bound, opened by SecAgg
+            self._prepare_rows(mean, D, warn=False)
+        elif isinstance(self.data_norm, str):
             D, clipped = self._release_bound(mean)
             self._prepare_rows(mean, D, warn=False)
         else:
@@ -517,7 +528,7 @@ class ProviderState(ProviderPrivacy):
                sensitivity: float, rng: np.random.Generator) -> ShareReply:
         """The exact answer encoded with this provider's noise share (:mod:`.secure_sums`)."""
         assert self.secure is not None
-        plan = self.secure.noise_plan(sigma, sensitivity, value.size, self.data_norm_)
+        plan = self.secure.noise_plan(sigma, sensitivity, value.size, self.data_norm_**2)
         return ShareReply(self.provider_id, kind, round, self.n_samples,
                           plan.share(value.reshape(-1), rng), plan)
 

@@ -144,18 +144,15 @@ def check_prepare_message(message: Any, *, provider_id: str, centering: Any, n_f
     return mean
 
 
-def check_secure(provider_id: str, secure: Any, centering: Any, data_norm: Any) -> Any:
-    """A secure agreement's settings this version can honour: a public bound, no private mean.
-
-    The private mean's rounds and the private bound release quantiles of each provider's own
-    sparse histogram, which secure aggregation cannot sum (:mod:`.secure_sums`).
-    """
+def check_secure(provider_id: str, secure: Any, centering: Any, data_norm: Any,
+                 streamed: bool) -> Any:
+    """A secure agreement's settings this version can honour (:mod:`.secure_sums`)."""
     if secure is None:
         return None
-    if isinstance(data_norm, str) or isinstance(centering, str):
+    if streamed and (isinstance(data_norm, str) or isinstance(centering, str)):
         raise ValueError(
-            f"provider {provider_id}: aggregation='secure' needs a public data_norm (a number) "
-            "and centering=None or a public mean: the private bound and the private mean "
-            "release each provider's own quantiles, which secure aggregation cannot sum yet. "
-            "Use aggregation='local-noise' for them.")
+            f"provider {provider_id}: aggregation='secure' with a streamed table needs a "
+            "public data_norm (a number) and centering=None or a public mean: the shared "
+            "counts of the private bound and mean are not written for streamed tables yet. "
+            "Use aggregation='local-noise', or load the table in memory.")
     return secure

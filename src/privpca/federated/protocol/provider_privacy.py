@@ -40,6 +40,7 @@ class ProviderPrivacy:
     noise_seed: int | None
     noise_multiplier: float
     data_norm_: float
+    data_norm: float | str
     mean_: NDArray[np.float64] | None
     scale: Any
     clipped_estimate: float
@@ -56,6 +57,9 @@ class ProviderPrivacy:
         run = self._run
         counts = self.counter.counts()
         spends: list[PrivacySpend] = []
+        secure = getattr(self, "secure", None) is not None
+        who = "on the union, opened by secure aggregation" if secure else "each provider its own"
+        noise = "a share of one central noise" if secure else "each provider its own noise"
         for r, (bound_part, sum_part) in enumerate(MEAN_PARTS):
             if counts.get("mean", 0) <= r:
                 break
@@ -63,15 +67,16 @@ class ProviderPrivacy:
             search = run._search(bound_part, self.plan[bound_part], self.n_samples)
             spends.append(run._spend(
                 bound_part, "noisy bisection of ‖x − c‖ on a log grid (private quantile), "
-                "each provider its own", search.sensitivity, search.noise))
+                + who, search.sensitivity, search.noise))
             spends.append(run._spend(
-                sum_part, "gaussian: Σ clip_R(x − c), each provider its own noise (private "
-                "mean)", 2.0 * R, 2.0 * R * self.plan[sum_part].multiplier))
-        if counts.get("bound", 0):
+                sum_part, f"gaussian: Σ clip_R(x − c), {noise} (private mean)", 2.0 * R,
+                2.0 * R * self.plan[sum_part].multiplier))
+        if counts.get("bound", 0) or (secure and isinstance(self.data_norm, str)
+                                      and getattr(self, "prepared", False)):
             search = run._search("bound", self.plan["bound"], self.n_samples)
             spends.append(run._spend(
-                "bound", "noisy bisection of the centred row norms (private quantile), each "
-                "provider its own", search.sensitivity, search.noise))
+                "bound", "noisy bisection of the centred row norms (private quantile), " + who,
+                search.sensitivity, search.noise))
         if counts.get("variance", 0):
             sens = math.sqrt(2.0) * self.data_norm_**2
             spends.append(run._spend(

@@ -27,46 +27,63 @@ server that sees only the opened sums. KLS 2021's RDP bound
 check. With j colluding providers the honest noise is ``(m − j)/(m − t)`` of the variance:
 :func:`collusion_epsilons` composes every part at that scale.
 
-What this first version covers
-------------------------------
-A public ``data_norm`` and no private centring (``centering=None`` or a public mean): the
-power answers and the variances are opened sums. The private mean's rounds and the private
-bound release per-provider quantiles from sparse histograms, which secure aggregation cannot
-sum; they need dense histograms on a public grid and are refused with a clear error.
+What a secure run releases
+--------------------------
+Every provider answer is a share: the power answers and the variances, and, where the local-
+noise protocol has each provider search its own quantiles, the counts of the same noisy
+bisection on the union of the rows (:func:`secure_preparation`: the server picks each edge
+from the opened counts, as :class:`~privpca.mechanisms.quantile.PrivateQuantile` does) and
+the mean rounds' clipped sums. Streamed providers are refused with private centring or an
+``"auto"`` bound (their count passes are not written yet).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca.federated.protocol.messages import Reply, VarianceReply
+from privpca.federated.protocol.agreement import MEAN_PARTS
+from privpca.federated.protocol.messages import CountQuery, Reply, SumQuery, VarianceReply
 from privpca.mechanisms.distributed_gaussian import DistributedGaussianPlan
+from privpca.mechanisms.quantile import PrivateQuantile
+from privpca.pipeline.settings import DEFAULT_NORM_QUANTILE
 
-__all__ = ["SecureAgreement", "ShareReply", "collusion_epsilons", "combine_replies",
-           "default_min_providers", "open_sum", "secure_agreement", "secure_notes"]
+__all__ = [
+    "OpenedSum",
+    "SecureAgreement",
+    "ShareReply",
+    "collusion_epsilons",
+    "combine_replies",
+    "default_min_providers",
+    "open_sum",
+    "secure_agreement",
+    "secure_notes",
+    "secure_preparation",
+]
 
 #: The provider id of an opened sum, as the server sees it.
 SUM_ID = "secure sum"
 
 def secure_agreement(aggregation: str, centering: Any, data_norm: Any,
                      min_providers: int | None, colluders: int,
-                     row_counts: Sequence[int]) -> SecureAgreement | None:
+                     row_counts: Sequence[int], streamed: bool = False
+                     ) -> SecureAgreement | None:
     """The public agreement of a secure run (None for ``"local-noise"``), refused before
     anything is charged when this version cannot honour it."""
     if aggregation != "secure":
         return None
     from privpca.federated.protocol.provider_checks import check_secure
 
-    check_secure("(every)", True, centering, data_norm)
+    check_secure("(every)", True, centering, data_norm, streamed)
     N = len(row_counts)
     m = default_min_providers(N) if min_providers is None else int(min_providers)
-    return SecureAgreement(N, m, int(colluders), max(int(n) for n in row_counts))
+    return SecureAgreement(N, m, int(colluders), max(int(n) for n in row_counts),
+                           sum(int(n) for n in row_counts))
 
 
 def default_min_providers(n_providers: int) -> int:
@@ -95,12 +112,15 @@ class SecureAgreement:
         guarantee (ε, δ) is stated against the server plus t of them.
     max_rows : int
         The largest nᵢ: it bounds every answer's coordinates (``nᵢ·D²``) for the bit width.
+    total_rows : int
+        Σ nᵢ: the budget plan and the searches are the central ones over the union.
     """
 
     n_providers: int
     min_providers: int
     colluders: int
     max_rows: int
+    total_rows: int
 
     def __post_init__(self) -> None:
         N, m, t = self.n_providers, self.min_providers, self.colluders
@@ -116,10 +136,11 @@ class SecureAgreement:
                              f"sum must keep at least two honest shares). Got {t}.")
 
     def noise_plan(self, central_sigma: float, sensitivity: float, coordinates: int,
-                   data_norm: float) -> DistributedGaussianPlan:
-        """The public plan of one release: shares for m − t, answers bounded by ``nᵢ·D²``."""
-        # |(XᵀXQ)_ab| ≤ Σᵣ‖xᵣ‖² ≤ nᵢD² for orthonormal Q; the variances' entries likewise.
-        bound = self.max_rows * data_norm**2 * (1.0 + 1e-9)
+                   per_row: float) -> DistributedGaussianPlan:
+        """The public plan of one release: shares for m − t, each answer's coordinates
+        bounded by ``max_rows·per_row`` (``D²`` for a Gram product or a variance, ``R`` for a
+        clipped sum, 1 for a count)."""
+        bound = self.max_rows * per_row * (1.0 + 1e-9)
         return DistributedGaussianPlan(
             central_sigma=central_sigma, sensitivity=sensitivity, coordinates=coordinates,
             min_providers=self.min_providers, colluders=self.colluders, value_bound=bound,
@@ -184,7 +205,9 @@ def combine_replies(replies: Sequence[Any], n_features: int, n_components: int, 
     total, n, _ = open_sum(shared, round=first.round, session=session, dropouts=dropouts)
     if first.kind == "variance":
         return [VarianceReply(SUM_ID, n, total[:-1], float(total[-1]))]
-    return [Reply(SUM_ID, first.round, n, total.reshape(n_features, n_components) / n)]
+    if first.kind == "query":
+        return [Reply(SUM_ID, first.round, n, total.reshape(n_features, n_components) / n)]
+    return [OpenedSum(first.kind, first.round, n, total)]
 
 
 def secure_notes(agreement: SecureAgreement, epsilon: float, delta: float,
@@ -226,3 +249,55 @@ def collusion_epsilons(multipliers: Sequence[tuple[float, int]], delta: float,
             dp_accounting.GaussianDpEvent(mult * factor), count) for mult, count in multipliers]
         out[j] = float(compose_epsilon(events, delta))
     return out
+
+
+@dataclass(frozen=True)
+class OpenedSum:
+    """A secure step's opened sum as the server reads it (counts, or a mean round's sum)."""
+
+    kind: str
+    round: int
+    n_samples: int
+    total: NDArray[np.float64]
+
+
+def secure_preparation(plan: Any, n_total: int, centering: Any, data_norm: Any,
+                       n_features: int) -> Generator[Any, OpenedSum, tuple[Any, float]]:
+    """The server's side of a secure run's preparation, as a coroutine.
+
+    It yields the messages (:class:`CountQuery` for each bisection round of a search,
+    :class:`SumQuery` for a mean round's clipped sum) and is sent each opened sum; it returns
+    the mean (None without centring) and the bound D. The searches are those a provider runs
+    on its own rows in the local-noise protocol (:func:`private_norm_bound`'s bisection at the
+    99 % quantile; the mean's two rounds), on the union of the providers' rows: the same
+    budget parts at the same calibration, with ``n = Σ nᵢ``.
+    """
+    mean: Any = None
+    if isinstance(centering, str):
+        mean = np.zeros(n_features)
+        for r, (bound_part, _) in enumerate(MEAN_PARTS):
+            R = yield from _search(plan[bound_part].multiplier, bound_part, mean, n_total)
+            opened = yield SumQuery(r + 1, mean.copy(), R)
+            mean = mean + opened.total / n_total
+    elif centering is not None:
+        mean = np.asarray(centering, dtype=np.float64)
+    if isinstance(data_norm, str):
+        D = yield from _search(plan["bound"].multiplier, "bound", mean, n_total)
+    else:
+        D = float(data_norm)
+    return mean, D
+
+
+def _search(multiplier: float, part: str, centre: Any, n_total: int
+            ) -> Generator[Any, OpenedSum, float]:
+    search = PrivateQuantile.calibrate(multiplier, quantiles=DEFAULT_NORM_QUANTILE,
+                                       n_records=n_total)
+    bisection = search.bisection()
+    _, mid = next(bisection)
+    try:
+        while True:
+            opened = yield CountQuery(part, None if centre is None else centre.copy(),
+                                      int(mid[0, 0]))
+            _, mid = bisection.send(np.array([[float(opened.total[0])]]))
+    except StopIteration as done:
+        return float(done.value.value[0, 0])

@@ -27,6 +27,7 @@ from privpca.federated.protocol.messages import (
     VarianceQuery,
     VarianceReply,
 )
+from privpca.federated.protocol.secure_sums import OpenedSum, secure_preparation
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.power import random_orthonormal_basis, thin_qr, top_row_support
 
@@ -59,6 +60,10 @@ class ServerState:
         Outside the papers' setting: send the prepare message before the power rounds and the
         variance query after them (set it when ``centering`` is not None, ``data_norm`` is
         ``"auto"`` or the providers scale).
+    secure : tuple or None, default=None
+        A secure run's ``(budget plan, Σ nᵢ, data_norm)``: the mean and the bound are then
+        searched on the opened sums (:func:`~.secure_sums.secure_preparation`, phase
+        ``"secure"``) instead of the providers' own releases.
 
     Attributes
     ----------
@@ -86,6 +91,7 @@ class ServerState:
     start: NDArray[np.float64]
     centering: Any = None
     table_mode: bool = False
+    secure: Any = None
     Q: NDArray[np.float64] = field(init=False)
     history: list[NDArray[np.float64]] = field(init=False)
     round: int = field(init=False, default=0)
@@ -99,6 +105,9 @@ class ServerState:
     explained_variance_ratio: NDArray[np.float64] | None = field(init=False, default=None)
     variance_noise_scale: float = field(init=False, default=math.nan)
     _rotated: NDArray[np.float64] | None = field(init=False, default=None)
+    data_norm: float | None = field(init=False, default=None)
+    _preparation: Any = field(init=False, default=None)
+    _pending: Any = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.Q = np.asarray(self.start, dtype=np.float64).copy()
@@ -110,6 +119,12 @@ class ServerState:
             self.table_mode = True
         if isinstance(self.centering, str):
             self.mean = np.zeros(self.n_features)
+        if self.secure is not None and self.table_mode:
+            plan, n_total, data_norm = self.secure
+            if isinstance(self.centering, str) or isinstance(data_norm, str):
+                self._preparation = secure_preparation(plan, n_total, self.centering,
+                                                       data_norm, self.n_features)
+                self._pending = next(self._preparation)
 
     @staticmethod
     def initial(
@@ -140,7 +155,9 @@ class ServerState:
     # ------------------------------------------------------------------ the steps
     @property
     def phase(self) -> str:
-        """``"mean"``, ``"prepare"``, ``"query"``, ``"variance"`` or ``"done"``."""
+        """``"secure"``, ``"mean"``, ``"prepare"``, ``"query"``, ``"variance"`` or ``"done"``."""
+        if self._preparation is not None:
+            return "secure"
         if isinstance(self.centering, str) and self.mean_round < MEAN_ROUNDS:
             return "mean"
         if self.table_mode and not self.prepared:
@@ -160,7 +177,7 @@ class ServerState:
     def step(self) -> int:
         """The power round the next message belongs to (0 before them, T + 1 after them)."""
         phase = self.phase
-        if phase in ("mean", "prepare"):
+        if phase in ("secure", "mean", "prepare"):
             return 0
         return self.round + 1
 
@@ -168,6 +185,8 @@ class ServerState:
     def step_label(self) -> str:
         """The next step, for messages (``"Round 3"``, ``"Mean round 1"``, ...)."""
         phase = self.phase
+        if phase == "secure":
+            return "Secure preparation"
         if phase == "mean":
             return f"Mean round {self.mean_round + 1}"
         if phase == "prepare":
@@ -179,11 +198,14 @@ class ServerState:
     def next_message(self) -> Message:
         """The message of the next step (see :attr:`phase`)."""
         phase = self.phase
+        if phase == "secure":
+            return self._pending
         if phase == "mean":
             assert self.mean is not None
             return MeanQuery(self.mean_round + 1, self.mean.copy())
         if phase == "prepare":
-            return PrepareMessage(None if self.mean is None else self.mean.copy())
+            return PrepareMessage(None if self.mean is None else self.mean.copy(),
+                                  self.data_norm)
         if phase == "query":
             return self.query()
         if phase == "variance":
@@ -193,7 +215,9 @@ class ServerState:
     def receive(self, replies: Sequence[Any]) -> None:
         """Combine the replies to :meth:`next_message` (dispatch on the phase)."""
         phase = self.phase
-        if phase == "mean":
+        if phase == "secure":
+            self._advance(replies)
+        elif phase == "mean":
             self.aggregate_mean(replies)
         elif phase == "prepare":
             self.acknowledge(replies)
@@ -203,6 +227,18 @@ class ServerState:
             self.aggregate_variances(replies)
         else:
             raise RuntimeError("The protocol is finished: no more replies expected.")
+
+    def _advance(self, replies: Sequence[Any]) -> None:
+        """Send the opened sum to the secure preparation; at its end, its mean and bound."""
+        if len(replies) != 1 or not isinstance(replies[0], OpenedSum):
+            raise ValueError("Secure preparation: expected one opened sum.")
+        try:
+            self._pending = self._preparation.send(replies[0])
+        except StopIteration as done:
+            mean, self.data_norm = done.value
+            self.mean = None if mean is None else np.asarray(mean, dtype=np.float64)
+            self.mean_round = MEAN_ROUNDS
+            self._preparation = self._pending = None
 
     def _ordered(self, replies: Sequence[Any], kind: type) -> list[Any]:
         if not replies:
