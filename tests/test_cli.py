@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 import subprocess
 import sys
 
@@ -532,7 +534,20 @@ def test_fit_report_and_plot_scores_release_the_score_plot_on_its_own_budget(run
     assert np.asarray(score["noisy_counts"]).shape == (8, 8)
     assert len(score["pc1_edges"]) == len(score["pc2_edges"]) == 9
     assert payload["privacy"]["epsilon"] == pytest.approx(1.0)  # the fit's record unchanged
-    assert "score plot, a release of its own: (0.25, 0)-DP" in result.stderr
+    # The box is the plot's, not a bound on the rows' norms: named as such, JSON and stderr.
+    assert "data_norm" not in score["privacy"]
+    half = score["box_half_widths"]
+    assert half == pytest.approx([score["pc1_edges"][-1], score["pc2_edges"][-1]])
+    assert half == pytest.approx([4 * math.sqrt(v) for v in payload["explained_variance"]])
+    assert "score plot, a release of its own: (0.25, 0)-DP, the same relation as the fit" \
+        in result.stderr
+    assert f"box half-widths: {half[0]:.4g} (PC1), {half[1]:.4g} (PC2)" in result.stderr
+    assert "for everything the fit released" not in result.stderr
+    assert "data_norm" not in result.stderr.split("score plot", 1)[1]
+    total = re.search(r"total, the fit and the score plot composed: epsilon = ([0-9.]+), "
+                      r"delta = 1e-05; other runs on this table are not included",
+                      result.stderr)
+    assert total is not None and 1.0 < float(total.group(1)) < 1.25
     for name in ("scree.png", "loadings.png", "scores.png"):
         assert (figures / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = page.read_text(encoding="utf-8")
@@ -584,6 +599,32 @@ def test_at_a_terminal_the_summary_comes_without_the_json(tmp_path, monkeypatch)
 def test_help_has_no_doubled_percent_signs():
     result = CliRunner().invoke(main, ["fit", "--help"])
     assert "%%" not in result.output and "2 %" in result.output
+
+
+def test_help_says_what_the_score_box_and_missing_value_really_are():
+    """--scores-bound's default is the one plot.scores applies (±SCORE_BOX_SDS released
+    standard deviations), and --missing says its VALUE is one public value for every column."""
+    from privpca.plot import SCORE_BOX_SDS
+
+    said = " ".join(CliRunner().invoke(main, ["fit", "--help"]).output.split())
+    assert f"Default: ±{SCORE_BOX_SDS:g} released standard deviations of each component's" \
+        in said
+    assert "the fit's released bound on the rows' norms" not in said
+    assert "the same in every column" in said and "without looking at this table" in said
+
+
+def test_the_report_shows_the_environment_settings_of_the_guarantee(runner, tmp_path):
+    """PRIVPCA_SECURE_MODE, where set, is shown before the command (its value here is the
+    default's, 'auto', so that the seeded fit still runs)."""
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(2000, 3)) + 4)
+    page = tmp_path / "r.html"
+    args = ["fit", str(tmp_path / "x.npy"), "--epsilon", "1", "--seed", "0", "--report",
+            str(page), "-o", str(tmp_path / "f.json")]
+    result = runner.invoke(main, args, env={"PRIVPCA_SECURE_MODE": "auto"})
+    assert result.exit_code == 0, result.output
+    assert f"PRIVPCA_SECURE_MODE=auto privpca fit {tmp_path / 'x.npy'}" in page.read_text()
+    result = runner.invoke(main, args, env={"PRIVPCA_SECURE_MODE": None})
+    assert "PRIVPCA_SECURE_MODE" not in page.read_text()
 
 
 def test_a_warning_in_the_shell_names_no_file_and_line(tmp_path):

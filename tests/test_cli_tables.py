@@ -314,6 +314,10 @@ def test_missing_cells_are_refused_by_default_naming_columns_and_the_way_out(run
     assert result.exit_code == 1
     assert "missing or non-finite cells" in result.output
     assert "does not impute" in result.output and "--missing VALUE" in result.output
+    # What VALUE is: one value for every column's gaps, chosen without looking at the table.
+    said = " ".join(result.output.split())
+    assert "The same VALUE fills every column's missing cells" in said
+    assert "chosen without looking at this table" in said and "leaks" in said
     assert "'age'" not in result.output and "on line" not in result.output
     shown = runner.invoke(main, ["fit", str(path), *FAST, "--columns", "age,income,spend",
                                  "--show-data-warnings"])
@@ -387,6 +391,7 @@ def test_parquet_with_text_id_and_nulls_fits_its_chosen_columns(runner, tmp_path
     result = runner.invoke(main, ["fit", str(folder), *FAST, "--columns", "age:visits"])
     assert result.exit_code == 1
     assert "missing cells (nulls)" in result.output and "--missing VALUE" in result.output
+    assert "chosen without looking at this table" in " ".join(result.output.split())
     assert "'age'" not in result.output and "2 nulls" not in result.output
     result = runner.invoke(main, ["fit", str(folder), *FAST, "--columns", "age:visits",
                                   "--show-data-warnings"])

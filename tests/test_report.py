@@ -26,8 +26,8 @@ from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
 from privpca.plot import scores
 from privpca.report import render_release_report, write_release_report
 
-HEADINGS = ("The guarantee", "The data", "The guarantee in numbers", "What was released",
-            "How the budget was spent",
+HEADINGS = ("The guarantee", "The data", "The guarantee in numbers",
+            "What this page and the JSON contain", "What was released", "How the budget was spent",
             "Eigenvalues with their noise band", "Loadings", "Expected error",
             "Command and versions")
 EVIL = "<script>alert('x')</script>"
@@ -121,20 +121,23 @@ def test_report_lists_the_guarantee_and_every_spend(report_path, released):
     text = "".join(doc.text)
     for heading in (*HEADINGS, "Private score plot"):
         assert heading in text
-    assert "(ε = 1, δ = 1e-05)-differentially private" in text
-    assert est.privacy_.neighbouring in text
+    assert est.privacy_.neighbouring in text  # as the record words it: in the notes
     assert "Central model" in text
     assert doc.rows["spends-table"] == len(est.privacy_.spends)
     for spend in est.privacy_.spends:
         assert html.escape(spend.mechanism) in page
-    # The score plot's own spend, and the two composed (the ledger's own figure).
+    # The score plot's own spend, and the two composed (the ledger's own figure): the total
+    # is the headline, before anything else is said, and its parts follow it.
     score_record = ledger.records[-1][1]
     assert doc.rows["score-spends"] == len(score_record.spends) == 1
-    assert "(ε = 0.5)-differentially private" in text
-    total = re.search(r"\(ε = ([0-9.]+), δ = ([0-9.e-]+)\) in total", text)
-    assert total is not None
+    assert "(ε = 0.5, δ = 0)-differentially private" in text
+    total = re.search(r"This page releases \(ε = ([0-9.]+), δ = ([0-9.e-]+)\) in total", text)
+    assert total is not None and text.index(total.group(0)) < text.index("In plain words")
     assert float(total.group(1)) == pytest.approx(ledger.epsilon(1e-5), rel=1e-3)
     assert 1.0 < float(total.group(1)) <= 1.5
+    parts = "Its parts: the fit (ε = 1, δ = 1e-05); the private score plot (ε = 0.5, δ = 0)"
+    assert parts in text
+    assert "(ε = 1, δ = 1e-05)-differentially private" not in text  # no stale headline
     assert "privpca fit t.csv --epsilon 1" in text
     versions = doc.rows["versions"]
     assert versions == 6 and "dp-accounting" in text and "scikit-learn" in text
@@ -255,7 +258,7 @@ def test_report_as_a_person_sees_it_in_headless_chromium(report_path, released, 
     assert "ε = 1, δ = 1e-05" in text and "ε = 0.5" in text
     # What a steward reads first: the guarantee, then how accurate, then the data.
     assert text.index("differentially private") < text.index("Accuracy.") < text.index(
-        "The data") < text.index("How the budget was spent")
+        "The data") < text.index("What was released")
     assert "Technical notes" in text  # folded: the jargon is one click away
     assert EVIL in text  # shown as text, never run
     assert len(seen["images"]) == 3
@@ -301,7 +304,7 @@ def test_report_shows_the_released_values_the_input_and_the_bound_in_words(relea
     assert f"{est.mean_[0]:.4g}" in text
     assert f"{est.data_norm_:.4g}" in text
     assert "survey.csv" in text and "set to 0, a public value" in text
-    assert f"length at most {est.data_norm_:.4g}" in text
+    assert f"longer than the bound D = {est.data_norm_:.4g}" in text
     naive = sum(s.epsilon for s in est.privacy_.spends)
     assert naive > 1.2 and f"adds up to {naive:.3g}" in text
     # Python callers give no input rows: the page says what it does not know.
@@ -323,4 +326,100 @@ def test_the_shell_s_report_records_the_input_and_missing_policy(tmp_path):
     assert result.exit_code == 0, result.output
     text = "".join(parse(report.read_text()).text)
     assert str(tmp_path / "t.npy") in text
-    assert "set to 0, a public value given with --missing" in text
+    assert "set to 0 in every column's missing cells, a public value given with --missing" \
+        in text
+
+
+def _main_body(page: str) -> str:
+    """The page's text outside the collapsed technical notes (what a steward reads)."""
+    return "".join(parse(re.sub(r"<details>.*?</details>", "", page, flags=re.S)).text)
+
+
+def test_the_guarantee_in_plain_words_for_a_steward(report_path, released):
+    """The total for the page and why its parts do not add up (ε nor δ), that other runs are
+    not included, who is protected (every row, the long ones shrunk to D, one row per person),
+    what the length of a row is, one wording of the protected change, and what is published."""
+    est, _, _ = released
+    page = report_path.read_text(encoding="utf-8")
+    text = _main_body(page)
+    assert "the parts' ε add up to 1.5" in text.lower()
+    naive = est.privacy_.naive_epsilon()
+    assert f"add up to {naive:.3g}: more than the total ε" in text
+    assert "not by adding ε" in text and "δ is not a sum either" in text
+    assert "Other runs on the same table are not included" in text
+    assert "privpca.PrivacyLedger" in text
+    assert "Every row is protected" in text and "shrunk to length D" in text
+    assert "How many rows were shrunk is not released" in text
+    assert "The unit of protection is one row" in text and "several rows" in text
+    assert "square root of the sum of squares of the row's centred values" in text
+    # One wording of the protected change in the body; the records' own in the notes.
+    assert text.count("one row replaced by any other row") == 2  # headline, numbers table
+    for jargon in ("norm <= data_norm", "any two records", "neighbouring relation",
+                   "post-processing", "Analyze Gauss", "pilot", "σ"):
+        assert jargon not in text, jargon
+    assert "any two records of norm <= data_norm" in "".join(parse(page).text)
+    # What is published, matching the JSON of privpca fit -o (the score plot's counts too).
+    listed = "".join(parse(page[page.index('id="published-list"'):]).text)
+    for item in ("2 × 5 weights", "variance and its share", "mean", "the bound D",
+                 f"n = {est.privacy_.n_samples}", "400 noisy counts", "privacy record"):
+        assert item in listed, item
+    assert "Nothing else is published" in text
+
+
+def test_an_uninformative_bound_is_said_without_discouraging_or_selling_epsilon(released):
+    est, _, _ = released
+
+    class Capped:
+        """A release whose error bound reaches its maximum √(2k)."""
+
+    other = Capped()
+    other.components_, other.privacy_ = est.components_, est.privacy_
+    other.expected_error_ = 2.0
+    text = "".join(parse(render_release_report(other)).text)
+    assert "No guarantee" not in text and "More records or a larger ε are needed" not in text
+    assert "not informative at this size" in text
+    assert "does not mean the result is inaccurate" in text
+    assert "a larger ε, which costs more privacy" in text
+    assert "it can change between runs of the same command: it is an estimate" in text
+
+
+def test_the_means_carry_their_noise_range_from_the_record(released):
+    """± 1.96 σ per coordinate, σ the refined mean's noise on the sum over n (released)."""
+    est, _, _ = released
+    refine = next(s for s in est.privacy_.spends if s.mechanism.startswith("mean_refine"))
+    sd = refine.noise_scale / est.privacy_.n_samples
+    page = render_release_report(est)
+    doc = parse(page)
+    text = "".join(doc.text)
+    assert doc.rows["released-features"] == 5
+    assert f"± {1.96 * sd:.3g}" in text and f"standard deviation {sd:.3g}" in text
+    assert "not a reason to re-run" in text
+
+
+def test_secure_mode_and_the_band_are_said_as_they_are(released):
+    """The noise's origin is stated (the default, or not a release), and the scree caption
+    describes the band the figure draws, or why it draws none: where the variances were read
+    off another release than the one the noise level describes (Analyze Gauss after choosing
+    a low bound), no band around them would be true."""
+    import dataclasses
+
+    from privpca.plot import OTHER_RELEASE_NOTE, variances_read_elsewhere
+
+    est, _, _ = released
+    text = "".join(parse(render_release_report(est)).text)
+    assert "NOT A RELEASE: a seed was given" in text  # a seeded fit: reproducible
+
+    class Variant:
+        """The fit's released values under another record."""
+
+    for elsewhere in (True, False):
+        other = Variant()
+        other.components_, other.explained_variance_ = est.components_, est.explained_variance_
+        other.noise_level_ = est.noise_level_
+        notes = f"… {OTHER_RELEASE_NOTE} (…)." if elsewhere else "…"
+        other.privacy_ = dataclasses.replace(est.privacy_, noise_mode="secure", notes=notes)
+        assert variances_read_elsewhere(other) is elsewhere
+        text = "".join(parse(render_release_report(other)).text)
+        assert ("no noise band is drawn" in text) is elsewhere
+        assert ("the noise's 95 % range" in text) is not elsewhere
+        assert "secure mode: on" in text and "NOT A RELEASE" not in text

@@ -36,7 +36,7 @@ from privpca._score_release import Box, Edges, release_scores
 from privpca._validation import check_delta, check_epsilon, check_in_range
 from privpca.accounting.record import PrivacyRecord
 
-__all__ = ["loadings", "scores", "scree"]
+__all__ = ["loadings", "scores", "scree", "variances_read_elsewhere"]
 
 #: Diverging colormap of :func:`loadings` (blue negative, red positive, white at 0).
 LOADINGS_CMAP = "RdBu_r"
@@ -104,9 +104,24 @@ def _privacy_label(est: Any) -> str:
     return f"(ε = {eps_f:.3g}, δ = {delta_f:.3g})-DP"
 
 
-def _draw_eigenvalues(ax: Axes, values: NDArray[np.float64] | None, noise: float | None
-                      ) -> list[str]:
-    """The private eigenvalues with their noise band on ``ax``; returns what is missing."""
+#: Words of a record's notes saying that ``explained_variance_`` was read off another release
+#: than the one ``noise_level_`` describes (Analyze Gauss after choosing a low bound: the
+#: variances come from the pilot Gram at a higher bound, :mod:`privpca.pipeline.spectrum`).
+OTHER_RELEASE_NOTE = "read off the pilot Gram released at the high one"
+
+
+def variances_read_elsewhere(est: Any) -> bool:
+    """Whether ``est``'s explained variances were read off another noisy release than the one
+    its ``noise_level_`` describes (its record's notes say so): then no band around them is
+    true, and :func:`scree` draws none. Measured on a 5 000-row table where the low bound was
+    chosen (19 fits in 20): the band covered the prepared rows' eigenvalues in 0 of 19."""
+    return OTHER_RELEASE_NOTE in str(getattr(getattr(est, "privacy_", None), "notes", ""))
+
+
+def _draw_eigenvalues(ax: Axes, values: NDArray[np.float64] | None, noise: float | None,
+                      elsewhere: bool = False) -> list[str]:
+    """The private eigenvalues with their noise band on ``ax``; returns what is missing.
+    ``elsewhere``: the values are not the eigenvalues ``noise`` bounds (no band, said)."""
     if values is None:
         ax.text(0.5, 0.5, "explained variance\nnot released by this estimator",
                 transform=ax.transAxes, ha="center", va="center", color="0.4")
@@ -117,12 +132,16 @@ def _draw_eigenvalues(ax: Axes, values: NDArray[np.float64] | None, noise: float
     ax.axhline(0.0, color="0.7", linewidth=0.8)
     if noise is None:
         return ["noise level not available"]
+    if elsewhere:
+        return ["no noise band: these variances come from a second release\n(at a higher "
+                "bound), whose noise the noise level does not measure"]
     # One shaded patch: component i's band spans [i − ½, i + ½] at values[i] ± noise.
     edges = np.arange(k + 1) + 0.5
     ax.fill_between(
         edges, np.append(values - noise, values[-1] - noise),
         np.append(values + noise, values[-1] + noise), step="post", alpha=0.25,
-        color="C0", linewidth=0, zorder=1, label=f"± noise level ({noise:.3g}, 95 % bound)",
+        color="C0", linewidth=0, zorder=1,
+        label=f"± {noise:.3g}: 95 % noise range (clipped rows)",
     )
     ax.axhline(noise, color="0.4", linestyle=":", linewidth=1,
                label="noise level (unresolved below)")
@@ -154,9 +173,13 @@ def scree(est: Any, ax: Axes | None = None, *, ratio: bool = False) -> Axes:
     markers, and around it a shaded band ``explained_variance_ ± noise_level_``. Where the
     estimator states it, ``noise_level_`` bounds (with probability ≥ 95 %) the spectral norm of
     the noise in explained-variance units, so by Weyl's inequality each eigenvalue of the
-    non-private PCA of the same prepared (centred, clipped) rows lies in the band; eigenvalues
-    whose bands overlap are not resolved by this fit, and an eigenvalue below ``noise_level_``
-    (the dotted line) is indistinguishable from zero. Post-processing: costs no privacy.
+    non-private PCA of the same prepared rows (centred on ``mean_`` and clipped to length
+    ``data_norm_``) lies in the band; eigenvalues whose bands overlap are not resolved by this
+    fit, and an eigenvalue below ``noise_level_`` (the dotted line) is indistinguishable from
+    zero. Clipping lowers eigenvalues below those of the raw table, by an amount the band does
+    not show: the raw table's eigenvalues may lie above it. Where the variances were read off
+    another release than the one ``noise_level_`` describes (:func:`variances_read_elsewhere`),
+    no band is drawn and the title says why. Post-processing: costs no privacy.
 
     Parameters
     ----------
@@ -205,7 +228,7 @@ def scree(est: Any, ax: Axes | None = None, *, ratio: bool = False) -> Axes:
         ax = _new_axes((6.4, 4.8))
     x = np.arange(1, k + 1)
     missing = _draw_eigenvalues(ax, _vector(est, "explained_variance_", k),
-                                _scalar(est, "noise_level_"))
+                                _scalar(est, "noise_level_"), variances_read_elsewhere(est))
     ax.set_xlim(0.5, k + 0.5)
     ax.set_xticks(x)
     ax.set_xlabel("component")

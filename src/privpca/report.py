@@ -3,21 +3,21 @@
 :func:`write_release_report` writes what a fitted estimator released, under which guarantee
 and how the budget was spent, in one file that needs no network: the CSS is inline and the
 figures are embedded PNGs (``data:`` URIs). Every string that comes from the estimator, the
-data's feature names or the command line is HTML-escaped.
+data's feature names or the command line is HTML-escaped. The sentences, in plain words, are
+:mod:`privpca._report_words`'s; code names stay in the collapsed technical notes.
 
 Everything on the page is read from released attributes (``privacy_``, ``components_``,
 ``explained_variance_``, ``noise_level_``, ``expected_error_``, ...), so writing it costs no
 privacy, except the private score plot, which is a release of its own with its own charged
-budget (:func:`privpca.plot.scores`); its spend is shown beside the fit's, and the page states
-the two composed when both are stated under the same neighbouring relation (else each is shown
-on its own, and the page says why there is no total).
+budget (:func:`privpca.plot.scores`); the page's headline is then the fit and the plot
+composed, when both are stated under the same neighbouring relation (else each is shown on its
+own, and the page says why there is no total).
 """
 
 from __future__ import annotations
 
 import base64
 import datetime
-import html
 import io
 import math
 import platform
@@ -29,10 +29,11 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 
+from privpca import _report_words as words
 from privpca import plot
-from privpca.accounting.ledger import PrivacyLedger
-from privpca.accounting.neighbouring import Neighbouring
-from privpca.accounting.record import NOISE_LABELS, PrivacyRecord, PrivacySpend
+from privpca._report_words import e as _e
+from privpca._report_words import num as _num
+from privpca.accounting.record import PrivacyRecord, PrivacySpend, _spend_epsilon
 
 __all__ = ["render_release_report", "write_release_report"]
 
@@ -70,24 +71,6 @@ pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; white-space: pre-wr
 """
 
 
-def _e(value: Any) -> str:
-    """``value`` as escaped HTML text (quotes included: safe in attributes too)."""
-    return html.escape(str(value), quote=True)
-
-
-def _num(value: Any, fmt: str = ".4g") -> str:
-    """A number for a table: finite as ``fmt``, ∞ as ∞, NaN or None as 'not stated'."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return "not stated"
-    if math.isnan(x):
-        return "not stated"
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    return format(x, fmt)
-
-
 def _png(ax: Axes, alt: str, caption: str) -> str:
     """``ax``'s figure as an embedded PNG in a ``<figure>``."""
     buffer = io.BytesIO()
@@ -110,60 +93,49 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, table_id: st
     return f'<table id="{_e(table_id)}">{head}<tbody>{body}</tbody></table>'
 
 
-def _guarantee_words(record: PrivacyRecord) -> str:
-    if record.model == "non-private" or math.isinf(record.epsilon):
-        return "This release is <strong>not differentially private</strong>."
-    pure = record.delta == 0
-    guarantee = f"(ε = {_num(record.epsilon)}" + ("" if pure else
-                                                   f", δ = {_num(record.delta)}") + ")"
-    factor = _num(math.exp(min(record.epsilon, 700.0)))
-    meaning = (
-        "Changing one record as that relation allows changes the probability of any outcome "
-        f"by at most a factor e<sup>ε</sup> = {factor}"
-        + ("" if pure else f", except with probability at most δ = {_num(record.delta)}")
-        + ": what anyone learns from this release is nearly the same whether or not a given "
-        "person's record is the one in the data."
-    )
-    return (f"<p class=\"guarantee\">This release is <strong>{_e(guarantee)}-differentially "
-            f"private</strong> for each record, under the neighbouring relation "
-            f"“{_e(_relation_words(record))}”.</p><p>{meaning}</p>")
-
-
-def _relation_words(record: PrivacyRecord) -> str:
-    """The record's relation with the bound's value in place of the parameter's name."""
-    bound = record.data_norm
-    if bound is None or not math.isfinite(float(bound)):
-        return str(record.neighbouring)
-    return str(record.neighbouring).replace(
-        "norm <= data_norm", f"length at most {_num(bound)} (the bound D on each record)")
-
-
-def _record_table(record: PrivacyRecord, table_id: str) -> str:
+def _record_table(est: Any, record: PrivacyRecord, table_id: str) -> str:
+    bound = words.bound_of(record)
+    origin = words._param(est, "data_norm")
+    where = ("" if bound is None else " (chosen privately from this table)"
+             if isinstance(origin, str) else " (public, given by the user)"
+             if origin is not None else "")
+    label = {"gaussian": "standard deviation", "laplace": "Laplace scale b",
+             "exponential": "temperature"}.get(record.noise_kind, record.noise_kind)
     rows = [
-        ("ε (certified)", _num(record.epsilon)),
-        ("δ", _num(record.delta)),
+        ("ε of the fit (what its noise guarantees)", _num(record.epsilon)),
+        ("δ of the fit", _num(record.delta)),
         ("ε asked for", _num(record.target_epsilon)),
         ("trust model", _e(TRUST_MODELS.get(record.model, record.model))),
-        ("neighbouring relation", _e(record.neighbouring)),
-        ("bound on each record's norm (public or released)", _num(record.data_norm)),
-        ("calibration", _e(record.calibration)),
-        ("how far one record can move the main release (its sensitivity, in that release's "
-         "units: squared data units for a covariance or Gram matrix)", _num(record.sensitivity)),
-        (f"main noise scale ({NOISE_LABELS.get(record.noise_kind, record.noise_kind)}, per "
-         "coordinate)", _num(record.noise_scale)),
+        ("protected change (one row)", _e(words.relation_plain(record))),
+        ("bound D on each row's length", _num(record.data_norm) + _e(where)),
+        ("how far one row can move the main computation (its sensitivity, in that "
+         "computation's units: squared data units for a covariance matrix)",
+         _num(record.sensitivity)),
+        (f"noise added to each entry of the main computation ({label})",
+         _num(record.noise_scale)),
+        ("how the noise was drawn", _e(words.noise_words(record))),
     ]
     out = _table(("quantity", "value"), rows, table_id=table_id, numeric=())
-    out += ("<p>How the noise was set: each part of the release adds random noise sized to "
-            "the most one record could change that part; the budget (ε, δ) is split between "
-            "the parts listed under “How the budget was spent”.</p>")
-    if record.notes:
-        out += ("<details><summary>Technical notes (for a privacy engineer)</summary>"
-                f"<p class=\"muted\">{_e(record.notes)}</p></details>")
-    return out
+    out += ("<p>How the noise was set: each part of the computation adds random noise sized "
+            "to the most one row could change that part; the budget (ε, δ) is split between "
+            "the parts listed under “How the budget was spent”. The noise level under "
+            "“Expected error” is the main noise seen in the variances' units.</p>")
+    return out + _notes(record)
+
+
+def _notes(record: PrivacyRecord) -> str:
+    """The record's notes, its relation as written and its calibration, folded."""
+    text = (f"Neighbouring relation as the privacy record states it: {record.neighbouring}. "
+            f"Calibration: {record.calibration}. {record.notes}")
+    return ("<details><summary>Technical notes (for a privacy engineer)</summary>"
+            f"<p class=\"muted\">{_e(text.strip())}</p></details>")
 
 
 def _spend_row(i: int, spend: PrivacySpend) -> list[str]:
-    return [str(i), _e(spend.mechanism), _num(spend.epsilon), _num(spend.delta),
+    each = _spend_epsilon(spend)[1]
+    what = (f"<details><summary>{_e(words.part_words(spend.mechanism))}</summary>"
+            f"<span class=\"muted\">{_e(spend.mechanism)}</span></details>")
+    return [str(i), what, _num(spend.epsilon) + (" each" if each else ""), _num(spend.delta),
             _num(spend.sensitivity), _num(spend.noise_scale), str(int(spend.count))]
 
 
@@ -172,73 +144,65 @@ def _spends_table(record: PrivacyRecord, table_id: str) -> str:
         return (f'<p id="{_e(table_id)}" class="missing">The record lists no separate '
                 "spends: its guarantee is the one stated above, as a whole.</p>")
     rows = [_spend_row(i, s) for i, s in enumerate(record.spends, start=1)]
-    header = ("#", "mechanism", "ε", "δ", "sensitivity", "noise scale (σ or b)", "count")
-    naive = sum(float(s.epsilon) for s in record.spends)
+    header = ("#", "what it computed (click for the technical description)", "ε", "δ",
+              "most one row can change it (sensitivity)",
+              "noise scale (standard deviation; Laplace: scale b)", "releases")
+    naive = record.naive_epsilon()
     total = ("" if naive <= float(record.epsilon) * (1 + 1e-9) else
              f" The ε column adds up to {_num(naive, '.3g')}; the total stated above, "
-             f"ε = {_num(record.epsilon, '.3g')}, is their exact composition (dp-accounting): "
-             "the privacy losses of Gaussian releases add up like variances, so adding the ε "
-             "column overstates what the release costs.")
+             f"ε = {_num(record.epsilon, '.3g')}, is their exact composition, and δ is not a "
+             "sum (“The guarantee” says why).")
     return _table(header, rows, table_id=table_id, numeric=(0, 2, 3, 4, 5, 6)) + (
-        "<p class=\"muted\">Each row is one mechanism that read the data, with the guarantee "
-        f"it certifies alone.{total}</p>")
+        "<p class=\"muted\">Each row is one computation that read the data, with the "
+        "guarantee it certifies alone (a row's ε is for all its releases together unless "
+        "marked “each”). “Released” in a technical description means computed with noise, "
+        "not published: “What this page and the JSON contain” lists what is published."
+        f"{total}</p>")
 
 
-def _error_text(est: Any) -> str:
-    """The expected error in one sentence (or why there is none)."""
+def _noise_level_text(est: Any) -> str:
     name = type(est).__name__
-    comps = np.atleast_2d(np.asarray(est.components_, dtype=np.float64))
-    k, p = comps.shape
-    cap = math.sqrt(2 * min(k, p - k)) if p > k else 0.0
-    if not hasattr(est, "expected_error_"):
-        text = (f"<span class=\"missing\">Not available, because {_e(name)} does not "
-                "compute a bound on its subspace error.</span>")
-    else:
-        value = getattr(est, "expected_error_", math.nan)
-        error = math.nan if value is None else float(value)
-        if not math.isfinite(error):
-            text = (f"<span class=\"missing\">Not available, because {_e(name)} states no "
-                    "bound on its subspace error for this fit (expected_error_ is None): "
-                    "nothing it released bounds the distance (in the papers' setting only the "
-                    "basis is released). The noise level below, where released, is what this "
-                    "fit says about its accuracy.</span>")
-        elif error >= cap * (1 - 1e-9):
-            text = (f"No guarantee at this n and ε: the bound reaches its maximum "
-                    f"{_num(cap, '.3g')} (any two {k}-dimensional subspaces are that far "
-                    "apart at most). More records or a larger ε are needed.")
-        else:
-            text = (f"‖V̂V̂ᵀ − VVᵀ‖<sub>F</sub> ≤ {_num(error, '.3g')} with probability 95 %, "
-                    f"where V̂ spans the released components and V the top-{k} eigenvectors "
-                    "of the non-private PCA of the same prepared rows (maximum "
-                    f"{_num(cap, '.3g')}).")
-    return text
+    noise = words.finite_scalar(getattr(est, "noise_level_", None))
+    if noise is None:
+        return (f"<span class=\"missing\">Noise level: not available, because {_e(name)} "
+                "does not release one.</span>")
+    text = f"Noise level: {_num(noise, '.3g')}, in the variances' units. "
+    if plot.variances_read_elsewhere(est):
+        return text + ("It bounds the main computation's noise on its eigenvalues, but the "
+                       "variances on this page were read off another noisy release (at a "
+                       "higher bound; see the technical notes), whose noise it does not "
+                       "describe: no band is drawn around them.")
+    return text + ("With probability ≥ 95 %, the noise moves no eigenvalue of the prepared "
+                   "rows' covariance (rows centred and shrunk to length at most D) by more "
+                   "than this; the scree plot draws it as a band. Shrinking lowers "
+                   "eigenvalues below those of the rows as recorded, by an amount not shown.")
 
 
-def _error_section(est: Any) -> str:
-    name = type(est).__name__
-    text = _error_text(est)
-    noise = getattr(est, "noise_level_", None)
-    try:
-        noise_f = float(noise)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        noise_f = math.nan
-    if math.isfinite(noise_f):
-        level = (f"Noise level released by {_e(name)}: {_num(noise_f, '.3g')} "
-                 "(<code>noise_level_</code>, in explained-variance units; the scree plot "
-                 "draws it as a band around each eigenvalue; the estimator's documentation "
-                 "says exactly what it bounds).")
-    else:
-        level = (f"<span class=\"missing\">Noise level: not available, because {_e(name)} "
-                 "does not release one.</span>")
-    return f'<p id="expected-error">{text}</p><p>{level}</p>'
+def _scree_caption(est: Any) -> str:
+    if words.finite_scalar(getattr(est, "noise_level_", None)) is None:
+        return ("The private variances of the components; no noise level was released, so "
+                "no band is drawn.")
+    if plot.variances_read_elsewhere(est):
+        return ("The private variances of the components. They were read off a second noisy "
+                "release, of the rows shrunk at a higher bound (see the technical notes), "
+                "whose noise the released noise level does not measure: no noise band is "
+                "drawn.")
+    return ("The private variances of the components. Shaded: the noise's 95 % range: with "
+            "probability ≥ 95 %, each eigenvalue of the covariance of the rows as prepared "
+            "(centred and shrunk to length at most D) lies in its band. Shrinking lowers "
+            "eigenvalues below those of the table as recorded, by an amount not shown, so "
+            "the raw table's eigenvalues can lie above the band. Below the dotted line an "
+            "eigenvalue cannot be told apart from 0.")
 
 
-def _released_list(est: Any, names: list[str]) -> str:
+def _released_list(est: Any, record: PrivacyRecord, names: list[str]) -> str:
     """The released values: per component, per feature, and the single numbers."""
     comps = np.atleast_2d(np.asarray(est.components_, dtype=np.float64))
     k, p = comps.shape
-    out = [f"<p>{k} principal component(s) over {p} features (their weights: Loadings "
-           "below).</p>"]
+    scaled = getattr(est, "scale_", None) is not None
+    units = "standard units squared" if scaled else "the columns' units squared"
+    out = [f"<p>{k} principal component(s) over {p} columns (their weights: under "
+           "“Loadings”).</p>"]
     variances = _finite_or_none(getattr(est, "explained_variance_", None))
     ratios = _finite_or_none(getattr(est, "explained_variance_ratio_", None))
     if variances is not None or ratios is not None:
@@ -246,31 +210,57 @@ def _released_list(est: Any, names: list[str]) -> str:
                  _num(variances[i]) if variances is not None else "not released",
                  _num(ratios[i], ".3f") if ratios is not None else "not released"]
                 for i in range(k)]
-        out.append(_table(("component", "explained variance (private)", "share of the total"),
+        out.append(_table(("component", f"variance (private, in {units})",
+                           "share of the total variance of all columns"),
                           rows, table_id="released-components", numeric=(0, 1, 2)))
     mean = _finite_or_none(getattr(est, "mean_", None))
     scale = _finite_or_none(getattr(est, "scale_", None))
+    sd = words.mean_noise_sd(est, record) if mean is not None else None
     if mean is not None or scale is not None:
         shown = min(p, MAX_FEATURE_ROWS)
-        rows = [[_e(names[j]),
-                 _num(mean[j]) if mean is not None else "not used",
+        header = ["column", "mean (private)", *(["± noise (95 %)"] if sd else []),
+                  "scale (private)"]
+        rows = [[_e(names[j]), _num(mean[j]) if mean is not None else "not used",
+                 *([f"± {_num(1.96 * sd, '.3g')}"] if sd else []),
                  _num(scale[j]) if scale is not None else "not used"] for j in range(shown)]
-        out.append(_table(("feature", "private mean (centre)", "private scale"), rows,
-                          table_id="released-features", numeric=(1, 2)))
+        out.append(_table(header, rows, table_id="released-features",
+                          numeric=tuple(range(1, len(header)))))
+        if sd:
+            out.append(f"<p class=\"muted\" id=\"mean-noise\">± is the 95 % range of the noise "
+                       f"added to each mean (1.96 × its standard deviation {_num(sd, '.3g')}, "
+                       "read off the privacy record: it costs nothing). The mean was computed "
+                       "on rows shrunk to a private bound, which can move it a little "
+                       "further. A mean outside this range is not a reason to re-run: each "
+                       "run spends again.</p>")
         if shown < p:
-            out.append(f"<p class=\"muted\">… and {p - shown} more features (every value is "
+            out.append(f"<p class=\"muted\">… and {p - shown} more columns (every value is "
                        "in the fit's JSON).</p>")
+    if not scaled:
+        out.append("<p class=\"muted\">The columns were not rescaled: a column with a large "
+                   "spread in its own units dominates the components. --scale (scale=True) "
+                   "fits standardised columns instead.</p>")
     singles = []
-    for attr, what in (("data_norm_", "bound D on the prepared rows' lengths"),
+    for attr, what in (("data_norm_", "bound D on each row's length"),
                        ("noise_level_", "noise level"),
-                       ("expected_error_", "expected subspace error (95 %)")):
+                       ("expected_error_", "error estimate (95 %)")):
         value = _finite_or_none(getattr(est, attr, None))
         if value is not None and value.size == 1:
-            singles.append((_e(what), _num(value.item()), f"<code>{_e(attr)}</code>"))
+            singles.append((_e(what), _num(value.item()),
+                            f"<code>{_e(attr.rstrip('_'))}</code>"))
     if singles:
-        out.append(_table(("value", "released", "attribute"), singles,
+        out.append(_table(("value", "released", "in the JSON as"), singles,
                           table_id="released-values", numeric=(1,)))
     return "".join(out)
+
+
+def _loadings_table(est: Any, names: list[str]) -> str:
+    """The components' weights as numbers: one row per column (the first 40)."""
+    comps = np.atleast_2d(np.asarray(est.components_, dtype=np.float64))
+    shown = min(comps.shape[1], MAX_FEATURE_ROWS)
+    rows = [[_e(names[j]), *(_num(w, ".3f") for w in comps[:, j])] for j in range(shown)]
+    header = ("column", *(f"PC{i + 1}" for i in range(comps.shape[0])))
+    return _table(header, rows, table_id="loadings-table",
+                  numeric=tuple(range(1, len(header))))
 
 
 #: Rows of the per-feature table of released values (the rest is in the JSON).
@@ -299,60 +289,6 @@ def _versions() -> list[tuple[str, str]]:
     return rows
 
 
-def _relation(record: PrivacyRecord) -> str:
-    """The neighbouring relation ``record``'s guarantee is stated under, up to its wording.
-
-    Records of different estimator families word replace-one differently
-    (:class:`~privpca.accounting.neighbouring.Neighbouring`); one user's record (local model)
-    and one record of one provider (distributed model) are one record of the table too, so
-    all of these are ``"replace"``: guarantees under it compose. ``"add-remove"`` (n private)
-    is another relation: a replace-one release may publish n, which add/remove protects, so
-    the two never compose into one (ε, δ). A wording no member has is its own relation.
-
-    Parameters
-    ----------
-    record : PrivacyRecord
-
-    Returns
-    -------
-    str
-        ``"replace"``, ``"add-remove"``, ``"none"`` (not private), or the record's own text.
-    """
-    member = next((m for m in Neighbouring if m.description == record.neighbouring), None)
-    if member is None:
-        return str(record.neighbouring)
-    return "replace" if member.relation.startswith("replace") else member.relation
-
-
-def _total(record: PrivacyRecord, score_records: list[PrivacyRecord]) -> str:
-    """The page's total of the fit and the score plot, or why there is none."""
-    relations = [_relation(r) for r in [record, *score_records]]
-    if len(set(relations)) == 1:
-        eps, delta = _composed([record, *score_records])
-        return (f'<p id="total">Together with the private score plot below, this page '
-                f"releases <strong>(ε = {_e(_num(eps))}, δ = {_e(_num(delta))})</strong> in "
-                "total (the two releases composed).</p>")
-    plots = "; ".join(f"“{_e(r.neighbouring)}”" for r in score_records)
-    return (
-        '<p id="total" class="missing">No total for this page: the fit\'s guarantee is stated '
-        f"under the neighbouring relation “{_e(record.neighbouring)}” and the score plot's "
-        f"under {plots}. Guarantees under different neighbouring relations do not compose "
-        "into one (ε, δ): under add/remove one record the number of records is private, under "
-        "replace one it is public, so what one release may publish the other protects. Each "
-        "guarantee holds on its own, under its own relation: read them separately.</p>")
-
-
-def _composed(records: list[PrivacyRecord]) -> tuple[float, float]:
-    """(ε, δ) of ``records`` composed (dp-accounting, at the sum of their δ)."""
-    ledger = PrivacyLedger()
-    for record in records:
-        ledger.spend(record)
-    delta = sum(r.delta for r in records)
-    if delta <= 0:
-        return sum(r.epsilon for r in records), 0.0
-    return ledger.epsilon(delta), delta
-
-
 def _feature_names(est: Any, feature_names: Sequence[str] | None, p: int) -> list[str]:
     if feature_names is not None:
         return [str(n) for n in feature_names]
@@ -360,20 +296,49 @@ def _feature_names(est: Any, feature_names: Sequence[str] | None, p: int) -> lis
     return [str(n) for n in names] if names is not None else [f"x{j}" for j in range(p)]
 
 
-def _score_section(est: Any, scores: Axes | None) -> tuple[str, list[PrivacyRecord]]:
+def _score_words(est: Any, fit: PrivacyRecord, scores: Axes) -> str:
+    """The score plot alone: its guarantee, what its noise hides, and its box."""
+    record: PrivacyRecord = scores.privacy_record  # type: ignore[attr-defined]
+    same = words.relation(record) == words.relation(fit)
+    rule = ("for the same protected change as the fit; it is included in the page's total "
+            "at the top" if same else f"for its own protected change, “"
+            f"{words.relation_plain(record)}” (no total: see the top of the page)")
+    laplace = record.delta == 0.0
+    reach = record.noise_scale * (math.log(20.0) if laplace else 1.96)
+    (x0, x1), (y0, y1) = ((edge[0], edge[-1]) for edge in scores.bin_edges)  # type: ignore[attr-defined]
+    default = plot._variance_box(est)
+    how = (f" (the default: ±{plot.SCORE_BOX_SDS:g} released standard deviations of each "
+           "component's scores, computed from the released variances: it costs nothing)"
+           if default is not None and np.allclose(default, ((x0, x1), (y0, y1))) else "")
+    return (
+        '<p id="score-guarantee">The score plot alone is '
+        f"{words.pair(record.epsilon, record.delta)}-differentially private, {_e(rule)}. "
+        "Each cell's count carries "
+        f"{'Laplace' if laplace else 'Gaussian'} noise (scale {_num(record.noise_scale, '.3g')}"
+        f"): 95 % of cells are within ±{_num(reach, '.2g')} of their true count, so a count "
+        f"below about {_num(reach, '.2g')} cannot be told apart from an empty cell, and an "
+        "isolated bright cell may be noise, not rows. Negative noisy counts are drawn as 0. "
+        f"Scores outside the public box [{_num(x0, '.4g')}, {_num(x1, '.4g')}] × "
+        f"[{_num(y0, '.4g')}, {_num(y1, '.4g')}]{_e(how)} were moved to its edge before "
+        "counting.</p>")
+
+
+def _score_section(est: Any, fit: PrivacyRecord,
+                   scores: Axes | None) -> tuple[str, list[PrivacyRecord]]:
     if scores is None:
         return "", []
     record: PrivacyRecord = scores.privacy_record  # type: ignore[attr-defined]
     body = (
         '<section id="scores"><h2>Private score plot</h2>'
         "<p>The rows projected on the first two private components, counted on a fixed grid "
-        "inside a public box and released with noise: <strong>a release of its own</strong>, "
-        "charged on the ledger in addition to the fit.</p>"
+        "inside a public box and published with noise: <strong>a second release</strong>, "
+        "which read the rows again and spent its own ε (in Python, on the fit's "
+        "PrivacyLedger).</p>"
         + _png(scores, "private score plot: noisy 2-D histogram of the projections on PC1 "
                "and PC2", scores.get_title().replace("\n", "; "))
-        + _guarantee_words(record)
+        + _score_words(est, fit, scores)
         + _spends_table(record, "score-spends")
-        + f"<p class=\"muted\">{_e(record.notes)}</p></section>"
+        + _notes(record) + "</section>"
     )
     return body, [record]
 
@@ -423,7 +388,7 @@ def render_release_report(
     name = type(est).__name__
     comps = np.atleast_2d(np.asarray(est.components_, dtype=np.float64))
     names = _feature_names(est, feature_names, comps.shape[1])
-    score_html, score_records = _score_section(est, scores)
+    score_html, score_records = _score_section(est, record, scores)
     heading = title if title is not None else f"Release report: {name}"
     parts = [
         "<!DOCTYPE html>",
@@ -436,34 +401,34 @@ def render_release_report(
         "</p>",
         *_mechanism_choice(est),
         '<section id="guarantee"><h2>The guarantee</h2>',
-        _guarantee_words(record),
-        f'<p id="accuracy"><strong>Accuracy.</strong> {_error_text(est)}</p>',
+        words.headline(record, score_records),
+        words.meaning(est, record, score_records),
+        words.budget(record, score_records),
+        f'<p id="accuracy"><strong>Accuracy.</strong> {words.accuracy(est)}</p>',
         _data_table(record, names, data),
         "<h3>The guarantee in numbers</h3>",
-        _record_table(record, "guarantee-table"),
-    ]
-    if score_records:
-        parts.append(_total(record, score_records))
-    parts += [
+        _record_table(est, record, "guarantee-table"),
+        "</section>",
+        '<section id="published"><h2>What this page and the JSON contain</h2>',
+        words.published(est, record, [scores] if scores is not None else [], list(data or ())),
         "</section>",
         '<section id="released"><h2>What was released</h2>',
-        _released_list(est, names),
+        _released_list(est, record, names),
         "</section>",
         '<section id="spends"><h2>How the budget was spent</h2>',
         _spends_table(record, "spends-table"),
         "</section>",
         '<section id="scree"><h2>Eigenvalues with their noise band</h2>',
         _png(plot.scree(est, ratio=True), "scree plot: private eigenvalues with noise band",
-             "The private eigenvalues; where a noise level is released, each eigenvalue of "
-             "the non-private PCA of the same prepared rows lies in the shaded band with "
-             "probability ≥ 95 %, and eigenvalues below the dotted line are not resolved."),
+             _scree_caption(est)),
         "</section>",
         '<section id="loadings"><h2>Loadings</h2>',
         _png(plot.loadings(est, feature_names=names), "loadings heatmap by feature",
-             "Each component's weights on the features (a component's sign is arbitrary)."),
+             "Each component's weights on the columns (a component's sign is arbitrary)."),
+        _loadings_table(est, names),
         "</section>",
         '<section id="error"><h2>Expected error</h2>',
-        _error_section(est),
+        f'<p id="expected-error">{words.accuracy(est)}</p><p>{_noise_level_text(est)}</p>',
         "</section>",
         score_html,
         '<section id="reproduce"><h2>Command and versions</h2>',
@@ -482,10 +447,10 @@ def _data_table(record: PrivacyRecord, names: list[str],
     shown = ", ".join(names[:MAX_FEATURE_ROWS]) + (
         f", … ({len(names)} in all)" if len(names) > MAX_FEATURE_ROWS else "")
     rows = [(_e(what), _e(value)) for what, value in (data or ())]
-    rows += [("number of records n", _e(n)), ("features", _e(shown))]
+    rows += [("number of rows n", _e(n)), ("columns", _e(shown))]
     if not any(what == "missing values" for what, _ in (data or ())):
-        rows.append(("missing values", "not recorded (privpca refuses NaN unless a public "
-                                       "value is put in the missing cells)"))
+        rows.append(("missing values", "not recorded (privpca refuses missing cells unless a "
+                                       "public value is put in them)"))
     return "<h3>The data</h3>" + _table(("", ""), rows, table_id="data-table")
 
 

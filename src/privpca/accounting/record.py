@@ -41,6 +41,10 @@ PARALLEL_SENTENCE = (
     "their epsilon."
 )
 
+#: Words of a score plot's spend (:mod:`privpca._score_release`): its record's ``data_norm`` is
+#: the box's largest half-width, and its summary says so.
+SCORE_PLOT_MECHANISM = "2-D histogram of the projections"
+
 #: Who sees raw records in each trust model (:attr:`PrivacyRecord.model`), for the printout.
 MODEL_WORDS: dict[str, str] = {
     "central": "a trusted curator sees the raw records",
@@ -284,7 +288,7 @@ class PrivacyRecord:
         lines = [self.headline()]
         model = MODEL_WORDS.get(self.model, self.model)
         lines.append(f"  guarantee:   epsilon = {self.epsilon:.4g}, delta = {self.delta:.3g} for "
-                     f"everything the fit released ({self.model} model: {model})")
+                     f"everything released under this record ({self.model} model: {model})")
         lines.append(f"  neighbours:  {self.neighbouring}")
         lines.append(f"  bound:       {self._bound_words()}")
         if self.n_samples is not None:
@@ -312,6 +316,9 @@ class PrivacyRecord:
         clip = (f"data_norm = {self.data_norm:.4g}, the bound on each record's L2 norm that the "
                 "analysis assumes (rows above it are clipped to it)"
                 if math.isfinite(self.data_norm) else f"data_norm = {self.data_norm:.4g}")
+        if any(SCORE_PLOT_MECHANISM in s.mechanism for s in self.spends):
+            clip = (f"box half-width = {self.data_norm:.4g}, the largest half-width of the public "
+                    "box the projections are clipped to (not a bound on the rows' norms)")
         if kind == "per-step" or not math.isfinite(self.sensitivity):
             return f"{clip}; sensitivity and noise set step by step (see the spends)"
         sens = "L1 sensitivity" if kind == "laplace" else "sensitivity"

@@ -3,9 +3,11 @@
 
 One module per job: :mod:`~privpca.cli.tables` reads the input tables,
 :mod:`~privpca.cli.options` holds the option types, :mod:`~privpca.cli.payload` the JSON of a
-fit, :mod:`~privpca.cli.fit`, :mod:`~privpca.cli.experiments` (``demo``, ``reproduce``) and
-:mod:`~privpca.cli.federated` (``provider``, ``server``) the commands; ``audit`` lives in
-:mod:`privpca.audit.cli`. This module builds the group, :func:`main`, the console script.
+fit, :mod:`~privpca.cli.scores` the private score plot's release, JSON and summary lines,
+:mod:`~privpca.cli.refusals` how a refusal is said; :mod:`~privpca.cli.fit`,
+:mod:`~privpca.cli.experiments` (``demo``, ``reproduce``) and :mod:`~privpca.cli.federated`
+(``provider``, ``server``) are the commands; ``audit`` lives in :mod:`privpca.audit.cli`.
+This module builds the group, :func:`main`, the console script.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from privpca.cli.columns import MissingPolicy
 from privpca.cli.options import _Declared, _ScoresDelta
 from privpca.cli.payload import _fit_payload, _summary
 from privpca.cli.refusals import option_refused, refusal_says_what_was_spent
+from privpca.cli.scores import release_scores, scores_payload, scores_summary
 from privpca.cli.tables import TEXT_SUFFIXES, _read_table
 from privpca.exceptions import DataDependentWarning
 from privpca.pca import AUTO_OPTIONS, MODELS, select_mechanism
@@ -144,8 +145,10 @@ def _check_writable(path: Path) -> None:
     default="refuse",
     show_default=True,
     help="Missing cells (empty, NA, NaN; Parquet nulls): 'refuse', or a public number put "
-    "in every one (free; no row is dropped, n stays public). Infinities are always refused. "
-    "The JSON records the policy, never how many cells were filled.",
+    "in every one, the same in every column (free; no row is dropped, n stays public). Choose "
+    "it without looking at this table (e.g. a clinical reference value): one worked out from "
+    "it (its own mean) leaks outside the guarantee. Infinities are always refused. The JSON "
+    "records the policy, never how many cells were filled.",
 )
 @click.option(
     "--scale",
@@ -242,8 +245,10 @@ def _check_writable(path: Path) -> None:
     "--scores-bound",
     type=click.FloatRange(min=0, min_open=True),
     default=None,
-    help="Public box [-r, r]² the projections are clipped to (default: the fit's released "
-    "bound on the rows' norms). Never choose it by looking at the data.",
+    help="Public box [-r, r]² the projections are clipped to. Default: ±4 released standard "
+    "deviations of each component's scores (from the released explained variances: free), "
+    "or [-D, D]² with the fit's bound D where no variance was released. Never choose it by "
+    "looking at the data.",
 )
 @click.option(
     "--show-data-warnings",
@@ -339,9 +344,9 @@ def fit(
         payload.update(model=model, mechanism=name, selection_reason=reason)
     score_ax = None
     if scores_epsilon is not None:
-        score_ax = _release_scores(est, X, scores_epsilon, scores_delta, scores_bins,
-                                   scores_bound, random_state, show_data_warnings)
-        payload["score_plot"] = _scores_payload(score_ax)
+        score_ax = release_scores(est, X, scores_epsilon, scores_delta, scores_bins,
+                                  scores_bound, random_state, show_data_warnings)
+        payload["score_plot"] = scores_payload(score_ax)
     text = json.dumps(payload, indent=2, default=str, allow_nan=False)
     if output is None and not _is_terminal(sys.stdout):
         click.echo(text)  # piped: the JSON is the output
@@ -353,11 +358,12 @@ def fit(
         output.write_text(text + "\n")
     click.echo(_summary(payload, est), err=True)
     if score_ax is not None:
-        click.echo(f"  score plot, a release of its own: {score_ax.privacy_record}", err=True)
+        click.echo(scores_summary(score_ax, est.privacy_), err=True)
     written = [str(output)] if output is not None else []
     input_rows = [("input", str(data)),
                   ("missing values", "refused: none may be missing" if missing is None else
-                   f"set to {missing:g}, a public value given with --missing")]
+                   f"set to {missing:g} in every column's missing cells, a public value "
+                   "given with --missing (to be chosen without looking at this table)")]
     written += _write_figures(ctx, est, names, plot_dir, report_path, score_ax, input_rows)
     if written:
         click.echo(f"Wrote {', '.join(written)}", err=True)
@@ -537,16 +543,24 @@ def _estimator(ctx: click.Context, name: str, *, auto: bool) -> Any:
     return est
 
 
+#: Environment variables that change how the guarantee is implemented (secure mode: where the
+#: noise comes from), shown before the command in the report when set.
+ENVIRONMENT_SETTINGS = ("PRIVPCA_SECURE_MODE",)
+
+
 def _command_line(ctx: click.Context) -> list[str]:
     """The command as typed (``sys.argv`` when run as ``privpca`` or ``python -m privpca``),
-    else rebuilt from the options given (a caller that invoked the command in-process)."""
+    else rebuilt from the options given (a caller that invoked the command in-process), after
+    the :data:`ENVIRONMENT_SETTINGS` that are set (``PRIVPCA_SECURE_MODE=1 privpca fit …``)."""
     import sys
 
+    # Settings of the environment that change how the guarantee is implemented come first.
+    env = [f"{key}={os.environ[key]}" for key in ENVIRONMENT_SETTINGS if key in os.environ]
     program = Path(sys.argv[0]) if sys.argv else Path()
     if program.name == "privpca" or (program.name == "__main__.py"
                                      and program.parent.name in ("privpca", "cli")):
-        return ["privpca", *sys.argv[1:]]
-    words = ["privpca", *ctx.command_path.split()[1:]]
+        return [*env, "privpca", *sys.argv[1:]]
+    words = [*env, "privpca", *ctx.command_path.split()[1:]]
     for param in ctx.command.params:
         name = param.name or ""
         value = ctx.params.get(name)
@@ -556,42 +570,3 @@ def _command_line(ctx: click.Context) -> list[str]:
             flag = max(param.opts, key=len)
             words += [flag] if getattr(param, "is_flag", False) else [flag, str(value)]
     return words
-
-
-def _scores_stream(seed: int | None) -> Any:
-    """The score plot's noise stream: from ``--seed``, one that no fit's seed gives."""
-    if seed is None:
-        return None
-    import numpy as np
-
-    return np.random.SeedSequence(seed, spawn_key=(0x73636F72,))  # "scor"
-
-
-def _release_scores(est: Any, X: Any, epsilon: float, delta: float, bins: int,
-                    bound: float | None, seed: int | None, show_data_warnings: bool) -> Any:
-    """The private score plot (its own spend on the default ledger, as the fit's)."""
-    from privpca import plot
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with refusal_says_what_was_spent(show_data_warnings, "the score plot"):
-            ax = plot.scores(est, X, epsilon=epsilon, delta=delta, bins=bins, bound=bound,
-                             random_state=_scores_stream(seed))
-    for w in caught:
-        if issubclass(w.category, DataDependentWarning | RuntimeWarning) \
-                and not show_data_warnings:
-            continue
-        click.echo(f"warning: {w.category.__name__}: {w.message}", err=True)
-    return ax
-
-
-def _scores_payload(ax: Any) -> dict[str, Any]:
-    """The score plot's release for the JSON: its record, noisy counts and bin edges."""
-    from privpca.cli.payload import _strict_json
-
-    return {
-        "privacy": _strict_json(ax.privacy_record.to_dict()),
-        "noisy_counts": ax.noisy_counts.tolist(),
-        "pc1_edges": ax.bin_edges[0].tolist(),
-        "pc2_edges": ax.bin_edges[1].tolist(),
-    }

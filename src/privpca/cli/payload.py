@@ -9,9 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from privpca._config import secure_mode
+
 #: The summary's gloss of ``privacy_.noise_mode`` (docs/SECURITY.md).
 _NOISE_MODE_WORDS = {
-    "secure": "OS-keyed cryptographic generator, exact discrete noise on a grid",
+    "secure": "secure mode on, the default without --seed: OS-keyed cryptographic generator, "
+              "exact discrete noise on a grid",
     "reproducible": "seeded float noise: a reproducible run, not a release",
     "float": "float noise: secure_mode=False",
 }
@@ -93,11 +96,17 @@ def _summary(payload: dict[str, Any], est: Any) -> str:
     if error is None:
         text = "not available: nothing this fit released bounds it"
     elif error >= cap * (1 - 1e-9):
-        text = f"no guarantee at this n and ε (the bound is its maximum, {cap:.3g})"
+        text = (f"the bound is not informative at this size (it is its maximum, {cap:.3g}); "
+                "this does not mean the result is inaccurate")
     else:
-        text = f"<= {error:.3g} with probability 95 % (maximum {cap:.3g})"
+        text = (f"<= {error:.3g} with probability 95 % (maximum {cap:.3g}; an estimate from "
+                "the released, noisy values)")
     lines.append(f"  expected subspace error ‖V̂V̂ᵀ − VVᵀ‖_F: {text}")
     lines.append(f"  privacy: {est.privacy_.headline()}")
     mode = est.privacy_.noise_mode
-    lines.append(f"  noise: {mode} ({_NOISE_MODE_WORDS.get(mode, 'see privacy notes')})")
+    words = _NOISE_MODE_WORDS.get(mode, "see privacy notes")
+    if mode == "secure" and secure_mode():
+        words = words.replace("the default without --seed", "strict: PRIVPCA_SECURE_MODE=1, "
+                                                            "a seed is refused")
+    lines.append(f"  noise: {mode} ({words})")
     return "\n".join(lines)

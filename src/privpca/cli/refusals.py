@@ -13,7 +13,15 @@ from sklearn.utils._param_validation import InvalidParameterError
 from privpca._registry import PRIVATE_ESTIMATORS
 from privpca.exceptions import BudgetExceededError
 
-__all__ = ["option_refused", "refusal_says_what_was_spent"]
+__all__ = ["MISSING_ADVICE", "option_refused", "refusal_says_what_was_spent"]
+
+#: What a refusal of missing cells advises: ``--missing VALUE``, and what VALUE must be.
+MISSING_ADVICE = (
+    "privpca does not impute unless told: give --missing VALUE to put a public value of your "
+    "choice in every missing cell (no row dropped, n stays public). The same VALUE fills "
+    "every column's missing cells, and it must be chosen without looking at this table (e.g. "
+    "a clinical reference value): a value worked out from it (its own mean) leaks outside "
+    "the guarantee.")
 
 
 @contextlib.contextmanager

@@ -33,6 +33,7 @@ from privpca.cli.columns import (
     resolve_columns,
     suggest_columns,
 )
+from privpca.cli.refusals import MISSING_ADVICE
 from privpca.exceptions import DataDependentWarning
 from privpca.streaming import ArraySource, ParquetSource, as_row_source, is_zarr_path
 
@@ -404,9 +405,7 @@ def _fill_missing(path: Path, X: np.ndarray, names: Sequence[str], missing: floa
         if bad.any():
             raise DataRefusal(
                 f"{path}: the table has missing or non-finite cells (empty, NA, NaN or "
-                "infinity). privpca does not impute unless told: give --missing VALUE to put "
-                "a public value of your choice in every missing cell (no row dropped, n stays "
-                "public); infinities must be fixed first.",
+                f"infinity). {MISSING_ADVICE} Infinities must be fixed first.",
                 f"missing or non-finite values (empty, NaN or infinity) in "
                 f"{_cells(bad, names, first_line, unit)}.")
         return X
@@ -470,9 +469,8 @@ def _parquet_source(path: Path, columns: str | None,
             items = [f"{name!r} ({count} null{'s' if count != 1 else ''})"
                      for name, count in nulls.items()]
             raise DataRefusal(
-                f"{path}: the selected columns have missing cells (nulls). privpca does not "
-                "impute unless told: give --missing VALUE to put a public value of your choice "
-                "in every missing cell (no row dropped, n stays public), or fill them first.",
+                f"{path}: the selected columns have missing cells (nulls). {MISSING_ADVICE} "
+                "Or fill them first.",
                 f"missing cells in column{'s' if len(items) > 1 else ''} {describe(items)}.")
     return source, selected
 

@@ -45,9 +45,13 @@ bound above and is never smaller, so it is used. The shares here have ``s ≥ 2^
 underflows to 0 and ``ρ = Δ_ℤ²/(2ns²) ≤ Δ²/(2σ_c²)``, the central Gaussian's ρ. A ρ-zCDP
 mechanism has the RDP curve αρ of a Gaussian with noise multiplier ``1/√(2ρ)``, so (ε, δ) is
 that Gaussian event in dp-accounting's RDP accountant
-(:func:`privpca.accounting.compose_epsilon`). No exact privacy-loss distribution is known
-for the sum, so the fair central comparison is the same RDP conversion
-(:meth:`~DistributedGaussianPlan.central_epsilon`; ``exact=True`` gives Balle–Wang's).
+(:func:`privpca.accounting.compose_epsilon`): a cross-check. The fits account the opened sum
+as the central Gaussian it equals: by Poisson summation the sum's pmf is ``N_ℤ(0, ns²)``'s
+times a factor within ``1 ± η`` with η below ``exp(−10¹⁸)`` at these s (the argument in
+:mod:`privpca.federated.protocol.secure_sums`), so its privacy curve is the discrete
+Gaussian's, which is the continuous one's to a relative ``e^(−2π²ns²)`` (Canonne, Kamath &
+Steinke 2020) — the exact (Balle–Wang) curve, not the RDP conversion
+(:meth:`~DistributedGaussianPlan.central_epsilon` gives both).
 
 Threat model
 ------------
