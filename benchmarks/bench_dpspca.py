@@ -14,7 +14,10 @@ covariance (one pass over the data alone is 10⁸ multiply-adds per d = 1000). P
 N providers, ServerApp) and prints its seconds per round next to the in-process round, once
 per provider isolation: ``subprocess`` (Flower's stock SuperNode, a ClientApp process per
 message: the figures before) and ``process`` (privpca's long-running provider: after).
-``--flower-only`` skips the per-dimension figures.
+``--flower-only`` skips the per-dimension figures. ``--aggregation local-noise secure`` times
+each aggregation (``secure``: every answer opened only as a sum, by SecAgg's stages as Flower
+messages; long-running providers only) and prints the bytes each provider received and sent
+per round (Flower's serialised records, :func:`privpca.federated.flower_wire.content_nbytes`).
 ``--covertype`` runs DPSPCA on defaults (private mean, private bounds, explained variance;
 no ``data_norm``, no preprocessing) on the shipped Covertype table (the 10 quantitative
 columns, n = 581 012) split over 3 providers, against scikit-learn's ``PCA(2)``: subspace
@@ -22,7 +25,8 @@ distance and explained-variance ratios at ε ∈ {0.5, 1, 2}.
 BLAS is pinned to one thread (the machine is shared).
 
 Run: ``python benchmarks/bench_dpspca.py [--dims 200 400 800] [--repeat 5] [--flower |
---flower-only [--isolation subprocess process] [--rounds 5]] [--covertype [--seeds 3]]``
+--flower-only [--isolation subprocess process] [--aggregation local-noise secure]
+[--rounds 5]] [--covertype [--seeds 3]]``
 """
 
 from __future__ import annotations
@@ -112,31 +116,43 @@ def _paper_cli_args(command: str) -> list[str]:
 
 
 def bench_flower(n_providers: int = 3, d: int = 200, n: int = 30_000, rounds: int = 5,
-                 isolations: tuple[str, ...] = ("subprocess", "process")) -> None:
-    """Seconds per round over Flower (real processes on 127.0.0.1) vs in-process.
+                 isolations: tuple[str, ...] = ("subprocess", "process"),
+                 aggregations: tuple[str, ...] = ("local-noise",)) -> None:
+    """Seconds (and bytes per provider) per round over Flower (real processes on 127.0.0.1)
+    vs in-process.
 
     One federation per provider isolation (``privpca provider --isolation``): ``subprocess``
     is Flower's stock SuperNode (a fresh ClientApp process per message, 3 s polls; the
-    figures before the long-running provider), ``process`` privpca's long-running provider.
+    figures before the long-running provider), ``process`` privpca's long-running provider;
+    and per aggregation (``secure`` runs with ``process`` only: the stock SuperNode refuses it).
     """
     X, _ = make_dpspca_data(n, d, K, S, random_state=0)
     parts = np.array_split(X, n_providers)
-    est = DPSPCA(n_components=K, epsilon=EPS, delta=DELTA, n_iter=rounds, n_nonzero=S_HAT,
-                 random_state=1, ledger=PrivacyLedger(), **PAPER)
-    t_in = _best(lambda: est.fit_providers(parts), 3) / rounds
-    print(f"Flower, {n_providers} providers on 127.0.0.1, d={d}, n={n}, {rounds} rounds; "
-          f"in-process {t_in * 1e3:.1f} ms per round")
-    print("  provider isolation   s/round (mean, min, max)   `privpca server` s   "
-          "bitwise = DPSPCA")
-    for isolation in isolations:
-        seconds, total, components = _flower_run(parts, d, rounds, isolation)
-        same = np.array_equal(components, est.components_)
-        print(f"  {isolation:<19}  {np.mean(seconds):6.2f}, {np.min(seconds):5.2f}, "
-              f"{np.max(seconds):5.2f}        {total:8.1f}            {same}", flush=True)
+    print(f"Flower, {n_providers} providers on 127.0.0.1, d={d}, n={n}, k={K}, ŝ={S_HAT}, "
+          f"{rounds} rounds")
+    print("  aggregation  isolation    in-process ms/round   s/round (mean, min, max)   "
+          "kB/provider/round (down, up)   `privpca server` s   bitwise = DPSPCA")
+    for aggregation in aggregations:
+        est = DPSPCA(n_components=K, epsilon=EPS, delta=DELTA, n_iter=rounds, n_nonzero=S_HAT,
+                     aggregation=aggregation, random_state=1, ledger=PrivacyLedger(), **PAPER)
+        t_in = _best(lambda est=est: est.fit_providers(parts), 3) / rounds
+        for isolation in isolations:
+            if aggregation == "secure" and isolation != "process":
+                continue
+            seconds, total, components, traffic = _flower_run(parts, d, rounds, isolation,
+                                                              aggregation)
+            same = np.array_equal(components, est.components_)
+            down = np.mean([v[0] for r in traffic for v in r.values()]) / 1e3
+            up = np.mean([v[1] for r in traffic for v in r.values()]) / 1e3
+            print(f"  {aggregation:<11}  {isolation:<11}  {t_in * 1e3:10.1f}          "
+                  f"{np.mean(seconds):6.2f}, {np.min(seconds):5.2f}, {np.max(seconds):5.2f}"
+                  f"         {down:8.1f}, {up:8.1f}              {total:8.1f}            "
+                  f"{same}", flush=True)
 
 
-def _flower_run(parts: list[np.ndarray], d: int, rounds: int, isolation: str
-                ) -> tuple[list[float], float, np.ndarray]:
+def _flower_run(parts: list[np.ndarray], d: int, rounds: int, isolation: str,
+                aggregation: str = "local-noise"
+                ) -> tuple[list[float], float, np.ndarray, list[dict]]:
     """One ``privpca server`` run against ``len(parts)`` ``privpca provider`` processes."""
     import signal
     import socket
@@ -149,6 +165,7 @@ def _flower_run(parts: list[np.ndarray], d: int, rounds: int, isolation: str
         port = s.getsockname()[1]
     isolation_args = (["--isolation", isolation]
                       if "--isolation" in _cli_options("provider") else [])
+    secure_args = [] if aggregation == "local-noise" else ["--aggregation", aggregation]
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "FLWR_HOME": f"{tmp}/home", "OPENBLAS_NUM_THREADS": "1",
                "PATH": f"{binp}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -165,7 +182,7 @@ def _flower_run(parts: list[np.ndarray], d: int, rounds: int, isolation: str
                      f"127.0.0.1:{port}", "--insecure", "--provider-id", str(i), "-k", str(K),
                      "--epsilon", str(EPS), "--delta", str(DELTA), "-T", str(rounds),
                      "--noise-seed", str(seeds[i]), "--port", str(port + 1 + i),
-                     *_paper_cli_args("provider"), *isolation_args],
+                     *_paper_cli_args("provider"), *isolation_args, *secure_args],
                     env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL))
             out = Path(tmp) / "result.json"
@@ -173,8 +190,8 @@ def _flower_run(parts: list[np.ndarray], d: int, rounds: int, isolation: str
             subprocess.run([str(binp / "privpca"), "server", "--superlink", f"127.0.0.1:{port}",
                             "--insecure", "-d", str(d), "-k", str(K), "--n-nonzero", str(S_HAT),
                             "-T", str(rounds), "-N", str(n_providers), "--seed", "1",
-                            "--output", str(out), *_paper_cli_args("server")], env=env,
-                           check=True,
+                            "--output", str(out), *_paper_cli_args("server"), *secure_args],
+                           env=env, check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             total = time.perf_counter() - t0
             result = json.loads(out.read_text())
@@ -184,7 +201,8 @@ def _flower_run(parts: list[np.ndarray], d: int, rounds: int, isolation: str
                     os.killpg(p.pid, signal.SIGTERM)
             for p in procs:
                 p.wait(timeout=20)
-    return list(result["round_seconds"]), total, np.array(result["components"])
+    return (list(result["round_seconds"]), total, np.array(result["components"]),
+            list(result.get("round_bytes", [])))
 
 
 def bench_covertype(seeds: int = 3, n_providers: int = 3) -> None:
@@ -225,6 +243,9 @@ def main() -> None:
                         default=["subprocess", "process"],
                         help="Provider isolations to time over Flower (before: subprocess, "
                         "after: process).")
+    parser.add_argument("--aggregation", nargs="+", choices=["local-noise", "secure"],
+                        default=["local-noise"],
+                        help="Aggregations to time over Flower (secure: process isolation).")
     parser.add_argument("--rounds", type=int, default=5, help="Rounds of the Flower runs.")
     parser.add_argument("--covertype", action="store_true",
                         help="Only the Covertype comparison with scikit-learn (defaults).")
@@ -242,7 +263,8 @@ def main() -> None:
             for d in args.dims:
                 bench_dim(d, args.repeat)
         if args.flower or args.flower_only:
-            bench_flower(rounds=args.rounds, isolations=tuple(args.isolation))
+            bench_flower(rounds=args.rounds, isolations=tuple(args.isolation),
+                         aggregations=tuple(args.aggregation))
 
 
 if __name__ == "__main__":

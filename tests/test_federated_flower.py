@@ -8,7 +8,10 @@ through the CLI (``privpca provider``/``privpca server``, passing ``--centering 
 ``flower-supernode`` and ``flwr run`` directly with the node and run configs of
 :mod:`privpca.federated.flower_app`, i.e. Flower's stock SuperNode (a fresh ClientApp process per
 message, 3 s polls), while ``privpca provider`` runs the long-running provider of
-:mod:`privpca.federated.flower_node`. Those tests start real processes: they are marked slow.
+:mod:`privpca.federated.flower_node`. The secure-aggregation tests (``--aggregation secure``:
+SecAgg's stages as Flower messages) run the CLI with the long-running provider, which keeps
+each provider's SecAgg state in memory (tests/test_flower_secure.py runs the same loop without
+processes). Those tests start real processes: they are marked slow.
 The fast tests check the pieces: the wire format, the data cache, the provider's budget and the
 worker's refusal of another ClientApp.
 """
@@ -81,13 +84,14 @@ class Federation:
                                   "127.0.0.1", "--port", str(self.port), "--database",
                                   ":flwr-in-memory:"])
 
-    def start_provider(self, pid: str, data: Path, seed: int, rounds: int = T) -> None:
+    def start_provider(self, pid: str, data: Path, seed: int, rounds: int = T,
+                       *extra: str) -> None:
         self._start(f"provider-{pid}", [
             str(BIN / "privpca"), "provider", str(data), "--superlink",
             f"127.0.0.1:{self.port}", "--insecure", "--provider-id", pid, "-k", str(K),
             "--epsilon", str(EPS), "--delta", str(DELTA), "--n-rounds", str(rounds),
             "--noise-seed", str(seed), "--port", str(_free_port()),
-            "--state", str(self.tmp / f"state-{pid}.json"), *PROVIDER_PAPER_ARGS,
+            "--state", str(self.tmp / f"state-{pid}.json"), *PROVIDER_PAPER_ARGS, *extra,
         ])
 
     def start_node(self, name: str, node_config: dict) -> None:
@@ -368,6 +372,67 @@ def test_long_running_provider_runs_no_other_client_app(federation, split, tmp_p
     assert result["status"] == "error" and "handshake" in result["error"]
     assert "runs only privpca.federated.flower_app:client_app" in _logs(federation)
     assert _releases(tmp_path / "state-0.json") == 0
+
+
+@pytest.mark.slow
+def test_secure_aggregation_over_flower_matches_in_process_estimator_bitwise(
+        federation, split, tmp_path):
+    """``--aggregation secure`` (issue 39): every power answer leaves its provider masked
+    (SecAgg's stages as Flower messages) and the server opens only their sum; with the same
+    seeds the components are bitwise those of ``DPSPCA(aggregation="secure")``."""
+    parts, _V = split
+    seed = 11
+    ref = _reference(parts, seed, aggregation="secure")
+    for i, path in enumerate(_save(tmp_path, parts)):
+        federation.start_provider(str(i), path, _seeds(seed)[i], T, "--aggregation", "secure")
+    out = tmp_path / "result.json"
+    proc = federation.run_server(3, seed, out, "--aggregation", "secure")
+    assert proc.returncode == 0, proc.stdout + proc.stderr + _logs(federation)
+    result = json.loads(out.read_text())
+    assert result["status"] == "ok", result
+    assert result["rounds_completed"] == T
+    np.testing.assert_array_equal(np.array(result["components"]), ref.components_)
+    np.testing.assert_array_equal(np.array(result["history"]), ref.history_)
+    assert result["noise_level"] == pytest.approx(ref.noise_level_, rel=1e-12)
+    assert result["secure"]["min_providers"] == 3 and result["secure"]["max_rows"] == 500
+    for pid in ("0", "1", "2"):
+        state = json.loads((tmp_path / f"state-{pid}.json").read_text())
+        assert state["by-kind"]["query"] == T
+        assert state["agreement"]["aggregation"] == "secure"
+        assert all(result["round_bytes"][r][pid][1] > 0 for r in range(T))
+
+
+@pytest.mark.slow
+def test_secure_aggregation_below_min_providers_fails_with_nothing_opened(
+        federation, split, tmp_path):
+    """A provider killed once it has computed its first share: the others' sum of that step
+    would have fewer than min_providers (3 of 3) inputs, so SecAgg aborts, nothing is
+    opened, and the run fails with no components written."""
+    parts, _V = split
+    seed = 5
+    for i, path in enumerate(_save(tmp_path, parts)):
+        federation.start_provider(str(i), path, _seeds(seed)[i], T, "--aggregation", "secure")
+    out = tmp_path / "abort.json"
+    server = subprocess.Popen(
+        [str(BIN / "privpca"), "server", "--superlink", f"127.0.0.1:{federation.port}",
+         "--insecure", "-d", str(D), "-k", str(K), "--n-nonzero", str(S_HAT), "-T", str(T),
+         "-N", "3", "--seed", str(seed), "--output", str(out), "--on-dropout", "continue",
+         "--round-timeout", "20", "--aggregation", "secure", *SERVER_PAPER_ARGS],
+        env=federation.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 600  # a loaded machine's start-up (see above)
+    state2 = tmp_path / "state-2.json"
+    while time.monotonic() < deadline and _releases(state2) < 1:
+        time.sleep(0.01)
+    assert _releases(state2) >= 1, "provider 2 computed no share within 600 s"
+    federation.kill("provider-2")  # its share of round 1 is kept in its (dead) process
+    log, _ = server.communicate(timeout=300)
+    assert server.returncode != 0
+    result = json.loads(out.read_text())
+    assert result["status"] == "error", log[-3000:]
+    assert "Secure aggregation aborted" in result["error"]
+    assert "fewer than min_providers=3" in result["error"]
+    assert "components" not in result and "history" not in result
+    assert result["rounds_completed"] < T
 
 
 # --- fast tests of the pieces ---------------------------------------------------------------------

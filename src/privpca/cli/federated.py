@@ -36,6 +36,52 @@ def _flower_env(**extra: str) -> dict[str, str]:
     return env
 
 
+#: Why ``privpca provider --aggregation secure`` needs its long-running provider.
+_SECURE_NEEDS_PROCESS = (
+    "--aggregation secure needs --isolation process: the provider keeps its secure-aggregation "
+    "state (ephemeral keys, self-mask seed, received shares, the residues of the current step) "
+    "in the memory of its one long-running process between messages; Flower's stock SuperNode "
+    "(a fresh process per message) could keep it only by writing it down.")
+
+
+def _aggregation_options(command: Any) -> Any:
+    """``--aggregation``, ``--min-providers`` and ``--colluders`` (both commands)."""
+    command = click.option(
+        "--colluders", type=click.IntRange(min=0), default=0, show_default=True,
+        help="Secure only: providers that may pool what they know with the server; the noise "
+        "shares are sized so that (ε, δ) holds against the server plus this many (less than "
+        "--min-providers - 1). Must match the other side's.")(command)
+    command = click.option(
+        "--min-providers", type=click.IntRange(min=2), default=None,
+        help="Secure only: the fewest providers whose sum may be opened (a strict majority "
+        "of N; default: all N, no dropout tolerated). Fewer survivors at any stage abort the "
+        "step with nothing opened. Must match the other side's.")(command)
+    return click.option(
+        "--aggregation", type=click.Choice(["local-noise", "secure"]), default="local-noise",
+        show_default=True,
+        help="'local-noise': every provider adds its own full noise to what it sends; "
+        "'secure': exact answers plus a share each of one central noise, which the server "
+        "opens only as a sum (SecAgg: each answer leaves the provider masked). Must match "
+        "the other side's.")(command)
+
+
+def _check_secure_options(n_providers: int | None, min_providers: int | None,
+                          colluders: int) -> None:
+    """Refuse secure settings no run could honour (the agreement's own checks)."""
+    from privpca.federated.protocol.secure_sums import SecureAgreement
+
+    m = min_providers
+    if n_providers is None:  # a provider: N is the server's; check what does not need it
+        if m is not None and not colluders < m - 1:
+            raise click.BadParameter(f"must be from 0 to --min-providers - 2 = {m - 2}.",
+                                     param_hint="--colluders")
+        return
+    try:
+        SecureAgreement(n_providers, n_providers if m is None else m, colluders, 1, 1)
+    except ValueError as exc:
+        raise click.UsageError(f"--aggregation secure: {exc}") from exc
+
+
 def _tls_args(insecure: bool, root_certificates: Path | None) -> list[str]:
     if insecure:
         return ["--insecure"]
@@ -90,12 +136,14 @@ def _tls_args(insecure: bool, root_certificates: Path | None) -> list[str]:
               "may quote a cell of DATA) and the warnings whose presence depends on the data: "
               "for the data holder's eyes only, NOT for a shared log. Without it the log has "
               "each failure's code only. The server never gets more than the code.")
+@_aggregation_options
 def provider(
     data: Path, superlink: str, provider_id: str | None, n_components: int, epsilon: float,
     delta: float, n_rounds: int, centering: str, data_norm: float | str,
     budget_shares: str | None, state_path: Path | None,
     noise_seed: int | None, stream: bool, port: int, insecure: bool,
     root_certificates: Path | None, isolation: str, poll: float, show_data_warnings: bool,
+    aggregation: str, min_providers: int | None, colluders: int,
 ) -> None:
     """Serve DATA as a DPS-PCA provider: a Flower SuperNode that answers at most T queries.
 
@@ -107,12 +155,28 @@ def provider(
     if data.suffix not in {".npy", ".csv", ".txt", ".parquet"}:
         raise click.BadParameter(f"{data}: expected a .npy, .parquet or .csv file",
                                  param_hint="DATA")
+    if aggregation == "secure":  # refused before anything runs, let alone is released
+        from privpca.federated.protocol.provider_checks import check_secure
+
+        if isolation != "process":
+            raise click.UsageError(_SECURE_NEEDS_PROCESS)
+        _check_secure_options(None, min_providers, colluders)
+        try:
+            check_secure(provider_id or data.stem, True,
+                         None if centering == "none" else centering, data_norm,
+                         stream or data.suffix == ".parquet")
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from exc
     state = state_path or data.with_name(data.name + ".privpca-state.json")
     cfg: dict[str, Any] = {
         "data-path": str(data.resolve()), "provider-id": provider_id or data.stem,
         "n-components": n_components, "epsilon": epsilon, "delta": delta, "n-rounds": n_rounds,
         "data-norm": data_norm, "centering": centering, "state-path": str(state.resolve()),
     }
+    if aggregation == "secure":
+        cfg.update({"aggregation": aggregation, "colluders": colluders})
+        if min_providers is not None:
+            cfg["min-providers"] = min_providers
     if noise_seed is not None:
         cfg["noise-seed"] = noise_seed
     if stream:
@@ -167,24 +231,36 @@ def provider(
 @click.option("--root-certificates", type=click.Path(exists=True, path_type=Path), default=None)
 @click.option("--poll", type=click.FloatRange(min=0.005, max=3.0), default=0.05,
               show_default=True, help="Seconds between the server's polls for replies.")
+@click.option("--max-rows", type=click.IntRange(min=1), default=None,
+              help="Secure only: the public bound on every provider's number of rows, which "
+              "sizes the sums' bit width (default: the largest the providers announce).")
+@_aggregation_options
 def server(
     superlink: str, n_features: int, n_components: int, n_nonzero: int | None, n_rounds: int,
     n_providers: int, seed: int | None, init: str, on_dropout: str, round_timeout: float,
     wait_timeout: float, centering: str, data_norm: float | str, output: Path, insecure: bool,
-    root_certificates: Path | None, poll: float,
+    root_certificates: Path | None, poll: float, max_rows: int | None, aggregation: str,
+    min_providers: int | None, colluders: int,
 ) -> None:
     """Run DPS-PCA's server: submit privpca's Flower app to the SuperLink and wait for it."""
     from privpca.federated.flower_app import write_app_dir  # Flower: imported only to run
 
     _tls_args(insecure, root_certificates)
+    if aggregation == "secure":  # refused before any provider is asked
+        _check_secure_options(n_providers, min_providers, colluders)
     run_config = {
         "n-features": n_features, "n-components": n_components,
         "n-nonzero": n_nonzero or n_features, "n-rounds": n_rounds, "n-providers": n_providers,
         "seed": -1 if seed is None else seed, "init": init, "on-dropout": on_dropout,
         "round-timeout": round_timeout, "wait-timeout": wait_timeout,
         "centering": centering, "data-norm": data_norm, "poll-interval": poll,
-        "output-path": str(output.resolve()),
+        "output-path": str(output.resolve()), "aggregation": aggregation,
     }
+    if aggregation == "secure":
+        run_config["colluders"] = colluders
+        run_config.update({key: value for key, value in (("min-providers", min_providers),
+                                                         ("max-rows", max_rows))
+                           if value is not None})
     with tempfile.TemporaryDirectory(prefix="privpca-flwr-") as tmp:
         app = write_app_dir(Path(tmp) / "app", run_config)
         home = Path(tmp) / "home"

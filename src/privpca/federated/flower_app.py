@@ -2,8 +2,11 @@
 
 * ``client_app`` (one per provider, run by a ``flower-supernode`` on the provider's machine)
   only answers the protocol's messages: ``query`` (a power round), ``query.mean`` (a round of
-  the private mean), ``query.prepare`` (the broadcast mean: centre, bound, clip) and
-  ``query.variance`` (the variances along the final components). It rebuilds the provider's
+  the private mean), ``query.prepare`` (the broadcast mean: centre, bound, clip),
+  ``query.variance`` (the variances along the final components), a secure run's
+  ``query.count`` and ``query.sum`` (the union's searches and mean) and SecAgg's
+  ``query.secagg_roster``, ``query.secagg_mask`` and ``query.secagg_unmask``
+  (:mod:`.flower_secagg`). It rebuilds the provider's
   :class:`~privpca.federated.protocol.provider.ProviderState` from the SuperNode's
   ``--node-config`` (its data file, its (ε, δ, T) and pipeline settings, its state file) and
   returns ``ProviderState.handle`` — or a Flower ``Error`` reply with one of the fixed codes
@@ -44,6 +47,14 @@ config without ``centering``/``data-norm`` is the papers' setting. Server run co
 which steps the server runs; default the papers' setting), ``on-dropout``, ``round-timeout``,
 ``wait-timeout``, ``poll-interval`` (seconds between polls for replies; default
 :data:`POLL_INTERVAL`), ``output-path``. See ``docs/DISTRIBUTED.md``.
+
+Secure aggregation (both configs): ``aggregation`` (``"local-noise"``, the default, or
+``"secure"``), ``min-providers`` (default: every provider of the run), ``colluders``
+(default 0) and, optionally, ``max-rows`` (the public bound on every nᵢ; the server's default
+is the largest nᵢ of the handshake, a provider's the server's, checked against its own nᵢ).
+A secure step's answers are opened only as a sum, by SecAgg's stages as Flower messages
+(:mod:`.flower_secagg`); the handshake refuses a provider of another agreement, and one that
+runs Flower's stock SuperNode, before anything is released.
 """
 
 from __future__ import annotations
@@ -51,9 +62,11 @@ from __future__ import annotations
 import json
 import logging
 import math
+import secrets
 import time
 import traceback
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,18 +78,36 @@ from flwr.serverapp import Grid, ServerApp
 from privpca.exceptions import DataDependentWarning
 from privpca.federated.flower_launch import write_app_dir
 from privpca.federated.flower_provider import (
+    SecureSettings,
     _centering_setting,
     _data_norm_setting,
     _flag,
+    aggregation_settings,
     load_provider,
 )
 from privpca.federated.flower_provider import _load_data as _load_data
+from privpca.federated.flower_secagg import (
+    Exchange,
+    answer_stage,
+    check_keeps_state,
+    combine_step,
+    keeps_state,
+    secure_summary,
+    server_agreement,
+    start_session,
+    union_plan,
+)
 from privpca.federated.flower_wire import (
+    SecureHeader,
     _message_from_content,
     _reply_from_content,
     _reply_to_content,
+    announcement_content,
+    content_nbytes,
     message_content,
+    put_secure_header,
     query_to_message_content,
+    secure_header,
 )
 from privpca.federated.protocol import (
     PROVIDER_FAILURES,
@@ -90,8 +121,9 @@ from privpca.federated.protocol import (
     failure_code,
     failure_reply,
     is_table_mode,
-    select_replies,
 )
+from privpca.federated.protocol.messages import CountQuery, SumQuery
+from privpca.federated.protocol.secure_sums import ShareReply
 from privpca.mechanisms.randomness import check_random_state
 
 __all__ = [
@@ -107,7 +139,8 @@ __all__ = [
 MESSAGE_TYPE = "query"
 #: Flower message type of each protocol message ("query" is the power round).
 MESSAGE_TYPES = {Query: "query", MeanQuery: "query.mean", PrepareMessage: "query.prepare",
-                 VarianceQuery: "query.variance"}
+                 VarianceQuery: "query.variance", CountQuery: "query.count",
+                 SumQuery: "query.sum"}
 #: The handshake: a provider says who it is and what it agreed to; it releases nothing.
 HELLO_TYPE = "query.hello"
 #: Seconds the handshake still waits, once n providers answered, for any further answer.
@@ -159,6 +192,11 @@ def _answer(kind: str, msg: Message, context: Context) -> Message:
     clipped; NumPy's RuntimeWarnings on the values) are dropped: a provider's stderr is a log
     others may read (unless its node config has ``show-data-warnings``). A failure is
     answered with a fixed code (:func:`_failure`).
+
+    A secure step (its message carries the server's :class:`SecureHeader`) is answered by a
+    secure provider only, in a process that keeps its state: its share reply is kept
+    (:func:`~privpca.federated.flower_secagg.start_session`) and only the reply's public
+    plan and SecAgg's stage-1 keys are sent.
     """
     node_config = dict(context.node_config)
     try:
@@ -166,18 +204,34 @@ def _answer(kind: str, msg: Message, context: Context) -> Message:
             if not _flag(node_config.get("show-data-warnings")):
                 warnings.simplefilter("ignore", DataDependentWarning)
                 warnings.simplefilter("ignore", RuntimeWarning)
-            provider = load_provider(node_config)
+            header = secure_header(msg.content)
+            provider = load_provider(node_config, header, step=True)
+            if provider.secure is not None:
+                check_keeps_state()  # before anything is booked
             message = _message_from_content(kind, msg.content)
             reply = provider.handle(message)
-            content = _reply_to_content(reply, provider)
+            if isinstance(reply, ShareReply):  # kept here; its residues leave only masked
+                assert header is not None
+                keys = start_session(node_config, reply, header)
+                content = announcement_content(reply, keys, provider)
+            else:
+                content = _reply_to_content(reply, provider)
     except Exception as exc:  # refused or failed: a fixed code, nothing released
         return _failure(exc, msg, node_config)
     return Message(content, reply_to=msg)
 
 
-def _hello_content(provider: ProviderState) -> RecordDict:
+def _hello_content(provider: ProviderState, secure: SecureSettings | None = None) -> RecordDict:
     """The handshake reply: public facts and the agreement, nothing computed from the data."""
+    agreed: dict[str, Any] = {"aggregation": "local-noise"}
+    if secure is not None:
+        shares = provider.budget_shares
+        agreed = {"aggregation": "secure", "min-providers": secure.min_providers_text,
+                  "colluders": secure.colluders, "keeps-state": keeps_state(),
+                  "epsilon": provider.epsilon, "delta": provider.delta,
+                  "budget-shares": json.dumps(shares, sort_keys=True) if shares else ""}
     return RecordDict({"meta": ConfigRecord({
+        **agreed,
         "provider-id": provider.provider_id,
         "n-samples": provider.n_samples,
         "n-features": provider.n_features,
@@ -198,7 +252,8 @@ def answer_hello(msg: Message, context: Context) -> Message:
             if not _flag(node_config.get("show-data-warnings")):  # see _answer
                 warnings.simplefilter("ignore", DataDependentWarning)
                 warnings.simplefilter("ignore", RuntimeWarning)
-            content = _hello_content(load_provider(node_config))
+            content = _hello_content(load_provider(node_config),
+                                     aggregation_settings(node_config))
     except Exception as exc:  # its own failure: a fixed code
         return _failure(exc, msg, node_config)
     return Message(content, reply_to=msg)
@@ -228,17 +283,61 @@ def answer_variance(msg: Message, context: Context) -> Message:
     return _answer("variance", msg, context)
 
 
+@client_app.query("count")
+def answer_count(msg: Message, context: Context) -> Message:
+    """A secure run's search: a share of the count of rows below an edge (kept; announced)."""
+    return _answer("count", msg, context)
+
+
+@client_app.query("sum")
+def answer_sum(msg: Message, context: Context) -> Message:
+    """A secure run's mean round: a share of ``Σ clip_R(x − c)`` (kept; announced)."""
+    return _answer("sum", msg, context)
+
+
+def _answer_stage(action: str, msg: Message, context: Context) -> Message:
+    """A stage of secure aggregation (:func:`~privpca.federated.flower_secagg.answer_stage`);
+    a refusal or failure is a fixed code, as for the protocol's messages."""
+    node_config = dict(context.node_config)
+    try:
+        check_keeps_state()
+        content = answer_stage(action, node_config, msg.content)
+    except Exception as exc:  # refused or failed: a fixed code, nothing sent in the clear
+        return _failure(exc, msg, node_config)
+    return Message(content, reply_to=msg)
+
+
+@client_app.query("secagg_roster")
+def answer_secagg_roster(msg: Message, context: Context) -> Message:
+    """SecAgg stage 2: the roster in, the encrypted shares of this provider's secrets out."""
+    return _answer_stage("secagg_roster", msg, context)
+
+
+@client_app.query("secagg_mask")
+def answer_secagg_mask(msg: Message, context: Context) -> Message:
+    """SecAgg stage 3: the shares addressed to it in, its kept residues masked out."""
+    return _answer_stage("secagg_mask", msg, context)
+
+
+@client_app.query("secagg_unmask")
+def answer_secagg_unmask(msg: Message, context: Context) -> Message:
+    """SecAgg stage 4: the survivors in, its shares of their self masks (or keys) out."""
+    return _answer_stage("secagg_unmask", msg, context)
+
+
 # --- server (ServerApp) --------------------------------------------------------------------------
 
 
 def run_server(grid: Grid, config: dict[str, Any]) -> dict[str, Any]:
     """Run DPS-PCA over ``grid``; return (and write to ``output-path``) the result.
 
-    Only loops send/receive and calls :class:`ServerState`. Failures become
+    Only loops send/receive and calls :class:`ServerState`; a step whose replies are share
+    announcements is opened by secure aggregation
+    (:func:`~privpca.federated.flower_secagg.open_secure_step`). Failures become
     ``{"status": "error", "error": ...}`` in the result, never a silent stop.
     """
     result: dict[str, Any] = {"status": "running", "rounds_completed": 0, "round_seconds": [],
-                              "dropped": {}, "providers": {}}
+                              "round_bytes": [], "dropped": {}, "providers": {}}
     try:
         d, k = int(config["n-features"]), int(config["n-components"])
         s_hat = int(config.get("n-nonzero", d))
@@ -250,31 +349,56 @@ def run_server(grid: Grid, config: dict[str, Any]) -> dict[str, Any]:
         poll = float(config.get("poll-interval", POLL_INTERVAL))
         centering = _centering_setting(config.get("centering", "none"))
         data_norm = _data_norm_setting(config.get("data-norm", 1.0))
-        nodes = handshake(grid, N, wait_timeout, {
+        settings = aggregation_settings(config)
+        expected: dict[str, Any] = {
             "n-features": d, "n-components": k, "n-rounds": T,
             "centering": "none" if centering is None else centering,
-            "data-norm": "auto" if isinstance(data_norm, str) else "public"})
+            "data-norm": "auto" if isinstance(data_norm, str) else "public",
+            "aggregation": "local-noise"}
+        if settings is not None:
+            expected.update({"aggregation": "secure", "colluders": settings.colluders,
+                             "min-providers": settings.min_providers_text})
+        hellos = _handshake(grid, N, wait_timeout, expected)
+        node_to_pid = {node: str(meta.get("provider-id")) for node, meta in hellos.items()}
+        secure = None if settings is None else server_agreement(
+            settings.min_providers, settings.colluders, settings.max_rows, N, hellos)
+        session = f"privpca-dpspca-{secrets.token_hex(8)}"
         rng = check_random_state(seed)  # the same Q⁽⁰⁾ as DPSPCA(random_state=seed)
+        table_mode = is_table_mode(centering, data_norm)
+        preparation: dict[str, Any] = {}
+        if secure is not None and table_mode:  # the union's mean and bound, by opened sums
+            preparation["secure"] = (union_plan(hellos, centering, data_norm, secure.total_rows,
+                                                d, k, T), secure.total_rows, data_norm)
         server = ServerState(d, k, s_hat, T,
                              ServerState.initial(d, k, s_hat, str(config.get("init", "random")),
                                                  rng),
-                             centering=centering,
-                             table_mode=is_table_mode(centering, data_norm))
-        node_to_pid: dict[int, str] = {}
-        active = list(nodes)
+                             centering=centering, table_mode=table_mode, **preparation)
+        active = sorted(hellos)
         while not server.finished:
             t0 = time.perf_counter()
-            phase = server.phase
-            replies, reasons = _one_round(grid, active, server.next_message(), round_timeout,
-                                          server.step_label, poll)
+            phase, label = server.phase, server.step_label
+            traffic: dict[int, list[int]] = {}
+            exchange = _exchanger(grid, round_timeout, poll, label, traffic)
+            message = server.next_message()
+            content = message_content(message)
+            if secure is not None:
+                content = put_secure_header(content, SecureHeader(
+                    N, secure.min_providers, secure.colluders, secure.max_rows,
+                    secure.total_rows, session, tuple(node_to_pid[n] for n in active)))
+            kind = MESSAGE_TYPES[type(message)].partition(".")[2] or "query"
+
+            def parse(node: int, reply: RecordDict, kind: str = kind) -> Any:
+                return _reply_from_content(reply, kind)
+
+            replies, reasons = exchange(dict.fromkeys(active, content), kind, parse)
             metas = {}
             for node, (reply, meta) in replies.items():
-                node_to_pid[node] = reply.provider_id
+                if secure is None:
+                    node_to_pid[node] = reply.provider_id
                 metas[reply.provider_id] = meta
-            expected = [node_to_pid.get(n, f"node-{n}") for n in active]
-            named_reasons = {node_to_pid.get(n, f"node-{n}"): r for n, r in reasons.items()}
-            used = select_replies(server, expected, [r for r, _ in replies.values()],
-                                  on_dropout=on_dropout, reasons=named_reasons)
+            used = combine_step(exchange, server, secure, session,
+                                {n: node_to_pid.get(n, f"node-{n}") for n in active}, replies,
+                                reasons, on_dropout)
             active = [n for n in active if node_to_pid.get(n, f"node-{n}") not in server.dropped]
             for pid, meta in metas.items():
                 result["providers"][pid] = meta
@@ -282,6 +406,8 @@ def run_server(grid: Grid, config: dict[str, Any]) -> dict[str, Any]:
             if phase == "query":
                 result["rounds_completed"] = server.round
                 result["round_seconds"].append(time.perf_counter() - t0)
+                result["round_bytes"].append(
+                    {node_to_pid.get(n, f"node-{n}"): v for n, v in traffic.items()})
         result["dropped"] = dict(server.dropped)
         result.update(status="ok", components=server.components().tolist(),
                       history=[Q.T.tolist() for Q in server.history],
@@ -293,11 +419,15 @@ def run_server(grid: Grid, config: dict[str, Any]) -> dict[str, Any]:
                 explained_variance_ratio=_floats(server.explained_variance_ratio),
                 provider_bounds=server.provider_bounds,
             )
-        scales = {pid: float(m["noise-scale"]) * int(m["n-samples"])
+        share = 1.0 if secure is None else 1.0 / math.sqrt(secure.min_providers
+                                                           - secure.colluders)
+        scales = {pid: float(m["noise-scale"]) * int(m["n-samples"]) * share
                   for pid, m in result["providers"].items() if pid not in server.dropped}
         total = sum(int(result["providers"][pid]["n-samples"]) for pid in scales)
         if total:
             result["noise_level"] = math.sqrt(sum(s**2 for s in scales.values())) / total
+        if secure is not None:
+            result["secure"] = secure_summary(secure, result["providers"], server.table_mode)
     except (ProviderDropoutError, TimeoutError, ValueError) as exc:
         result.update(status="error", error=str(exc))
     except Exception as exc:  # pragma: no cover - reported, not swallowed
@@ -329,7 +459,13 @@ def _privacy(providers: dict[str, dict[str, Any]], dropped: dict[str, int]) -> d
 
 def handshake(grid: Grid, n: int, timeout: float, expected: dict[str, Any],
               poll: float = 0.2) -> list[int]:
-    """The ``n`` nodes that answered the handshake, in node order; nothing released yet.
+    """The ``n`` nodes that answered the handshake, in node order (see :func:`_handshake`)."""
+    return sorted(_handshake(grid, n, timeout, expected, poll))
+
+
+def _handshake(grid: Grid, n: int, timeout: float, expected: dict[str, Any],
+               poll: float = 0.2) -> dict[int, dict[str, Any]]:
+    """The ``n`` nodes that answered the handshake, with their hellos; nothing released yet.
 
     Every registered node gets a ``query.hello`` (which costs a provider nothing); only
     nodes that answer, with distinct provider ids and the agreement of this run
@@ -385,22 +521,39 @@ def handshake(grid: Grid, n: int, timeout: float, expected: dict[str, Any],
         if wrong:
             raise ValueError(f"Provider {meta.get('provider-id')!r} agreed to other settings "
                              f"than this run (theirs, ours): {wrong}. Nothing was released.")
-    return sorted(answered)
+    return answered
 
 
-def _one_round(grid: Grid, nodes: list[int], message: Any, timeout: float, label: str = "",
-               poll: float = POLL_INTERVAL,
-               ) -> tuple[dict[int, tuple[Any, dict[str, Any]]], dict[int, str]]:
-    """Send ``message`` to ``nodes``; collect replies (by node) and reasons for the others."""
-    message_type = MESSAGE_TYPES[type(message)]
-    kind = message_type.partition(".")[2] or "query"
-    content = message_content(message)
-    messages = [Message(content=content, dst_node_id=n, message_type=message_type,
-                        group_id=label or kind) for n in nodes]
-    pending: dict[str, int] = {}
-    for msg_id, node in zip(grid.push_messages(messages), nodes, strict=True):
-        pending[msg_id] = node
-    replies: dict[int, tuple[Any, dict[str, Any]]] = {}
+def _exchanger(grid: Grid, timeout: float, poll: float, label: str,
+               traffic: dict[int, list[int]] | None = None) -> Exchange:
+    """:func:`_exchange` over ``grid`` for one step (``action`` "query" is the power round)."""
+
+    def exchange(sends: dict[int, RecordDict], action: str,
+                 parse: Callable[[int, RecordDict], Any]
+                 ) -> tuple[dict[int, Any], dict[int, str]]:
+        message_type = "query" if action == "query" else f"query.{action}"
+        return _exchange(grid, sends, message_type, label, timeout, poll, parse, traffic)
+
+    return exchange
+
+
+def _exchange(grid: Grid, sends: dict[int, RecordDict], message_type: str, group: str,
+              timeout: float, poll: float, parse: Callable[[int, RecordDict], Any],
+              traffic: dict[int, list[int]] | None = None
+              ) -> tuple[dict[int, Any], dict[int, str]]:
+    """Send each node its record; collect the parsed replies (by node) and reasons for the
+    others (an error reply, a malformed one, none within ``timeout``). ``traffic`` adds the
+    bytes each node was sent and sent back."""
+    nodes = list(sends)
+    messages = [Message(content=sends[n], dst_node_id=n, message_type=message_type,
+                        group_id=group) for n in nodes]
+    pending = dict(zip(grid.push_messages(messages), nodes, strict=True))
+    sizes: dict[int, int] = {}
+    if traffic is not None:
+        for n in nodes:
+            size = sizes.setdefault(id(sends[n]), content_nbytes(sends[n]))
+            traffic.setdefault(n, [0, 0])[0] += size
+    replies: dict[int, Any] = {}
     reasons: dict[int, str] = {}
     end = time.monotonic() + timeout
     while pending and time.monotonic() < end:
@@ -411,11 +564,13 @@ def _one_round(grid: Grid, nodes: list[int], message: Any, timeout: float, label
             node = pending.pop(reply_to)
             if msg.has_error():
                 reasons[node] = f"error {msg.error.code}: {msg.error.reason}"
-            else:
-                try:
-                    replies[node] = _reply_from_content(msg.content, kind)
-                except Exception as exc:  # a malformed reply: that provider dropped out
-                    reasons[node] = f"malformed reply: {exc!r}"
+                continue
+            if traffic is not None:
+                traffic.setdefault(node, [0, 0])[1] += content_nbytes(msg.content)
+            try:
+                replies[node] = parse(node, msg.content)
+            except Exception as exc:  # a malformed reply: that provider dropped out
+                reasons[node] = f"malformed reply: {exc!r}"
         if pending:
             time.sleep(poll)
     for node in pending.values():

@@ -17,6 +17,12 @@ re-reads the provider's state file under its lock for every message: the release
 the refusal beyond the agreed T and the values a provider must recall are the same as with a
 process per message (only the data array, keyed by the file's identity, is kept in memory).
 
+This one process is also where a secure provider keeps its secure-aggregation state between
+the messages of an aggregation (its ephemeral EC private keys, its self-mask seed, the shares
+it received and the residues of the current step: :mod:`.flower_secagg`), in memory only:
+:meth:`TaskWorker.serve` declares it (``keep_sessions_in_process``). Flower's stock SuperNode
+(a process per message) refuses secure steps.
+
 The worker runs privpca's ClientApp only, never code from the run's Flower App Bundle (FAB): a
 run whose FAB names another ClientApp gets an error reply. (The stock SuperNode installs and
 imports whatever app the FAB carries, with the provider's node config in reach.)
@@ -92,6 +98,9 @@ class TaskWorker:
         from flwr.supercore.constant import TaskType
         from flwr.supercore.interceptors import RuntimeVersionHttpInterceptor
 
+        from privpca.federated.flower_secagg import keep_sessions_in_process
+
+        keep_sessions_in_process()  # one process answers every message: secure steps too
         client = self._client([RuntimeVersionHttpInterceptor(component_name="SuperExec")])
         request = AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP])
         log(INFO, "privpca: answering ClientApp tasks in process at %s", self.address)

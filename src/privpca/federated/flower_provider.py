@@ -1,14 +1,18 @@
 """A provider's SuperNode node config read into its :class:`ProviderState` (no Flower needed).
 
 The node config's keys are listed in :mod:`privpca.federated.flower_app`; its data file is
-read once per process (a changed file is read again).
+read once per process (a changed file is read again). Under secure aggregation
+(``aggregation = "secure"``) the provider's own settings (:class:`SecureSettings`) meet the
+server's header of each step in :func:`secure_agreement_for`: the step is refused, before
+anything is booked, unless the two describe the same agreement.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,9 +22,18 @@ from privpca.federated.protocol import (
     ProviderConfigError,
     ProviderInputError,
     ProviderState,
+    QueryRefusedError,
     is_table_mode,
     provider_release_limits,
 )
+from privpca.federated.protocol.provider_checks import check_secure
+from privpca.federated.protocol.secure_sums import SecureAgreement
+
+if TYPE_CHECKING:  # Flower's wire types: only a Flower step passes a header
+    from privpca.federated.flower_wire import SecureHeader
+
+#: The aggregations a provider or a server may agree to (``aggregation`` in their configs).
+AGGREGATIONS = ("local-noise", "secure")
 
 #: The last data file read (its identity and array): a long-running provider process
 #: (:mod:`.flower_node`) reads its data once, not per message; a changed file is read again.
@@ -81,8 +94,98 @@ def _data_norm_setting(value: Any) -> float | str:
     return float(value)
 
 
-def load_provider(node_config: dict[str, Any]) -> ProviderState:
+@dataclass(frozen=True)
+class SecureSettings:
+    """One party's own secure-aggregation settings (its node or run config; all public).
+
+    ``min_providers`` None means every provider of the run (N, as the server announces it);
+    ``max_rows`` None, a provider's: the server's (checked to cover its own nᵢ); the server's:
+    the largest nᵢ of the handshake.
+    """
+
+    min_providers: int | None
+    colluders: int
+    max_rows: int | None
+
+    @property
+    def min_providers_text(self) -> str:
+        """``min-providers`` as the handshake compares it (``"all"``: every provider)."""
+        return "all" if self.min_providers is None else str(self.min_providers)
+
+
+def _optional_int(value: Any, name: str, low: int) -> int | None:
+    """A config's int setting (None: unset, ``"all"`` or ``"auto"``), at least ``low``."""
+    if value is None or str(value).strip().lower() in ("", "all", "none", "auto"):
+        return None
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(f"{name} must be an int >= {low}; got {value!r}.")
+    number = int(str(value).strip()) if isinstance(value, str) else int(value)
+    if number < low:
+        raise ValueError(f"{name} must be an int >= {low}; got {value!r}.")
+    return number
+
+
+def aggregation_settings(config: dict[str, Any]) -> SecureSettings | None:
+    """A node or run config's aggregation: None for ``"local-noise"`` (the default).
+
+    Raises ValueError for an unknown aggregation or settings no run could honour
+    (``min-providers`` below 2, ``colluders`` not below ``min-providers`` − 1).
+    """
+    mode = str(config.get("aggregation", "local-noise"))
+    if mode not in AGGREGATIONS:
+        raise ValueError(f"aggregation must be one of {list(AGGREGATIONS)}; got {mode!r}.")
+    if mode == "local-noise":
+        return None
+    m = _optional_int(config.get("min-providers"), "min-providers", 2)
+    t = _optional_int(config.get("colluders", 0), "colluders", 0) or 0
+    if m is not None and not t < m - 1:
+        raise ValueError(f"colluders must be from 0 to min-providers - 2 = {m - 2} (the sum "
+                         f"must keep at least two honest shares); got {t}.")
+    return SecureSettings(m, t, _optional_int(config.get("max-rows"), "max-rows", 1))
+
+
+def secure_agreement_for(settings: SecureSettings, header: SecureHeader, provider_id: str,
+                         n_samples: int) -> SecureAgreement:
+    """The agreement of one secure step: the provider's own settings, the run's size from the
+    server's header.
+
+    Raises :class:`~privpca.federated.protocol.messages.QueryRefusedError` (nothing booked)
+    when the header's ``min-providers``, ``colluders`` or ``max-rows`` are not the
+    provider's own, when ``max-rows`` is below its nᵢ (its answers would not fit the plan),
+    or when the step's providers do not include it, repeat, or are fewer than
+    ``min-providers`` (no sum of them could be opened) or more than N.
+    """
+    N = header.n_providers
+    m = N if settings.min_providers is None else settings.min_providers
+    wrong = {key: (mine, theirs) for key, mine, theirs in (
+        ("min-providers", m, header.min_providers),
+        ("colluders", settings.colluders, header.colluders),
+        ("max-rows", settings.max_rows, header.max_rows)) if mine is not None and mine != theirs}
+    if wrong:
+        raise QueryRefusedError(f"provider {provider_id}: the server's secure agreement differs "
+                                f"from this provider's (mine, the server's): {wrong}.")
+    if not n_samples <= header.max_rows <= header.total_rows:
+        raise QueryRefusedError(f"provider {provider_id}: the server's max-rows "
+                                f"{header.max_rows} and total rows {header.total_rows} do not "
+                                f"cover this provider's {n_samples} rows.")
+    ids = header.ids
+    if provider_id not in ids or len(set(ids)) != len(ids) or not m <= len(ids) <= N:
+        raise QueryRefusedError(f"provider {provider_id}: the step's providers {list(ids)} must "
+                                f"include it, once each, and number from {m} to {N}.")
+    try:
+        return SecureAgreement(N, m, settings.colluders, header.max_rows, header.total_rows)
+    except ValueError as exc:
+        raise QueryRefusedError(f"provider {provider_id}: {exc}") from exc
+
+
+def load_provider(node_config: dict[str, Any], header: SecureHeader | None = None, *,
+                  step: bool = False) -> ProviderState:
     """The provider described by a SuperNode's node config (see the module docstring).
+
+    ``header`` is the secure header of the step being answered (``step=True``): a secure
+    provider's agreement for it (:func:`secure_agreement_for`). A step whose header does not
+    match the provider's ``aggregation`` is refused
+    (:class:`~privpca.federated.protocol.messages.QueryRefusedError`).
 
     Raises
     ------
@@ -107,28 +210,46 @@ def load_provider(node_config: dict[str, Any]) -> ProviderState:
         shares = None if shares_text in (None, "") else json.loads(str(shares_text))
         pid = str(node_config.get("provider-id", Path(data_path).stem))
         state_path = str(node_config["state-path"])
+        secure_settings = aggregation_settings(node_config)
     except KeyError as exc:
         raise ProviderConfigError(
             f"Provider node config lacks {exc}; see privpca provider --help.") from exc
     except (TypeError, ValueError) as exc:  # a setting that is not a number, bad JSON
         raise ProviderConfigError(f"Provider node config: {exc}") from exc
+    if step and (header is None) != (secure_settings is None):
+        raise QueryRefusedError(
+            f"provider {pid} agreed to aggregation="
+            f"{'local-noise' if secure_settings is None else 'secure'}; the server's step is "
+            f"{'secure' if header is not None else 'local-noise'}. Refused.")
     X = _load_data(data_path, stream)
+    streamed = hasattr(X, "n_samples")
+    n_rows = int(X.n_samples) if streamed else int(X.shape[0])
+    if secure_settings is not None:  # the estimator's refusal, before anything is released
+        try:
+            check_secure(pid, True, centering, data_norm, streamed)
+        except ValueError as exc:
+            raise ProviderConfigError(str(exc)) from exc
+    secure = (None if secure_settings is None or header is None
+              else secure_agreement_for(secure_settings, header, pid, n_rows))
     seed = node_config.get("noise-seed")
     agreement: dict[str, Any] = {
         "data-path": str(Path(data_path).resolve()),
-        "shape": [int(X.n_samples), int(X.n_features)] if hasattr(X, "n_samples")
-        else list(X.shape), "epsilon": epsilon, "delta": delta, "n-rounds": T,
-        "n-components": k, "data-norm": data_norm}
+        "shape": [int(X.n_samples), int(X.n_features)] if streamed else list(X.shape),
+        "epsilon": epsilon, "delta": delta, "n-rounds": T, "n-components": k,
+        "data-norm": data_norm}
     # The papers' setting's agreement omits these, so its state files match as they are.
     if is_table_mode(centering, data_norm):
         agreement.update({"centering": centering or "none", "budget-shares": shares})
-    limits = provider_release_limits(T, centering, data_norm)
+    if secure_settings is not None:  # local-noise state files keep their agreement as it was
+        agreement.update({"aggregation": "secure", "colluders": secure_settings.colluders,
+                          "min-providers": secure_settings.min_providers_text})
+    limits = provider_release_limits(T, centering, data_norm, secure=secure is not None)
     counter = FileReleaseCounter(state_path, limits, agreement)
     try:
         return ProviderState(X, n_components=k, epsilon=epsilon, delta=delta, n_rounds=T,
                              data_norm=data_norm, centering=centering, budget_shares=shares,
                              noise_seed=None if seed is None else int(seed), provider_id=pid,
-                             counter=counter)
+                             counter=counter, secure=secure)
     except NonFiniteInputError:
         raise
     except (TypeError, ValueError) as exc:  # its settings, checked against the table's shape

@@ -293,7 +293,8 @@ class ProviderState(ProviderPrivacy):
         if stored is not None:  # a restarted provider: rebuild its rows, release nothing
             mean = None if stored["mean"] is None else np.asarray(stored["mean"], np.float64)
             self._prepare_rows(mean, float(stored["data_norm"]), warn=False)
-            self.clipped_estimate = float(stored.get("clipped_estimate", math.nan))
+            stored_clipped = stored.get("clipped_estimate")  # None: no bound was released
+            self.clipped_estimate = math.nan if stored_clipped is None else float(stored_clipped)
 
     # ------------------------------------------------------------------ helpers
     def _set_bound(self, data_norm: float) -> None:

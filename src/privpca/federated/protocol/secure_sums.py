@@ -203,11 +203,19 @@ def combine_replies(replies: Sequence[Any], n_features: int, n_components: int, 
                          "providers did not agree on the aggregation. Nothing was opened.")
     first = shared[0]
     total, n, _ = open_sum(shared, round=first.round, session=session, dropouts=dropouts)
-    if first.kind == "variance":
-        return [VarianceReply(SUM_ID, n, total[:-1], float(total[-1]))]
-    if first.kind == "query":
-        return [Reply(SUM_ID, first.round, n, total.reshape(n_features, n_components) / n)]
-    return [OpenedSum(first.kind, first.round, n, total)]
+    return [opened_reply(first.kind, first.round, n, total, n_features, n_components)]
+
+
+def opened_reply(kind: str, round: int, n: int, total: NDArray[np.float64], n_features: int,
+                 n_components: int) -> Any:
+    """The one reply :class:`ServerState` receives for an opened sum: ``Σ answers/Σ nᵢ`` for
+    a power round (so its weighted mean is the sum over Σ nᵢ), the summed variances and total,
+    and the opened sum itself for any other step (counts, a mean round's sum)."""
+    if kind == "variance":
+        return VarianceReply(SUM_ID, n, total[:-1], float(total[-1]))
+    if kind == "query":
+        return Reply(SUM_ID, round, n, total.reshape(n_features, n_components) / n)
+    return OpenedSum(kind, round, n, total)
 
 
 def secure_notes(agreement: SecureAgreement, epsilon: float, delta: float,
