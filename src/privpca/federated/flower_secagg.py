@@ -1,4 +1,4 @@
-"""Secure aggregation over Flower: SecAgg's stages as Flower messages (issue 39).
+"""Secure aggregation over Flower: SecAgg's stages as Flower messages.
 
 With ``aggregation = "secure"`` a provider answers a step (a power query, the variance
 query, any step whose answer is a :class:`~privpca.federated.protocol.secure_sums.ShareReply`)

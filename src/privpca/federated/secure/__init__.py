@@ -1,6 +1,6 @@
 """Secure aggregation (SecAgg): the server learns the providers' sum modulo 2^b, not one input.
 
-DPS-PCA under secure aggregation (issue 39): each provider sends its noisy answer encoded
+DPS-PCA under secure aggregation: each provider sends its noisy answer encoded
 as uint64 residues modulo ``2^b`` on a common grid; the untrusted server must learn only
 their sum. This package runs the protocol of Bonawitz et al. (2017), the one Flower's SecAgg+
 (Bell et al. 2020) runs, with Flower's own primitives — EC key pairs
