@@ -256,6 +256,10 @@ def test_report_as_a_person_sees_it_in_headless_chromium(report_path, released, 
     for heading in (*HEADINGS, "Private score plot"):
         assert heading in text, heading
     assert "ε = 1, δ = 1e-05" in text and "ε = 0.5" in text
+    # The steward's review: the page's total first, the guarantee in plain words, and that
+    # other runs are not included.
+    assert "in total" in text[:text.index("In plain words.")]
+    assert "Other runs on the same table are not included." in text
     # What a steward reads first: the guarantee, then how accurate, then the data.
     assert text.index("differentially private") < text.index("Accuracy.") < text.index(
         "The data") < text.index("What was released")
