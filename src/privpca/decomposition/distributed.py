@@ -30,7 +30,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from privpca._validation import check_data, check_in_range, check_n_components, fit_input
 from privpca.accounting.ledger import PrivacyLedger
-from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord
 from privpca.decomposition._base import BasePrivatePCA, FitPlan, Release
 from privpca.decomposition._constraints import (
@@ -50,10 +49,10 @@ from privpca.decomposition._providers import (
 )
 from privpca.federated.protocol import (
     INITS,
-    STATISTIC_MECHANISM,
     ProviderState,
     ServerState,
     dpspca_noise_multiplier,
+    dpspca_pipeline,
     merge_provider_spends,
     paper_noise_scale,
     provider_privacy_record,
@@ -66,10 +65,9 @@ from privpca.federated.protocol.secure_sums import (
     secure_notes,
 )
 from privpca.mechanisms.secure_noise import is_os_keyed
-from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.metrics import sin_theta
 from privpca.pipeline.release import ReleasePipeline
-from privpca.pipeline.rows import PreparedRows, Statistic, warn_if_standardised
+from privpca.pipeline.rows import PreparedRows, warn_if_standardised
 from privpca.pipeline.settings import PipelineSettings
 from privpca.pipeline.spectrum import (
     feasible_spectrum,
@@ -389,11 +387,7 @@ default="random"
             data_norm=self.data_norm, scale=self.scale, budget_shares=self.budget_shares,
             random_state=self.random_state,
         )
-        run = ReleasePipeline(
-            self, settings, N, p,
-            Statistic(STATISTIC_MECHANISM, lambda D: power_sensitivity(D, k), count=T),
-            model="distributed", neighbouring=Neighbouring.DISTRIBUTED_REPLACE_ONE,
-        )
+        run = dpspca_pipeline(self, settings, N, p, k, T)
         s_hat = p if self.n_nonzero is None else int(
             check_in_range(self.n_nonzero, "n_nonzero", low=k, high=p, low_closed=True,
                            high_closed=True, integer=True, owner=self)

@@ -49,7 +49,6 @@ from privpca.federated.flower_wire import (
     secagg_from_content,
 )
 from privpca.federated.protocol import (
-    STATISTIC_MECHANISM,
     ProviderConfigError,
     ProviderDropoutError,
     Reply,
@@ -392,10 +391,7 @@ def union_plan(hellos: dict[int, dict[str, Any]], centering: Any, data_norm: Any
     they reported in the handshake, which must be the same for all (public)."""
     import json
 
-    from privpca.accounting.neighbouring import Neighbouring
-    from privpca.mechanisms.sensitivity import power_sensitivity
-    from privpca.pipeline.release import ReleasePipeline
-    from privpca.pipeline.rows import Statistic
+    from privpca.federated.protocol.privacy import dpspca_pipeline
     from privpca.pipeline.settings import PipelineSettings
 
     agreed = {(float(m["epsilon"]), float(m["delta"]), str(m.get("budget-shares") or ""))
@@ -408,11 +404,8 @@ def union_plan(hellos: dict[int, dict[str, Any]], centering: Any, data_norm: Any
     settings = PipelineSettings(epsilon=epsilon, delta=delta, centering=centering,
                                 data_norm=data_norm, scale=False,
                                 budget_shares=json.loads(shares) if shares else None)
-    run = ReleasePipeline(
-        "the secure run's server", settings, total_rows, n_features,
-        Statistic(STATISTIC_MECHANISM, lambda D: power_sensitivity(D, n_components),
-                  count=n_rounds),
-        model="distributed", neighbouring=Neighbouring.DISTRIBUTED_REPLACE_ONE)
+    run = dpspca_pipeline("the secure run's server", settings, total_rows, n_features,
+                          n_components, n_rounds)
     return run.plan
 
 

@@ -61,6 +61,7 @@ from privpca.federated.protocol.messages import *  # noqa: F403
 from privpca.federated.protocol.privacy import STATISTIC_MECHANISM as STATISTIC_MECHANISM
 from privpca.federated.protocol.privacy import (
     dpspca_noise_multiplier,
+    dpspca_pipeline,
     paper_noise_scale,
 )
 from privpca.federated.protocol.privacy import merge_provider_spends as merge_provider_spends
@@ -79,6 +80,7 @@ __all__ = [
     "ReleaseCounter",
     "ServerState",
     "dpspca_noise_multiplier",
+    "dpspca_pipeline",
     "failure_code",
     "failure_reply",
     "paper_noise_scale",

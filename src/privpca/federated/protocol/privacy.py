@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import dp_accounting
 
@@ -135,3 +136,19 @@ def merge_provider_spends(per_provider: Sequence[Sequence[PrivacySpend]]) -> lis
         )
         for s in merged.values()
     ]
+
+
+def dpspca_pipeline(owner: Any, settings: Any, n_samples: int, n_features: int,
+                    n_components: int, n_rounds: int) -> Any:
+    """The release pipeline DPS-PCA's parties plan with: T power answers of sensitivity
+    Δ(D, k), distributed model, replace one record. The estimator, each provider (over its
+    nᵢ, or Σ nᵢ in a secure run) and a secure run's Flower server build it here, so their
+    budget plans agree."""
+    from privpca.pipeline.release import ReleasePipeline
+    from privpca.pipeline.rows import Statistic
+
+    return ReleasePipeline(
+        owner, settings, n_samples, n_features,
+        Statistic(STATISTIC_MECHANISM, lambda D: power_sensitivity(D, n_components),
+                  count=n_rounds),
+        model="distributed", neighbouring=Neighbouring.DISTRIBUTED_REPLACE_ONE)

@@ -18,7 +18,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privpca._validation import check_data, warn_clipped
-from privpca.accounting.neighbouring import Neighbouring
 from privpca.federated.protocol.agreement import (
     MEAN_PARTS,
     is_table_mode,
@@ -40,7 +39,7 @@ from privpca.federated.protocol.messages import (
     VarianceReply,
     validate_query,
 )
-from privpca.federated.protocol.privacy import STATISTIC_MECHANISM, dpspca_noise_multiplier
+from privpca.federated.protocol.privacy import dpspca_noise_multiplier, dpspca_pipeline
 from privpca.federated.protocol.provider_checks import (
     check_counter,
     check_mean_query,
@@ -71,8 +70,6 @@ from privpca.pipeline.preprocessing import (
     private_norm_bound,
     private_norm_bound_from_counts,
 )
-from privpca.pipeline.release import ReleasePipeline
-from privpca.pipeline.rows import Statistic
 from privpca.pipeline.settings import DEFAULT_NORM_QUANTILE, PipelineSettings
 from privpca.streaming import reductions
 from privpca.streaming.sources import RowSource
@@ -272,12 +269,8 @@ class ProviderState(ProviderPrivacy):
             data_norm=self.data_norm, scale=self.scale, budget_shares=self.budget_shares,
         )
         n_plan = self.n_samples if self.secure is None else self.secure.total_rows
-        self._run = ReleasePipeline(
-            self, settings, n_plan, self.n_features,
-            Statistic(STATISTIC_MECHANISM, lambda D: power_sensitivity(D, self.n_components),
-                      count=self.n_rounds),
-            model="distributed", neighbouring=Neighbouring.DISTRIBUTED_REPLACE_ONE,
-        )
+        self._run = dpspca_pipeline(self, settings, n_plan, self.n_features,
+                                    self.n_components, self.n_rounds)
         try:  # too few rows for the private bounds: refused before anything is released
             self._run.check_rows()
         except BoundNotFoundError as exc:
