@@ -57,6 +57,7 @@ from privpca.federated.protocol import (
     paper_noise_scale,
     provider_privacy_record,
 )
+from privpca.federated.protocol.privacy import local_noise_notes, local_noise_pipeline
 from privpca.federated.protocol.secure_sums import (
     SecureAgreement,
     collusion_epsilons,
@@ -209,9 +210,9 @@ default="random"
     paper_noise_scale_ : float
         The paper's ω(ε, δ) = (2T/ε)√(2 ln(2T/δ)) (std of G), for comparison only.
     privacy_ : PrivacyRecord
-        Distributed model; every part's spend (each part once: every provider runs the same
-        plan, with the largest provider's sensitivity shown) and the per-provider guarantee,
-        equal to the requested (ε, δ) for every provider.
+        Distributed model; every part's spend (each part once, of the smallest provider's
+        plan, the largest sensitivity among its runners shown: every provider's plan composes
+        to the same (ε, δ)) and the per-provider guarantee, the requested (ε, δ) for each.
     n_features_in_ : int
 
     References
@@ -396,13 +397,18 @@ default="random"
         for part in data.parts:  # refuse NaN/inf before anything is charged (streamed: per pass)
             if isinstance(part, np.ndarray):
                 check_data(part)
+        sizes = [n_samples_of(part) for part in data.parts]
         rounds = {"n_components": k, "n_rounds": T, "n_nonzero": s_hat,
                   "secure": secure_agreement(
                       self.aggregation, self.centering, self.data_norm, self.min_providers,
-                      self.colluders, [n_samples_of(part) for part in data.parts],
+                      self.colluders, sizes,
                       any(not isinstance(part, np.ndarray) for part in data.parts))}
         if not run.paper_mode:
-            return FitPlan(run=run, settings=rounds)
+            if rounds["secure"] is None:  # each provider plans over its own nᵢ: book that
+                run = local_noise_pipeline(self, settings, sizes, data.ids, p, k, T)
+            # The record states the union's Σnᵢ (a provider's plan states its own nᵢ).
+            return FitPlan(run=run, settings=rounds, planned=dataclasses.replace(
+                run.planned_record(), n_samples=N))
         return FitPlan(run=run, settings=rounds, planned=provider_privacy_record(
             epsilon=run.epsilon, delta=run.delta, n_rounds=T, n_components=k,
             data_norm=run.data_norm, n_samples=N, n_clipped=0, n_providers=len(data.parts),
@@ -517,8 +523,12 @@ default="random"
         reemit_clipping(caught, any(pr.n_clipped for pr in providers), float(bounds.max()), self)
 
         per_provider = [pr.spends() for pr in providers]
-        pre = merge_provider_spends([spends for spends, _ in per_provider])
-        statistic = max((stat for _, stat in per_provider), key=lambda s: s.sensitivity)
+        # The parts of the booked plan only: another provider's plan may split differently
+        # (local_noise_pipeline), and mixing the two splits' events would state neither.
+        listed = [spent for pr, spent in zip(providers, per_provider, strict=True)
+                  if pr.plan == run.plan]
+        pre = merge_provider_spends([spends for spends, _ in listed])
+        statistic = max((stat for _, stat in listed), key=lambda s: s.sensitivity)
         scale = None if isinstance(run.scale, bool) else np.asarray(run.scale, dtype=np.float64)
         mean = None if server.mean is None else np.asarray(server.mean)
         summary = PreparedRows(np.empty((0, p)), float(bounds.max()), mean, scale, 0, pre)
@@ -535,11 +545,11 @@ default="random"
         self.expected_error_ = summed_error_bound(
             values, total, [spends for spends, _ in per_provider],
             int(self.provider_n_samples_.sum()), run.centering is not None, p)
-        return run.record(
+        return dataclasses.replace(run.record(
             summary, statistic,
             calibration="analytic (exact Gaussian composition of every part, dp-accounting)",
             notes=self._notes(providers, run, plan.settings["secure"], statistic, pre, T),
-        )
+        ), n_samples=int(self.provider_n_samples_.sum()))
 
     def _set_server(self, server: ServerState, providers: list[ProviderState],
                     multiplier: float, secure: SecureAgreement | None) -> None:
@@ -564,17 +574,7 @@ default="random"
             parts = [(sp.noise_scale / sp.sensitivity, sp.count) for sp in (*pre, statistic)]
             self.collusion_epsilons_ = collusion_epsilons(parts, run.delta, secure)
             return secure_notes(secure, run.epsilon, run.delta, self.collusion_epsilons_)
-        bounds = ", ".join(f"{pr.provider_id}: D = {pr.data_norm_:.4g}" for pr in providers)
-        return (
-            f"Each of {len(providers)} provider(s) runs the same budget plan on its own data "
-            "with its own noise: every part is listed once with the largest provider's "
-            "sensitivity (each provider's own values: " + bounds + "). By parallel composition "
-            f"over the disjoint providers every record is protected at ({run.epsilon:g}, "
-            f"{run.delta:g}); the server's mean, aggregation, thresholding, QR and rotation "
-            "and the output are post-processing of the providers' noisy releases, Q⁽⁰⁾ is "
-            "data-independent. The untrusted server sees only noisy releases, the released "
-            "bounds and the public nᵢ."
-        )
+        return local_noise_notes(providers, run.plan, run.epsilon, run.delta)
 
     def sin_theta_path(self, V: ArrayLike) -> NDArray[np.float64]:
         """``‖sin Θ(Q⁽ᵗ⁾, V)‖_F`` for t = 1..T+1 (the paper's Figure 3 against truth ``V``).

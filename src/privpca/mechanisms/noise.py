@@ -41,6 +41,7 @@ stated in :mod:`privpca.mechanisms.secure_noise` and ``docs/SECURITY.md``.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -89,15 +90,21 @@ def secure_noise_scale(scale: float, sensitivity: float, coordinates: int, *,
 
 
 def symmetric_noise(p: int, scale: float, rng: np.random.Generator) -> NDArray[np.float64]:
-    """Default mode's symmetric noise: ``p(p+1)/2`` draws, row by row of the packed upper
-    triangle (row 0 first), scaled, mirrored below the diagonal."""
+    """Default mode's symmetric noise: ``p(p+1)/2`` draws in one call, in the order of the
+    packed upper triangle (row 0 first), scaled, mirrored below the diagonal."""
+    rows, cols = _upper_triangle(p)
+    values = rng.standard_normal(rows.size)
+    values *= scale
     noise = np.empty((p, p))
-    for i in range(p):
-        row = rng.standard_normal(p - i)
-        row *= scale
-        noise[i, i:] = row
-        noise[i:, i] = row
+    noise[rows, cols] = values
+    noise[cols, rows] = values
     return noise
+
+
+@functools.lru_cache(maxsize=16)
+def _upper_triangle(p: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    # Row-major indices: the same draws, in the same order, as one row at a time.
+    return np.triu_indices(p)
 
 
 def _is_secure(rng: np.random.Generator) -> bool:

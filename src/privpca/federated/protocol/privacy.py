@@ -3,7 +3,8 @@
 :func:`dpspca_noise_multiplier` calibrates the T power answers of the papers' setting,
 :func:`paper_noise_scale` is Ge et al.'s ω(ε, δ) (for comparison only),
 :func:`provider_privacy_record` is a provider's record in the papers' setting and
-:func:`merge_provider_spends` lists each part once across providers (parallel composition).
+:func:`merge_provider_spends` lists each part once across providers (parallel composition),
+:func:`local_noise_pipeline` is the plan a local-noise run books (its providers' own plans).
 The analysis is in :mod:`privpca.federated.protocol`.
 """
 
@@ -20,6 +21,8 @@ from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.sensitivity import power_sensitivity
+from privpca.pipeline.budget import BudgetPlan
+from privpca.pipeline.preprocessing import BoundNotFoundError
 
 STATISTIC_MECHANISM = "gaussian: XᵢᵀXᵢQ per round, each provider its own noise (Frobenius " \
     "sensitivity)"
@@ -136,6 +139,70 @@ def merge_provider_spends(per_provider: Sequence[Sequence[PrivacySpend]]) -> lis
         )
         for s in merged.values()
     ]
+
+
+def local_noise_pipeline(owner: Any, settings: Any, sizes: Sequence[int], ids: Sequence[str],
+                         n_features: int, n_components: int, n_rounds: int) -> Any:
+    """The pipeline a local-noise DPS-PCA books: its smallest provider's, after refusing
+    (before anything is booked) any provider with too few rows for its own plan.
+
+    Each provider plans over its own public nᵢ (:class:`ProviderState`, here as on Flower),
+    and a small nᵢ raises the quantile searches' shares, so providers of different sizes may
+    split (ε, δ) differently. Every split gives its parts shares of one Gaussian budget
+    ``1/m²`` that sum to 1 (m = m(ε, δ)): each provider's releases compose to the same single
+    Gaussian mechanism, exactly (ε, δ). Each record is in one provider (parallel composition),
+    so any provider's plan states every record's guarantee and composes on a ledger exactly as
+    the others'; the smallest provider's is the one booked (a function of the public nᵢ only).
+    """
+    runs: dict[int, Any] = {}
+    for n, pid in sorted(zip(sizes, ids, strict=True), key=lambda pair: pair[0]):
+        if n in runs:
+            continue
+        run = dpspca_pipeline(owner, settings, n, n_features, n_components, n_rounds)
+        try:
+            run.check_rows()
+        except BoundNotFoundError as exc:
+            if len(sizes) == 1:
+                raise
+            raise BoundNotFoundError(f"provider {pid}: {exc}", rows=exc.rows, needed=exc.needed,
+                                     epsilon_needed=exc.epsilon_needed) from exc
+        runs[n] = run
+    return runs[min(sizes)]
+
+
+def local_noise_notes(providers: Sequence[Any], listed: BudgetPlan, epsilon: float,
+                      delta: float) -> str:
+    """The record's notes on a local-noise run: which plan its parts are, each provider's
+    bound and, where the providers' plans differ, each plan's split and who ran it."""
+    bounds = ", ".join(f"{pr.provider_id}: D = {pr.data_norm_:.4g}" for pr in providers)
+    groups: list[tuple[BudgetPlan, list[str]]] = []
+    for pr in providers:
+        group = next((ids for plan, ids in groups if plan == pr.plan), None)
+        if group is None:
+            groups.append((pr.plan, group := []))
+        group.append(pr.provider_id)
+    if len(groups) == 1:
+        plan = (f"Each of {len(providers)} provider(s) runs the same budget plan on its own "
+                "data with its own noise: every part is listed once with the largest "
+                "provider's sensitivity")
+    else:
+        ran = "; ".join(f"provider(s) {', '.join(who)}: " + ", ".join(
+            f"{name} {b.weight:.3g}" for name, b in plan.parts.items()) for plan, who in groups)
+        mine = next(who for plan, who in groups if plan == listed)
+        plan = (f"The {len(providers)} providers' public nᵢ differ, and so do their budget "
+                f"plans (a search gets a larger share on fewer rows): {ran}. Every plan's "
+                "shares of the one Gaussian budget sum to 1 (total noise multiplier "
+                f"{listed.total_multiplier:.6g} for all), so each provider's releases compose "
+                "to exactly the same Gaussian mechanism; the parts listed are the plan of "
+                f"provider(s) {', '.join(mine)} (the smallest nᵢ), with the largest "
+                "sensitivity among them")
+    return (
+        f"{plan} (each provider's own values: {bounds}). By parallel composition over the "
+        f"disjoint providers every record is protected at ({epsilon:g}, {delta:g}); the "
+        "server's mean, aggregation, thresholding, QR and rotation and the output are "
+        "post-processing of the providers' noisy releases, Q⁽⁰⁾ is data-independent. The "
+        "untrusted server sees only noisy releases, the released bounds and the public nᵢ."
+    )
 
 
 def dpspca_pipeline(owner: Any, settings: Any, n_samples: int, n_features: int,
