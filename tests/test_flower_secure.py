@@ -303,6 +303,24 @@ def test_provider_refuses_a_secure_step_of_another_agreement(flower, split, tmp_
     assert plain.has_error() and plain.error.reason.startswith("query-refused")
 
 
+def test_provider_refuses_a_step_that_changes_the_runs_size(flower, split, tmp_path):
+    """The budget split follows Σnᵢ (and N, m, max-rows): a server that states another size
+    in a later step would have the provider answer two plans' parts. The first secure step
+    pins the size in the state file; a later step of another size is refused, nothing booked."""
+    from privpca.federated.flower_provider import load_provider
+    from privpca.federated.protocol import QueryRefusedError
+
+    config = _configs(tmp_path, split, 1)[10]
+    first = fw.SecureHeader(3, 3, 0, 500, 1_200, "s", ("0", "1", "2"))
+    load_provider(config, first, step=True)
+    load_provider(config, first, step=True)  # the same run again: answered
+    for changed in (fw.SecureHeader(3, 3, 0, 500, 1_900, "s", ("0", "1", "2")),
+                    fw.SecureHeader(3, 3, 0, 600, 1_200, "s", ("0", "1", "2"))):
+        with pytest.raises(QueryRefusedError, match="mix two budget plans"):
+            load_provider(config, changed, step=True)
+    assert _booked(tmp_path / "state-0.json") == 0
+
+
 def test_provider_refuses_a_roster_with_another_plan(flower, split, tmp_path):
     """The server's roster carries the plan it will decode with: a provider whose own plan
     differs (here: decoded as if sized for 2 survivors) refuses and forgets its session."""

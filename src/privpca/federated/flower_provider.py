@@ -245,6 +245,8 @@ def load_provider(node_config: dict[str, Any], header: SecureHeader | None = Non
                           "min-providers": secure_settings.min_providers_text})
     limits = provider_release_limits(T, centering, data_norm, secure=secure is not None)
     counter = FileReleaseCounter(state_path, limits, agreement)
+    if secure is not None:
+        _pin_secure_run(counter, secure, pid)
     try:
         return ProviderState(X, n_components=k, epsilon=epsilon, delta=delta, n_rounds=T,
                              data_norm=data_norm, centering=centering, budget_shares=shares,
@@ -254,6 +256,24 @@ def load_provider(node_config: dict[str, Any], header: SecureHeader | None = Non
         raise
     except (TypeError, ValueError) as exc:  # its settings, checked against the table's shape
         raise ProviderConfigError(str(exc)) from exc
+
+
+def _pin_secure_run(counter: FileReleaseCounter, secure: SecureAgreement, pid: str) -> None:
+    """Keep the first secure step's run size in the state file and refuse any later step of
+    another. The plan's split and the noise shares follow from (N, m, max-rows, Σnᵢ), which
+    the server states in every step's header; a server that changed them between steps would
+    have the provider answer parts of two different plans, whose shares together may exceed
+    the one (ε, δ) agreed."""
+    size = {"n-providers": secure.n_providers, "min-providers": secure.min_providers,
+            "max-rows": secure.max_rows, "total-rows": secure.total_rows}
+    pinned = counter.recall("secure-run")
+    if pinned is None:
+        counter.remember("secure-run", size)
+    elif pinned != size:
+        raise QueryRefusedError(
+            f"provider {pid}: this step's secure run {size} differs from the one its state "
+            f"file has answered for ({pinned}): answering would mix two budget plans. Refused "
+            "(a new run on the same data needs the data owner's decision: a new state file).")
 
 
 def _flag(value: Any) -> bool:
