@@ -125,3 +125,31 @@ def test_private_scale_reads_a_rare_tail_at_a_higher_level():
     s = private_scale(source, X.mean(axis=0), 150.0, 10.0, 1.0, np.random.default_rng(0))
     assert s.bounds[0] < 10.0
     assert s.scale[0] == pytest.approx(X.std(ddof=1), rel=0.25)
+
+
+@pytest.mark.parametrize("n", [5_000, 20_000, 200_000])
+def test_the_scales_share_follows_the_public_n(n):
+    """The scales' sums get noise of SCALE_NOISE_FRACTION·n rows where that fits between the
+    least share and the default (the most): a large table gives the rest to the statistic,
+    a small one keeps the default; a share the user set is kept."""
+    from privpca.pipeline.budget import DEFAULT_SHARES
+    from privpca.pipeline.release import MIN_SCALE_SHARE, SCALE_NOISE_FRACTION
+
+    X = _mixed_table(7, n)
+    fits = {}
+    for shares in (None, {"scale": 0.3}):
+        est = AnalyzeGaussPCA(2, epsilon=1.0, scale=True, budget_shares=shares,
+                              random_state=0, ledger=PrivacyLedger()).fit(X)
+        spend = next(s for s in est.privacy_.spends if s.mechanism.startswith("scale:"))
+        fits[shares is None] = (spend.noise_scale, est.privacy_.notes)
+    rows, notes = fits[True]
+    share = float(notes.split("scale ")[1].split(",")[0])
+    if share < DEFAULT_SHARES["scale"] and share > MIN_SCALE_SHARE:
+        assert rows == pytest.approx(SCALE_NOISE_FRACTION * n, rel=0.01)
+    elif share == DEFAULT_SHARES["scale"]:
+        assert rows > SCALE_NOISE_FRACTION * n  # too small for the target: the most
+    else:
+        assert rows < SCALE_NOISE_FRACTION * n  # the least share already does better
+    assert (share == DEFAULT_SHARES["scale"]) == (n == 5_000)
+    assert (share == MIN_SCALE_SHARE) == (n == 200_000)
+    assert "scale 0.3," in fits[False][1]

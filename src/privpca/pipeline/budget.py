@@ -91,7 +91,7 @@ DEFAULT_SHARES: Mapping[str, float] = {
     "bound_residual": 0.015,
     "mean_refine": 0.03,
     "scale_bound": 0.02,
-    "scale": 0.45,
+    "scale": 0.45,  # the most: smaller on large tables (release.SCALE_NOISE_FRACTION)
     "bound": 0.015,
     "bound_select": 0.2,
     "centre": 0.02,

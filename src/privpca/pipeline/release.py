@@ -56,7 +56,9 @@ from privpca.pipeline.budget import (
 )
 from privpca.pipeline.preparation import RowPreparation
 from privpca.pipeline.preprocessing import (
+    SCALE_LEVELS,
     BoundNotFoundError,
+    scale_sensitivity,
 )
 from privpca.pipeline.recording import PrivacyRecording
 from privpca.pipeline.rows import (
@@ -96,6 +98,14 @@ _SEARCH_WHAT = {"bound_raw": "mean's norm bound", "bound_residual": "mean's refi
                 "bound", "scale_bound": "per-feature scale bounds", "bound": "norm bound"}
 #: The most a quantile search's share is raised to on a small table.
 MAX_SEARCH_SHARE = 0.15
+#: With ``scale=True``: the per-feature sums' noise, in rows, as a fraction of n. A minority
+#: that carries a feature's spread (the ones of a rare binary column) is seen when it is a
+#: few times this noise; the default share (:data:`~privpca.pipeline.budget.DEFAULT_SHARES`,
+#: the most) is what RAND's 20 190 rows need for its 1.5 %-ones column (chosen on the tuning
+#: half); larger tables need less and give the rest to the statistic.
+SCALE_NOISE_FRACTION = 0.004
+#: The least share of the scales on a large table.
+MIN_SCALE_SHARE = 0.02
 #: ``holdout_fraction="auto"`` holds out a share of the rows for the preprocessing from this
 #: many rows on. Below it the whole-table layout is more accurate: leaving the held-out rows
 #: out of the statistic costs about 1/√n, not yet small against the noise (measured,
@@ -253,6 +263,8 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
         small for them (their noise falls as ``1/√share``), up to :data:`MAX_SEARCH_SHARE`
         each. Shares the user set are kept."""
         sized = dict(shares or {})
+        if "scale" in self.active and "scale" not in (shares or {}):
+            sized["scale"] = self._scale_share(plans, sized)
         for _ in range(3):  # the other parts' multipliers move a little with each raise
             short = [(part, search) for part, search in self._short_searches(*plans(sized))
                      if part not in (shares or {})]
@@ -263,6 +275,20 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
                 need = (search.min_records() / search.n_records) ** 2 * 1.02
                 sized[part] = min(share * need, MAX_SEARCH_SHARE)
         return sized or shares
+
+    def _scale_share(self, plans: Callable[[Any], tuple[BudgetPlan, BudgetPlan | None]],
+                     sized: dict[str, float]) -> float:
+        """The scales' share that puts their sums' noise at :data:`SCALE_NOISE_FRACTION` of
+        the public n in rows (their noise falls as ``1/√share``), within
+        [:data:`MIN_SCALE_SHARE`, the default share]."""
+        top = DEFAULT_SHARES["scale"]
+        share = top
+        for _ in range(3):  # the statistic's rest moves the total a little with each change
+            b = plans({**sized, "scale": share})[0]["scale"]
+            rows = b.multiplier * scale_sensitivity(self.n_features, len(SCALE_LEVELS))
+            need = share * (rows / (SCALE_NOISE_FRACTION * self.n_samples)) ** 2
+            share = min(max(need, MIN_SCALE_SHARE), top)
+        return share
 
     def check_rows(self) -> None:
         """Refuse, before anything is booked or released, a plan whose quantile searches have
