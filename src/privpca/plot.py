@@ -234,28 +234,39 @@ def scree(est: Any, ax: Axes | None = None, *, ratio: bool = False) -> Axes:
     ax.set_xlabel("component")
     ax.set_ylabel("explained variance (private)")
     ax.grid(True, axis="y", alpha=0.3)
-    handles, labels = ax.get_legend_handles_labels()
+    twin_lines: list[Line2D] = []
     if ratio:
         ratios = _vector(est, "explained_variance_ratio_", k)
         if ratios is not None:
-            line = _draw_cumulative_ratio(ax, ratios)
-            handles.append(line)
-            labels.append(line.get_label())
+            twin_lines.append(_draw_cumulative_ratio(ax, ratios))
         else:
             missing.append("explained variance ratio not released")
-    if handles:  # below the axes: never over the curves of either y axis
-        ax.legend(handles, labels, fontsize="small", loc="upper center",
-                  bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
-    title = f"{type(est).__name__}: scree plot, {_privacy_label(est)}"
-    if missing:
-        title += "\n" + "; ".join(missing)
-    ax.set_title(title, fontsize="medium")
+    _legend_below(ax, twin_lines)
+    _set_title(ax, est, "scree plot", missing)
     return ax
 
 
-def _feature_names(
-    est: Any, n_features: int, feature_names: Sequence[str] | None
-) -> list[str]:
+def _legend_below(ax: Axes, twin_lines: Sequence[Line2D]) -> None:
+    """One legend for the curves of ``ax`` and ``twin_lines`` (drawn on its twin), below the
+    axes: never over the curves of either y axis. No legend without a labelled curve."""
+    handles, labels = ax.get_legend_handles_labels()
+    handles += twin_lines
+    labels += [str(line.get_label()) for line in twin_lines]
+    if handles:
+        ax.legend(handles, labels, fontsize="small", loc="upper center",
+                  bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+
+
+def _set_title(ax: Axes, est: Any, what: str, missing: Sequence[str] = ()) -> None:
+    """Title ``ax`` with the estimator, what the plot shows and its guarantee, then a line on
+    what is ``missing`` (not drawn)."""
+    title = f"{type(est).__name__}: {what}, {_privacy_label(est)}"
+    if missing:
+        title += "\n" + "; ".join(missing)
+    ax.set_title(title, fontsize="medium")
+
+
+def _feature_names(est: Any, n_features: int, feature_names: Sequence[str] | None) -> list[str]:
     if feature_names is None:
         feature_names = getattr(est, "feature_names_in_", None)
         if feature_names is None:
@@ -295,13 +306,8 @@ def _component_indices(components: int | Sequence[int] | None, k: int) -> list[i
 TALL_LOADINGS = 12
 
 
-def loadings(
-    est: Any,
-    ax: Axes | None = None,
-    *,
-    feature_names: Sequence[str] | None = None,
-    components: int | Sequence[int] | None = None,
-) -> Axes:
+def loadings(est: Any, ax: Axes | None = None, *, feature_names: Sequence[str] | None = None,
+             components: int | Sequence[int] | None = None) -> Axes:
     """Heatmap of the loadings ``components_``: one row per component, one column per feature
     (beyond :data:`TALL_LOADINGS` features, one row per feature, so that every name stays
     horizontal and readable).
@@ -362,38 +368,50 @@ def loadings(
     k_all, p = comps.shape
     rows = _component_indices(components, k_all)
     names = _feature_names(est, p, feature_names)
-    values = comps[rows]
-    labels = [f"PC{i + 1}" for i in rows]
     # Beyond a dozen features the names go down the side, where they stay horizontal and
     # readable at any width; the components then run across.
     tall = p > TALL_LOADINGS
-    shown = values.T if tall else values
     if ax is None:
         ax = _new_axes((max(4.0, 2.6 + 0.9 * len(rows)), max(3.0, 1.2 + 0.28 * p)) if tall
                        else (max(4.8, 1.0 + 0.55 * p), max(2.6, 1.4 + 0.45 * len(rows))))
-    finite = np.abs(values[np.isfinite(values)])
+    _draw_heatmap(ax, comps[rows].T if tall else comps[rows])
+    _label_loadings(ax, [f"PC{i + 1}" for i in rows], names, tall=tall)
+    _set_title(ax, est, "loadings")
+    return ax
+
+
+def _draw_heatmap(ax: Axes, shown: NDArray[np.float64]) -> None:
+    """``shown`` on ``ax`` in :data:`LOADINGS_CMAP`, the same scale either side of 0, with a
+    colour bar; each value is written in its cell when there are at most 120."""
+    finite = np.abs(shown[np.isfinite(shown)])
     vmax = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
     image = ax.imshow(shown, cmap=LOADINGS_CMAP, norm=Normalize(vmin=-vmax, vmax=vmax),
                       aspect="auto", interpolation="nearest")
     ax.figure.colorbar(image, ax=ax, label="loading")
-    ax.set_xticks(np.arange(shown.shape[1]))
-    ax.set_yticks(np.arange(shown.shape[0]))
+    if shown.size <= 120:
+        for (i, j), value in np.ndenumerate(shown):
+            if np.isfinite(value):
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize="x-small",
+                        color="white" if abs(value) > 0.6 * vmax else "black")
+
+
+def _label_loadings(ax: Axes, labels: list[str], names: list[str], *, tall: bool) -> None:
+    """Name the heatmap's cells: the components ``labels`` across and the feature ``names``
+    down the side when ``tall``, else the names across (slanted beyond four) and the
+    components down."""
+    across, down = (labels, names) if tall else (names, labels)
+    ax.set_xticks(np.arange(len(across)))
+    ax.set_yticks(np.arange(len(down)))
     if tall:
         ax.set_xticklabels(labels)
         ax.set_yticklabels(names, fontsize="small")
         ax.set_ylabel("feature")
     else:
-        ax.set_xticklabels(names, rotation=45 if p > 4 else 0,
-                           ha="right" if p > 4 else "center")
+        slanted = len(names) > 4
+        ax.set_xticklabels(names, rotation=45 if slanted else 0,
+                           ha="right" if slanted else "center")
         ax.set_yticklabels(labels)
         ax.set_xlabel("feature")
-    if values.size <= 120:
-        for (i, j), value in np.ndenumerate(shown):
-            if np.isfinite(value):
-                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize="x-small",
-                        color="white" if abs(value) > 0.6 * vmax else "black")
-    ax.set_title(f"{type(est).__name__}: loadings, {_privacy_label(est)}", fontsize="medium")
-    return ax
 
 
 def _score_params(
@@ -458,31 +476,24 @@ def scores(est: Any, X: Any, *, epsilon: float, delta: float = 0.0, bins: int = 
     """Private score plot: a noisy 2-D histogram of the rows projected on PC1 and PC2.
 
     Unlike :func:`scree` and :func:`loadings`, this reads the rows ``X`` again, so it is a
-    release of its own with its own (ε, δ), charged on ``ledger`` **before** ``X`` is read:
-
-    1. each row is centred and scaled as the fit did (``mean_``, ``scale_``) and projected on
-       the first two private components;
-    2. each projection is clipped to a public box (``bound``; by default
-       ``±``:data:`SCORE_BOX_SDS` released standard deviations of each component's scores,
-       ``√explained_variance_``, or ``[-D, D]²`` with ``D = est.data_norm_`` where no variance
-       was released): each row falls in one of ``bins × bins`` fixed cells;
-    3. the counts are released with noise through :mod:`privpca.mechanisms.noise`. Replacing
-       one row moves one count out of one cell into another (L1 sensitivity 2, L2 √2):
-       Laplace noise of scale ``2/ε`` per count when ``delta == 0`` (pure ε-DP), else
-       Gaussian noise with the analytic calibration for (ε, δ) and Δ₂ = √2.
+    release of its own with its own (ε, δ), charged on ``ledger`` **before** ``X`` is read.
+    Each row is centred and scaled as the fit did (``mean_``, ``scale_``), projected on the
+    first two private components and clipped to the public box ``bound``: it falls in one of
+    ``bins × bins`` fixed cells, whose counts are released with noise through
+    :mod:`privpca.mechanisms.noise`. Replacing one row moves one count out of one cell into
+    another (L1 sensitivity 2, L2 √2): Laplace noise of scale ``2/ε`` per count when
+    ``delta == 0`` (pure ε-DP), else Gaussian noise with the analytic calibration for (ε, δ)
+    and Δ₂ = √2.
 
     The plot's guarantee is stated under the fit's neighbouring relation. After a fit under
-    add/remove-one neighbours (``neighbouring="add-remove"``: n is private, and
-    ``privacy_.n_samples`` is None), the plot keeps n private too: its record states the
-    fit's relation and no ``n_samples``, and adding or removing one row moves one count by 1
-    (sensitivity 1: Laplace scale ``1/ε``, or the analytic Gaussian for Δ₂ = 1). After any
-    other fit, n is public and the relation is replace-one.
+    add/remove-one neighbours (``neighbouring="add-remove"``: ``privacy_.n_samples`` None) n
+    stays private: the record states that relation and no ``n_samples``, and adding or removing
+    a row moves one count by 1 (sensitivity 1: Laplace scale ``1/ε``, or the analytic Gaussian
+    for Δ₂ = 1). After any other fit, n is public and the relation is replace-one.
 
     The noisy counts are drawn with negatives shown as 0 (post-processing). The title states
     the guarantee and the clipping box, never whether a projection was clipped: that depends on
-    the data and only the data holder is told, by the warning below. (The ``[-D, D]²``
-    fallback clips again only rows the fit itself clipped to ``D``; as in the fit with a
-    privately chosen bound, that is not warned about.)
+    the data and only the data holder is told, by the warning below.
 
     Parameters
     ----------
@@ -497,12 +508,13 @@ def scores(est: Any, X: Any, *, epsilon: float, delta: float = 0.0, bins: int = 
     delta : float, default=0.0
         0 for the Laplace mechanism (pure ε-DP), or 0 < δ < 1 for the Gaussian mechanism.
     bins : int, default=20
-        Cells per axis (≥ 2).
+        Cells per axis (2 to 4096).
     bound : float, ((x0, x1), (y0, y1)) or None, default=None
-        The public box: a radius r for ``[-r, r]²``, or the two ranges. It must not be chosen
-        by looking at the data. ``None``: ±4 released standard deviations per component
-        (from ``explained_variance_``), else ``est.data_norm_`` (a ValueError if neither is a
-        finite positive number, e.g. DP-PCA in the papers' setting).
+        The public box: a radius r for ``[-r, r]²``, or the two ranges, never chosen by
+        looking at the data. ``None``: ±:data:`SCORE_BOX_SDS` released standard deviations of
+        each component's scores (``√explained_variance_``), else ``[-D, D]²`` with
+        ``D = est.data_norm_`` (a ValueError if neither is a finite positive number, e.g.
+        DP-PCA in the papers' setting).
     random_state : None, int, SeedSequence or Generator, default=None
         The noise's stream (strict secure mode: None only).
     ledger : PrivacyLedger or None, default=None
@@ -529,8 +541,9 @@ def scores(est: Any, X: Any, *, epsilon: float, delta: float = 0.0, bins: int = 
     Warns
     -----
     RowClippingWarning
-        When some projection lay outside a ``bound`` given explicitly (a
-        :class:`~privpca.exceptions.DataDependentWarning`: for the data holder only).
+        When a projection lay outside the box, except the ``[-D, D]²`` fallback's (it clips
+        again only rows the fit itself clipped): a
+        :class:`~privpca.exceptions.DataDependentWarning`, for the data holder only.
 
     Examples
     --------

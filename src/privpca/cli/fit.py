@@ -262,34 +262,14 @@ def _check_writable(path: Path) -> None:
 )
 @click.pass_context
 def fit(
-    ctx: click.Context,
-    data: Path,
-    method: str,
-    model: str,
-    n_components: int | float,
-    epsilon: float | None,
-    delta: float,
-    centering: str,
-    data_norm: str | float,
-    holdout_fraction: str | float | None,
-    columns: str | None,
-    header: bool | None,
-    missing: float | None,
-    scale: bool,
-    calibration: str,
-    amplification: str,
-    random_state: int | None,
-    output: Path | None,
-    stream: bool,
-    scheduler: str | None,
-    chunk_rows: int,
-    plot_dir: Path | None,
-    report_path: Path | None,
-    scores_epsilon: float | None,
-    scores_delta: float,
-    scores_bins: int,
-    scores_bound: float | None,
-    show_data_warnings: bool,
+    ctx: click.Context, data: Path, method: str, model: str, n_components: int | float,
+    epsilon: float | None, delta: float, centering: str, data_norm: str | float,
+    holdout_fraction: str | float | None, columns: str | None, header: bool | None,
+    missing: float | None, scale: bool, calibration: str, amplification: str,
+    random_state: int | None, output: Path | None, stream: bool, scheduler: str | None,
+    chunk_rows: int, plot_dir: Path | None, report_path: Path | None,
+    scores_epsilon: float | None, scores_delta: float, scores_bins: int,
+    scores_bound: float | None, show_data_warnings: bool,
 ) -> None:
     """Fit a private PCA on DATA: a CSV (line 1 is the header, naming the features, unless
     --no-header), a .npy array, or a Parquet file or folder (streamed), one record per row,
@@ -324,15 +304,12 @@ def fit(
     # Refused before the table is read: a combination no mechanism honours, and a value the
     # estimator's declared constraints refuse (for auto, those of its choice at unknown width).
     _refuse_combination(method, model, delta, centering, data_norm, scale)
-    name, reason = (select_mechanism(None, delta=delta, model=model) if method == "auto"
-                    else (method, ""))
-    est = _estimator(ctx, name, auto=method == "auto")
+    name, reason, est = _choose(ctx, method, model, delta, None)
     X, names, client = _read_table(data, columns=columns, missing=missing, stream=stream,
                                    scheduler=scheduler, chunk_rows=chunk_rows,
                                    show_data_warnings=show_data_warnings, header=header)
     if method == "auto":  # the one choice, from the table's width (public)
-        name, reason = select_mechanism(len(names), delta=delta, model=model)
-        est = _estimator(ctx, name, auto=True)
+        name, reason, est = _choose(ctx, method, model, delta, len(names))
     # A table in memory has no block bars: at a terminal, the time so far (a 20 000 × 2 000
     # fit takes seconds); streamed tables show their passes instead.
     with _elapsed(f"fitting {type(est).__name__}",
@@ -347,6 +324,30 @@ def fit(
         score_ax = release_scores(est, X, scores_epsilon, scores_delta, scores_bins,
                                   scores_bound, random_state, show_data_warnings)
         payload["score_plot"] = scores_payload(score_ax)
+    _write_json(payload, output)
+    click.echo(_summary(payload, est), err=True)
+    if score_ax is not None:
+        click.echo(scores_summary(score_ax, est.privacy_), err=True)
+    written = [str(output)] if output is not None else []
+    written += _write_figures(ctx, est, names, plot_dir, report_path, score_ax,
+                              _input_rows(data, missing))
+    if written:
+        click.echo(f"Wrote {', '.join(written)}", err=True)
+
+
+def _choose(ctx: click.Context, method: str, model: str, delta: float,
+            n_features: int | None) -> tuple[str, str, Any]:
+    """The mechanism, why ``--method auto`` chose it ("" when named) and its estimator, built
+    and checked; ``auto`` chooses from public quantities: ``n_features`` is the table's width
+    (None: not read yet)."""
+    if method != "auto":
+        return method, "", _estimator(ctx, method, auto=False)
+    name, reason = select_mechanism(n_features, delta=delta, model=model)
+    return name, reason, _estimator(ctx, name, auto=True)
+
+
+def _write_json(payload: dict[str, Any], output: Path | None) -> None:
+    """The fit's JSON to ``output``, else to stdout when piped (at a terminal: how to get it)."""
     text = json.dumps(payload, indent=2, default=str, allow_nan=False)
     if output is None and not _is_terminal(sys.stdout):
         click.echo(text)  # piped: the JSON is the output
@@ -356,17 +357,14 @@ def fit(
     else:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text + "\n")
-    click.echo(_summary(payload, est), err=True)
-    if score_ax is not None:
-        click.echo(scores_summary(score_ax, est.privacy_), err=True)
-    written = [str(output)] if output is not None else []
-    input_rows = [("input", str(data)),
-                  ("missing values", "refused: none may be missing" if missing is None else
-                   f"set to {missing:g} in every column's missing cells, a public value "
-                   "given with --missing (to be chosen without looking at this table)")]
-    written += _write_figures(ctx, est, names, plot_dir, report_path, score_ax, input_rows)
-    if written:
-        click.echo(f"Wrote {', '.join(written)}", err=True)
+
+
+def _input_rows(data: Path, missing: float | None) -> list[tuple[str, str]]:
+    """The release report's lines on the input: the file, and what filled its missing cells."""
+    return [("input", str(data)),
+            ("missing values", "refused: none may be missing" if missing is None else
+             f"set to {missing:g} in every column's missing cells, a public value "
+             "given with --missing (to be chosen without looking at this table)")]
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@
 * ``server_app`` (started by ``flwr run`` on the SuperLink) only loops: send the
   :class:`~privpca.federated.protocol.server.ServerState`'s next message to the providers still
   in the run, collect replies until a timeout, apply the dropout policy, let the server combine
-  them; then it writes the result (JSON) to ``output-path``.
+  them; then it writes the result (JSON, :mod:`.flower_result`) to ``output-path``.
 
 Each message travels as one Flower record (:mod:`.flower_wire`); :func:`write_app_dir`
 (:mod:`.flower_launch`) writes the App directory that ``flwr run`` starts the two apps from.
@@ -61,16 +61,14 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import secrets
 import time
 import traceback
 import warnings
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
@@ -86,13 +84,13 @@ from privpca.federated.flower_provider import (
     load_provider,
 )
 from privpca.federated.flower_provider import _load_data as _load_data
+from privpca.federated.flower_result import finish_result, write_result
 from privpca.federated.flower_secagg import (
     Exchange,
     answer_stage,
     check_keeps_state,
     combine_step,
     keeps_state,
-    secure_summary,
     server_agreement,
     start_session,
     union_plan,
@@ -123,7 +121,7 @@ from privpca.federated.protocol import (
     is_table_mode,
 )
 from privpca.federated.protocol.messages import CountQuery, SumQuery
-from privpca.federated.protocol.secure_sums import ShareReply
+from privpca.federated.protocol.secure_sums import SecureAgreement, ShareReply
 from privpca.mechanisms.randomness import check_random_state
 
 __all__ = [
@@ -350,19 +348,13 @@ def run_server(grid: Grid, config: dict[str, Any]) -> dict[str, Any]:
         centering = _centering_setting(config.get("centering", "none"))
         data_norm = _data_norm_setting(config.get("data-norm", 1.0))
         settings = aggregation_settings(config)
-        expected: dict[str, Any] = {
-            "n-features": d, "n-components": k, "n-rounds": T,
-            "centering": "none" if centering is None else centering,
-            "data-norm": "auto" if isinstance(data_norm, str) else "public",
-            "aggregation": "local-noise"}
-        if settings is not None:
-            expected.update({"aggregation": "secure", "colluders": settings.colluders,
-                             "min-providers": settings.min_providers_text})
-        hellos = _handshake(grid, N, wait_timeout, expected)
+        hellos = _handshake(grid, N, wait_timeout,
+                            _agreement(d, k, T, centering, data_norm, settings))
         node_to_pid = {node: str(meta.get("provider-id")) for node, meta in hellos.items()}
         secure = None if settings is None else server_agreement(
             settings.min_providers, settings.colluders, settings.max_rows, N, hellos)
-        session = f"privpca-dpspca-{secrets.token_hex(8)}"
+        run = _Run(grid, round_timeout, poll, on_dropout, secure,
+                   f"privpca-dpspca-{secrets.token_hex(8)}", node_to_pid)
         rng = check_random_state(seed)  # the same Q⁽⁰⁾ as DPSPCA(random_state=seed)
         table_mode = is_table_mode(centering, data_norm)
         preparation: dict[str, Any] = {}
@@ -375,86 +367,85 @@ def run_server(grid: Grid, config: dict[str, Any]) -> dict[str, Any]:
                              centering=centering, table_mode=table_mode, **preparation)
         active = sorted(hellos)
         while not server.finished:
-            t0 = time.perf_counter()
-            phase, label = server.phase, server.step_label
-            traffic: dict[int, list[int]] = {}
-            exchange = _exchanger(grid, round_timeout, poll, label, traffic)
-            message = server.next_message()
-            content = message_content(message)
-            if secure is not None:
-                content = put_secure_header(content, SecureHeader(
-                    N, secure.min_providers, secure.colluders, secure.max_rows,
-                    secure.total_rows, session, tuple(node_to_pid[n] for n in active)))
-            kind = MESSAGE_TYPES[type(message)].partition(".")[2] or "query"
-
-            def parse(node: int, reply: RecordDict, kind: str = kind) -> Any:
-                return _reply_from_content(reply, kind)
-
-            replies, reasons = exchange(dict.fromkeys(active, content), kind, parse)
-            metas = {}
-            for node, (reply, meta) in replies.items():
-                if secure is None:
-                    node_to_pid[node] = reply.provider_id
-                metas[reply.provider_id] = meta
-            used = combine_step(exchange, server, secure, session,
-                                {n: node_to_pid.get(n, f"node-{n}") for n in active}, replies,
-                                reasons, on_dropout)
-            active = [n for n in active if node_to_pid.get(n, f"node-{n}") not in server.dropped]
-            for pid, meta in metas.items():
-                result["providers"][pid] = meta
-            server.receive(used)
-            if phase == "query":
-                result["rounds_completed"] = server.round
-                result["round_seconds"].append(time.perf_counter() - t0)
-                result["round_bytes"].append(
-                    {node_to_pid.get(n, f"node-{n}"): v for n, v in traffic.items()})
-        result["dropped"] = dict(server.dropped)
-        result.update(status="ok", components=server.components().tolist(),
-                      history=[Q.T.tolist() for Q in server.history],
-                      privacy=_privacy(result["providers"], server.dropped))
-        if server.table_mode:
-            result.update(
-                mean=None if server.mean is None else server.mean.tolist(),
-                explained_variance=_floats(server.explained_variance),
-                explained_variance_ratio=_floats(server.explained_variance_ratio),
-                provider_bounds=server.provider_bounds,
-            )
-        share = 1.0 if secure is None else 1.0 / math.sqrt(secure.min_providers
-                                                           - secure.colluders)
-        scales = {pid: float(m["noise-scale"]) * int(m["n-samples"]) * share
-                  for pid, m in result["providers"].items() if pid not in server.dropped}
-        total = sum(int(result["providers"][pid]["n-samples"]) for pid in scales)
-        if total:
-            result["noise_level"] = math.sqrt(sum(s**2 for s in scales.values())) / total
-        if secure is not None:
-            result["secure"] = secure_summary(secure, result["providers"], server.table_mode)
+            active = _run_step(run, server, active, result)
+        finish_result(result, server, secure)
     except (ProviderDropoutError, TimeoutError, ValueError) as exc:
         result.update(status="error", error=str(exc))
     except Exception as exc:  # pragma: no cover - reported, not swallowed
         result.update(status="error", error=f"{exc!r}\n{traceback.format_exc()}")
-    output = config.get("output-path")
-    if output:
-        Path(str(output)).write_text(json.dumps(result))
-    print(f"DPS-PCA server: {result['status']}; rounds {result['rounds_completed']}"
-          + (f"; error: {result.get('error')}" if result["status"] != "ok" else ""), flush=True)
+    write_result(result, config.get("output-path"))
     return result
 
 
-def _floats(values: Any) -> list[float | str] | None:
-    if values is None:
-        return None
-    return [float(v) if math.isfinite(v) else str(v) for v in np.asarray(values, float)]
+def _agreement(d: int, k: int, T: int, centering: Any, data_norm: Any,
+               settings: SecureSettings | None) -> dict[str, Any]:
+    """What every provider must have agreed to in its hello to be queried in this run."""
+    expected: dict[str, Any] = {
+        "n-features": d, "n-components": k, "n-rounds": T,
+        "centering": "none" if centering is None else centering,
+        "data-norm": "auto" if isinstance(data_norm, str) else "public",
+        "aggregation": "local-noise"}
+    if settings is not None:
+        expected.update({"aggregation": "secure", "colluders": settings.colluders,
+                         "min-providers": settings.min_providers_text})
+    return expected
 
 
-def _privacy(providers: dict[str, dict[str, Any]], dropped: dict[str, int]) -> dict:
-    """Each provider's own record (as it reported it with its last reply)."""
-    out = {}
-    for pid, meta in providers.items():
-        rec = json.loads(str(meta["privacy"]))
-        if pid in dropped:
-            rec["notes"] = f"{rec['notes']} Dropped out at round {dropped[pid]}."
-        out[pid] = rec
-    return out
+@dataclass
+class _Run:
+    """What every step of a server run uses: the grid and its timing, the dropout policy, the
+    secure agreement and session (None: local noise) and each node's provider id."""
+
+    grid: Grid
+    round_timeout: float
+    poll: float
+    on_dropout: str
+    secure: SecureAgreement | None
+    session: str
+    node_to_pid: dict[int, str]
+
+    def pid(self, node: int) -> str:
+        """The provider id of ``node`` (``node-<id>`` for one not known)."""
+        return self.node_to_pid.get(node, f"node-{node}")
+
+
+def _run_step(run: _Run, server: ServerState, active: list[int],
+              result: dict[str, Any]) -> list[int]:
+    """Send the server's next message to the ``active`` nodes and let it combine the replies
+    (the dropout policy applied); a power round's time and bytes go to ``result``. Returns
+    the nodes still in the run."""
+    t0 = time.perf_counter()
+    phase, label = server.phase, server.step_label
+    traffic: dict[int, list[int]] = {}
+    exchange = _exchanger(run.grid, run.round_timeout, run.poll, label, traffic)
+    message = server.next_message()
+    content = message_content(message)
+    secure = run.secure
+    if secure is not None:
+        content = put_secure_header(content, SecureHeader(
+            secure.n_providers, secure.min_providers, secure.colluders, secure.max_rows,
+            secure.total_rows, run.session, tuple(run.node_to_pid[n] for n in active)))
+    kind = MESSAGE_TYPES[type(message)].partition(".")[2] or "query"
+
+    def parse(node: int, reply: RecordDict) -> Any:
+        return _reply_from_content(reply, kind)
+
+    replies, reasons = exchange(dict.fromkeys(active, content), kind, parse)
+    metas = {}
+    for node, (reply, meta) in replies.items():
+        if secure is None:
+            run.node_to_pid[node] = reply.provider_id
+        metas[reply.provider_id] = meta
+    used = combine_step(exchange, server, secure, run.session,
+                        {n: run.pid(n) for n in active}, replies, reasons, run.on_dropout)
+    active = [n for n in active if run.pid(n) not in server.dropped]
+    result["providers"].update(metas)
+    server.receive(used)
+    if phase == "query":
+        result["rounds_completed"] = server.round
+        result["round_seconds"].append(time.perf_counter() - t0)
+        result["round_bytes"].append({run.pid(n): v for n, v in traffic.items()})
+    return active
 
 
 def handshake(grid: Grid, n: int, timeout: float, expected: dict[str, Any],
