@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import dp_accounting
 from dp_accounting import pld, rdp
@@ -29,7 +29,6 @@ __all__ = [
     "gaussian_noise_multiplier_for_composition",
 ]
 
-AccountantName = Literal["pld", "rdp"]
 _NEIGHBOURS = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 
 

@@ -17,7 +17,7 @@ residues never travel in the clear), and SecAgg's messages
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -428,8 +428,3 @@ def secagg_from_content(content: RecordDict, expected: type
     except Exception as exc:  # any missing or mistyped field
         raise SecureAggregationRefused(f"Malformed secure-aggregation message: {exc!r}") from exc
     return message, session, int(round_), plan
-
-
-def plan_fields(plan: DistributedGaussianPlan) -> dict[str, Any]:
-    """A plan's public parameters and derived values (for the server's result)."""
-    return {f.name: getattr(plan, f.name) for f in fields(plan)}
