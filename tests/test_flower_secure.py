@@ -259,6 +259,21 @@ def test_release_pipeline_secure_run_matches_in_process_bitwise(flower, tmp_path
                                            "query.variance", "query.secagg_unmask"}
 
 
+def test_a_provider_too_small_for_its_own_plan_joins_a_secure_run(flower, tmp_path):
+    """Under secure aggregation the searches are the union's: a provider of 60 rows (too few
+    for a private search of its own) passes the handshake and the run equals the estimator's."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((3_000, 6)) @ rng.standard_normal((6, 6)) * 3 + 5
+    parts = [X[:60], X[60:1600], X[1600:]]
+    settings = {"centering": "private", "data-norm": "auto"}
+    configs = _configs(tmp_path, parts, 4, n_nonzero=6, **settings)
+    result = _run(FakeGrid(configs), tmp_path, 4, **{"n-features": 6, "n-nonzero": 6,
+                                                       **settings})
+    assert result["status"] == "ok", result.get("error")
+    ref = _reference(parts, 4, n_nonzero=None, centering="private", data_norm="auto")
+    np.testing.assert_array_equal(np.array(result["components"]), ref.components_)
+
+
 def test_stock_supernode_refuses_secure_steps(flower, split, tmp_path):
     flower.clear()  # a fresh process per message: nothing survives between them
     configs = _configs(tmp_path, split, 1)

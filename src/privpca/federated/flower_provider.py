@@ -229,7 +229,8 @@ def load_provider(node_config: dict[str, Any], header: SecureHeader | None = Non
             check_secure(pid, True, centering, data_norm, streamed)
         except ValueError as exc:
             raise ProviderConfigError(str(exc)) from exc
-    secure = (None if secure_settings is None or header is None
+    secure = (None if secure_settings is None
+              else _handshake_agreement(secure_settings, n_rows) if header is None
               else secure_agreement_for(secure_settings, header, pid, n_rows))
     seed = node_config.get("noise-seed")
     agreement: dict[str, Any] = {
@@ -245,7 +246,7 @@ def load_provider(node_config: dict[str, Any], header: SecureHeader | None = Non
                           "min-providers": secure_settings.min_providers_text})
     limits = provider_release_limits(T, centering, data_norm, secure=secure is not None)
     counter = FileReleaseCounter(state_path, limits, agreement)
-    if secure is not None:
+    if secure is not None and header is not None:
         _pin_secure_run(counter, secure, pid)
     try:
         return ProviderState(X, n_components=k, epsilon=epsilon, delta=delta, n_rounds=T,
@@ -255,6 +256,24 @@ def load_provider(node_config: dict[str, Any], header: SecureHeader | None = Non
     except NonFiniteInputError:
         raise
     except (TypeError, ValueError) as exc:  # its settings, checked against the table's shape
+        raise ProviderConfigError(str(exc)) from exc
+
+
+#: The union a secure provider's handshake plans over (the server states Σnᵢ with its first
+#: step, checked then): large enough that no private search is short of rows, so that the
+#: handshake checks the provider's settings, not its own nᵢ against a plan that is the union's.
+_HANDSHAKE_ROWS = 10**9
+
+
+def _handshake_agreement(settings: SecureSettings, n_rows: int) -> SecureAgreement:
+    """A provisional agreement for the handshake: the provider's own m and t, its nᵢ as the
+    largest, and a union of :data:`_HANDSHAKE_ROWS` rows. Nothing is released under it."""
+    t = settings.colluders
+    n = max(2, settings.min_providers or 2, t + 2)
+    m = n if settings.min_providers is None else settings.min_providers
+    try:
+        return SecureAgreement(n, m, t, n_rows, max(_HANDSHAKE_ROWS, n_rows))
+    except ValueError as exc:
         raise ProviderConfigError(str(exc)) from exc
 
 
