@@ -100,7 +100,8 @@ def _summary(payload: dict[str, Any], est: Any) -> str:
                 "this does not mean the result is inaccurate")
     else:
         text = (f"<= {error:.3g} with probability 95 % (maximum {cap:.3g}; an estimate from "
-                "the released, noisy values)")
+                "the released, noisy values; rows far longer than the bound, which no release "
+                "sees, are not covered)")
     lines.append(f"  expected subspace error ‖V̂V̂ᵀ − VVᵀ‖_F: {text}")
     lines.append(f"  privacy: {est.privacy_.headline()}")
     mode = est.privacy_.noise_mode
