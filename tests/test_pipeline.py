@@ -415,3 +415,19 @@ def test_the_same_seed_gives_the_same_fit_for_c_fortran_and_strided_input(name):
         fits.append(est.components_)
     for other in fits[1:]:
         np.testing.assert_allclose(other, fits[0], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("n", [100, 303, 305])
+def test_the_refusal_names_the_fewest_rows_that_fit(n):
+    """The searches' shares are planned for the public n, so what one search needs at n is
+    not the floor: the refusal names the fewest rows at which the whole fit runs (one fewer
+    is refused), whichever search refused first (an outside tester saw 305, then 431)."""
+    rng = np.random.default_rng(0)
+    with pytest.raises(BoundNotFoundError) as info:
+        AnalyzeGaussPCA(2, random_state=0, ledger=PrivacyLedger()).fit(rng.normal(size=(n, 5)))
+    needed = info.value.needed
+    assert f"needs at least {needed} rows" in str(info.value)
+    AnalyzeGaussPCA(2, random_state=0, ledger=PrivacyLedger()).fit(rng.normal(size=(needed, 5)))
+    with pytest.raises(BoundNotFoundError):
+        AnalyzeGaussPCA(2, random_state=0, ledger=PrivacyLedger()).fit(
+            rng.normal(size=(needed - 1, 5)))

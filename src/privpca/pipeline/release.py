@@ -299,13 +299,34 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
             return
         part, search = short[0]
         eps = self._epsilon_that_works()
+        needed = self._rows_that_work(max(s.min_records() for _, s in short))
         raise BoundNotFoundError(
             f"{type(self.owner).__name__}: {search.n_records} rows are too few for the "
             f"private {_SEARCH_WHAT[part]} at epsilon={self.epsilon:g}, delta={self.delta:g}: "
-            f"its counts carry noise of {search.noise:.0f} rows and it needs at least "
-            f"{search.min_records()}. Nothing was released or charged. What works: "
+            f"its counts carry noise of {search.noise:.0f} rows. At these settings the fit "
+            f"needs at least {needed} rows (every search's, with the shares planned for "
+            "that many). Nothing was released or charged. What works: "
             + self._what_works(eps),
-            rows=search.n_records, needed=search.min_records(), epsilon_needed=eps)
+            rows=search.n_records, needed=needed, epsilon_needed=eps)
+
+    def _rows_that_work(self, start: int) -> int:
+        """The fewest rows at which no search is short, the rest of the settings unchanged
+        (public): the searches' shares are planned for the public n, so a table of ``start``
+        rows (what this plan's searches need) may still be short for another search."""
+
+        def short(n: int) -> bool:
+            probe = ReleasePipeline(self.owner, self.settings, n, self.n_features,
+                                    self.statistic, model=self.model,
+                                    neighbouring=self.neighbouring)
+            return bool(probe._short_searches(probe.plan, probe.held_plan))
+
+        low, high = self.n_samples, max(int(start), self.n_samples + 1)
+        while short(high):  # grows by a fifth: a few probes from the plan's own figure
+            low, high = high, int(high * 1.2) + 1
+        while high - low > 1:  # low is short, high is not
+            mid = (low + high) // 2
+            low, high = (mid, high) if short(mid) else (low, mid)
+        return high
 
     def _epsilon_that_works(self) -> float | None:
         """The smallest ε (on a grid of ratio 1.25, up to 64) at which every search has the
