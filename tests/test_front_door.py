@@ -93,6 +93,22 @@ def test_a_wide_table_gets_the_noisy_power_method_without_a_gram_matrix():
     assert forced.solver == "auto"  # asked for by name: its own default
 
 
+@pytest.mark.parametrize("k", [0.9, None])
+def test_a_share_of_variance_on_a_wide_table_is_refused_by_the_front_door(k):
+    """Above MAX_GRAM_FEATURES the noisy power method is chosen, which releases no spectrum:
+    a share (or None) is refused by PCA itself, naming the mechanism and why, before any
+    charge (it read 'must be an int' from one estimator and 'or a float' from another)."""
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match=r"'noisy-power'.*whole number of components"):
+        PCA(k, ledger=ledger)._chosen(np.empty((10, MAX_GRAM_FEATURES + 1)))
+    assert len(ledger) == 0
+    # The estimators that release no spectrum declare so: one refusal, the same class.
+    from sklearn.utils._param_validation import InvalidParameterError
+    for cls in (privpca.NoisyPowerPCA, privpca.BinghamPCA):
+        with pytest.raises(InvalidParameterError, match="must be an int"):
+            cls(0.9, ledger=ledger).fit(np.random.default_rng(0).normal(size=(500, 5)))
+
+
 def test_pure_dp_needs_a_public_centre_and_bound(unit_rows):
     with pytest.raises(ValueError, match="needs a public centre, norm bound and scales"):
         PCA(delta=0.0).fit(unit_rows)

@@ -328,6 +328,11 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         elif self.whiten:
             raise ValueError(f"whiten=True: {cls.__name__} (mechanism {name!r}) takes no "
                              "'whiten' parameter.")
+        if not _accepts(cls, "n_components", self.n_components):
+            raise ValueError(
+                f"n_components={self.n_components!r}: the mechanism chosen for this table, "
+                f"{name!r} ({reason.rstrip('.')}), takes only a whole number of components: "
+                "it releases no spectrum to choose k from. Pass an int, e.g. n_components=2.")
         estimator = cls(
             n_components=self.n_components, epsilon=self.epsilon, delta=self.delta,
             random_state=self.random_state, ledger=self.ledger, **whiten, **self._options(name),
@@ -513,3 +518,13 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         tags.transformer_tags.preserves_dtype = ["float64"]
         tags.input_tags.sparse = True  # as every privpca estimator (streamed by blocks)
         return tags
+
+
+def _accepts(cls: type, parameter: str, value: Any) -> bool:
+    """Whether ``cls``'s declared constraints on ``parameter`` accept ``value``."""
+    from sklearn.utils._param_validation import make_constraint
+
+    constraints = getattr(cls, "_parameter_constraints", {}).get(parameter)
+    if constraints is None or constraints == "no_validation":
+        return True
+    return any(make_constraint(c).is_satisfied_by(value) for c in constraints)

@@ -34,7 +34,13 @@ from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacySpend
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
-from privpca.decomposition._constraints import DELTA_OR_ZERO, GRAM_PIPELINE, WHITEN, positive_int
+from privpca.decomposition._constraints import (
+    DELTA_OR_ZERO,
+    GRAM_PIPELINE,
+    N_COMPONENTS,
+    WHITEN,
+    positive_int,
+)
 from privpca.exceptions import DataDependentWarning, PrivacyLeakWarning
 from privpca.mechanisms.bingham_sampler import (
     UPDATES,
@@ -239,6 +245,7 @@ class BinghamPCA(PipelinePCA):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **GRAM_PIPELINE,
+        "n_components": N_COMPONENTS,  # no released spectrum to pick k from a share
         "delta": DELTA_OR_ZERO,
         "sampler": [StrOptions(set(SAMPLERS))],
         "update": [StrOptions(set(UPDATES))],

@@ -51,7 +51,12 @@ from privpca.accounting.composition import gaussian_noise_multiplier_for_composi
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.accounting.neighbouring import Neighbouring
 from privpca.decomposition._base import FitPlan, PipelinePCA, Release
-from privpca.decomposition._constraints import GRAM_PIPELINE, WHITEN, positive_int
+from privpca.decomposition._constraints import (
+    GRAM_PIPELINE,
+    N_COMPONENTS,
+    WHITEN,
+    positive_int,
+)
 from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.pipeline.release import ReleasePipeline
@@ -215,6 +220,7 @@ class NoisyPowerPCA(PipelinePCA):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **GRAM_PIPELINE,
+        "n_components": N_COMPONENTS,  # no released spectrum to pick k from a share
         "n_iter": positive_int(),
         "solver": [StrOptions(set(SOLVERS))],
         "keep_history": ["boolean"],
