@@ -200,6 +200,16 @@ def test_every_estimator_names_text_columns_before_it_spends(frame, cls):
     assert len(ledger) == 0
 
 
+def test_a_date_column_is_named_with_a_way_to_make_it_a_number(frame):
+    """A datetime column is neither text nor a category: the refusal says how to turn it
+    into a number with a public origin (its own minimum would be read off the data)."""
+    table = frame.reset_index(drop=True)
+    pd = pytest.importorskip("pandas")
+    table["when"] = pd.date_range("2020-01-01", periods=len(table))
+    with pytest.raises(ValueError, match=r"Dates and times \('when'\).*public origin"):
+        privpca.AnalyzeGaussPCA(1, ledger=PrivacyLedger()).fit(table)
+
+
 def test_missing_cells_take_a_public_value_in_a_pipeline_as_the_shell_does(frame):
     """The refusal's way out works: scikit-learn's constant imputer before the estimator is
     the same fit as the table with those cells set to the value (the shell's --missing)."""

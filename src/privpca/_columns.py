@@ -199,8 +199,14 @@ def refuse_text_columns(X: Any, owner: object | None = None) -> None:
         return
     numeric = [name for name, _ in pairs if name not in text]
     who = f"{type(owner).__name__}: " if owner is not None else ""
+    times = [name for name, dtype in pairs if getattr(dtype, "kind", "O") in "mM"]
+    dates = (f" Dates and times ({', '.join(map(repr, times))}) are numbers only once you "
+             "choose their unit and origin, e.g. (X[col] - pd.Timestamp('2000-01-01')) / "
+             "pd.Timedelta(days=1), with a public origin (not the column's own minimum)."
+             if times else "")
     raise ValueError(
-        f"{who}the table's column(s) {', '.join(map(repr, text))} hold text or categories; "
-        f"a PCA fits numbers only. Select the numeric columns (X[{numeric!r}]) or encode the "
-        "categories first (e.g. sklearn.preprocessing.OneHotEncoder in a ColumnTransformer)."
+        f"{who}the table's column(s) {', '.join(map(repr, text))} hold text, categories, "
+        f"dates or times; a PCA fits numbers only. Select the numeric columns "
+        f"(X[{numeric!r}]) or encode the categories first (e.g. "
+        f"sklearn.preprocessing.OneHotEncoder in a ColumnTransformer).{dates}"
     )

@@ -57,6 +57,17 @@ class DataDependentWarning(UserWarning):
     """
 
 
+class NoisyCentreWarning(UserWarning):
+    """The private mean's noise is large next to the bound on the centred rows.
+
+    Centring on a noisy mean adds a rank-one term along the noise to the Gram matrix, which
+    can turn the components toward it: a column with a large offset (a year, a code, a
+    timestamp) beside columns of small spread, or a small table, causes this. Decided from
+    released values only (the mean's public noise level and the released bound): it may be
+    shown to anyone.
+    """
+
+
 class RowClippingWarning(PrivacyWarning, DataDependentWarning):
     """Some rows exceeded the declared ``data_norm`` and were scaled down to it.
 
