@@ -107,9 +107,9 @@ def _check_writable(path: Path) -> None:
     help="Bound on each (centred) row's L2 norm. 'auto': chosen privately for the table; for "
     "analyze-gauss, mod-sulq, noisy-power and bingham (up to 256 columns) the pilot Grams of "
     "a ladder of candidates (a fifth of ε) choose between the private median of the norms "
-    "and bounds above it ('select' names that rule), for the others (and 'quantile') it is a "
-    "private 0.99 "
-    "quantile of the norms (a small share of ε). "
+    "and bounds above it ('select' names that rule), for the central others (and "
+    "'quantile') it is a private 0.99 quantile of the norms (a small share of ε), for the "
+    "local model the 75 % quantile of the users' reported norm bins. "
     "A float is a public bound, free; longer rows are clipped (with a warning). private-oja "
     "clips gradients at its square.",
 )

@@ -300,10 +300,13 @@ def variances_along(fit: SpectrumFit, final: NDArray[np.float64], final_sd: floa
              or abs(total - clipped_total) > VARIANCE_SHIFT_SDS * math.sqrt(p) * spread)
     if not moved:
         return None
-    variance, ratio, feasible_total = feasible_spectrum(values / denominator,
+    # Largest variance first, as scikit-learn orders them: the components are reordered
+    # with their variances (the same span; post-processing).
+    order = np.argsort(-values, kind="stable")
+    variance, ratio, feasible_total = feasible_spectrum(values[order] / denominator,
                                                         total / denominator)
-    return replace(fit, explained_variance=variance, explained_variance_ratio=ratio,
-                   total_variance=feasible_total)
+    return replace(fit, components=V[order], explained_variance=variance,
+                   explained_variance_ratio=ratio, total_variance=feasible_total)
 
 
 #: Draws of the parametric bootstrap of the noise-only error bar.
