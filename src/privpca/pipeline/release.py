@@ -314,32 +314,31 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
         (public): the searches' shares are planned for the public n, so a table of ``start``
         rows (what this plan's searches need) may still be short for another search."""
 
-        def short(n: int) -> bool:
-            probe = ReleasePipeline(self.owner, self.settings, n, self.n_features,
-                                    self.statistic, model=self.model,
-                                    neighbouring=self.neighbouring)
-            return bool(probe._short_searches(probe.plan, probe.held_plan))
-
         low, high = self.n_samples, max(int(start), self.n_samples + 1)
-        while short(high):  # grows by a fifth: a few probes from the plan's own figure
+        while not self._fits(n_samples=high):  # by a fifth: a few probes from the plan's figure
             low, high = high, int(high * 1.2) + 1
         while high - low > 1:  # low is short, high is not
             mid = (low + high) // 2
-            low, high = (mid, high) if short(mid) else (low, mid)
+            low, high = (low, mid) if self._fits(n_samples=mid) else (mid, high)
         return high
+
+    def _fits(self, *, n_samples: int | None = None, epsilon: float | None = None) -> bool:
+        """Whether every search has the rows it needs with n or ε changed, the rest of the
+        settings as they are (a probe plan: public quantities only)."""
+        settings = self.settings if epsilon is None else replace(self.settings, epsilon=epsilon)
+        probe = ReleasePipeline(self.owner, settings, self.n_samples if n_samples is None
+                                else n_samples, self.n_features, self.statistic,
+                                model=self.model, neighbouring=self.neighbouring)
+        return not probe._short_searches(probe.plan, probe.held_plan)
 
     def _epsilon_that_works(self) -> float | None:
         """The smallest ε (on a grid of ratio 1.25, up to 64) at which every search has the
         rows it needs, the rest of the settings unchanged (public)."""
-        settings = self.settings
         for i in range(1, 40):
             eps = self.epsilon * 1.25**i
             if eps > 64:
                 break
-            probe = ReleasePipeline(self.owner, replace(settings, epsilon=eps),
-                                    self.n_samples, self.n_features, self.statistic,
-                                    model=self.model, neighbouring=self.neighbouring)
-            if not probe._short_searches(probe.plan, probe.held_plan):
+            if self._fits(epsilon=eps):
                 return eps
         return None
 
