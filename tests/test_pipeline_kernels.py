@@ -9,6 +9,7 @@ import pytest
 
 from privpca import AnalyzeGaussPCA, PrivacyLedger
 from privpca.mechanisms.histogram import _column_counts, geometric_bin
+from privpca.metrics import subspace_distance
 from privpca.streaming import ArraySource
 from privpca.streaming._kernels import ZERO_BIN, log_bin_counts, row_norm_bin_counts
 from privpca.streaming.reductions import BinnedSums
@@ -82,6 +83,30 @@ def test_binned_sums_merge_blocks_and_refuse_a_bound_off_the_grid(rows):
     edge = base ** (int(whole.index[len(whole.index) // 2]) + 1)
     with pytest.raises(ValueError, match="not an edge"):
         whole.clipped_sum(edge * base**0.5, base)
+
+
+def test_clipped_sum_places_bins_by_index_whatever_power_made_the_bound(rows):
+    # The private search releases R = base**j through NumPy's vectorised power, which on
+    # NumPy 2.4 differs from Python's by an ulp at some j (j = 14 of 2**0.25: 11.313708498984754
+    # against 11.313708498984756): a float comparison of the bin edges then raised "not an
+    # edge" for a plain Gaussian table of 20 000 × 50.
+    base = BASES[0]
+    sums = BinnedSums.of(rows, None, base)
+    r = np.linalg.norm(rows, axis=1)
+    for j in sums.index[1:]:
+        exact = base ** int(j)
+        for R in (np.nextafter(exact, 0.0), exact, np.nextafter(exact, np.inf)):
+            with np.errstate(divide="ignore"):
+                direct = rows.T @ np.minimum(1.0, R / r)
+            np.testing.assert_allclose(sums.clipped_sum(R, base), direct, rtol=1e-9,
+                                       atol=1e-9 * np.abs(direct).max())
+
+
+def test_a_gaussian_table_whose_bound_numpy_rounds_down_fits():
+    X = np.random.default_rng(0).standard_normal((20_000, 50))
+    X[:, :3] *= np.sqrt([9.0, 4.0, 2.0])
+    est = AnalyzeGaussPCA(2, epsilon=1.0, random_state=0).fit(X)
+    assert subspace_distance(est.components_.T, np.eye(50)[:, :2]) < 0.2
 
 
 def test_defaults_read_the_table_four_times():

@@ -6,6 +6,7 @@ The block functions are module-level so that Dask can ship them to worker proces
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -131,22 +132,22 @@ class BinnedSums:
         return BinnedSums(index.astype(np.int64), counts, S, T)
 
     def clipped_sum(self, bound: float, base: float) -> NDArray[np.float64]:
-        """``Σ min(1, R/r)(x − c)`` for ``R = bound``, an edge ``base^(j+1)`` of the grid.
+        """``Σ min(1, R/r)(x − c)`` for ``R = bound``, an edge ``base^j`` of the grid.
 
         Bins wholly below R are summed as they are, bins wholly above are scaled to norm R.
-        Raises ValueError if R cuts a bin (it is not an edge of this grid).
+        The bins are placed against R by integer index: R computed another way (NumPy's
+        vectorised power differs from Python's by an ulp) must not decide which side a bin
+        lies on. Raises ValueError if R is not an edge (within 10⁻⁹ relative).
         """
+        j = round(math.log(bound) / math.log(base)) if bound > 0 else 0
+        if not (bound > 0 and abs(base**j - bound) <= 1e-9 * bound):
+            raise ValueError(f"The bound {bound!r} is not an edge of the log grid of "
+                             f"ratio {base!r}.")
         total = np.zeros(self.S.shape[1])
         for idx, s_row, t_row in zip(self.index, self.S, self.T, strict=True):
             if idx <= ZERO_BIN:
                 continue  # rows equal to the centre add nothing
-            if base ** (int(idx) + 1) <= bound:
-                total += s_row
-            elif base ** int(idx) >= bound:
-                total += bound * t_row
-            else:
-                raise ValueError(f"The bound {bound!r} is not an edge of the log grid of "
-                                 f"ratio {base!r}.")
+            total += s_row if idx < j else bound * t_row
         return total
 
 
