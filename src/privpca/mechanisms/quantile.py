@@ -54,12 +54,15 @@ from privpca.mechanisms.histogram import _as_columns, _column_counts, geometric_
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.randomness import check_noise_rng
 
-__all__ = ["GRID_BASE", "QUERY_ROUNDS", "PrivateQuantile", "QuantileRelease"]
+__all__ = ["GRID_BASE", "GRID_RANGE", "QUERY_ROUNDS", "PrivateQuantile", "QuantileRelease"]
 
 #: Ratio of consecutive edges of the grid.
 GRID_BASE = 2.0**0.25
 #: The edges searched are ``GRID_BASE**e`` for ``e`` in ``(-_EDGE, _EDGE]``.
 _EDGE = 512
+#: The smallest and largest value a search can release (2^±128 ≈ 2.9e-39 and 3.4e38): a
+#: quantile beyond them comes out at that end.
+GRID_RANGE = (GRID_BASE ** (1 - _EDGE), GRID_BASE**_EDGE)
 #: Rounds of the bisection (``2**QUERY_ROUNDS == 2 * _EDGE`` steps).
 QUERY_ROUNDS = 10
 #: A target rank is at most ``n − TOP_MARGIN·σ`` (see the module docstring).

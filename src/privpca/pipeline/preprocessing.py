@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 
 from privpca._validation import non_finite_message
 from privpca.mechanisms.noise import gaussian_release
-from privpca.mechanisms.quantile import GRID_BASE, PrivateQuantile, QuantileRelease
+from privpca.mechanisms.quantile import GRID_BASE, GRID_RANGE, PrivateQuantile, QuantileRelease
 from privpca.mechanisms.randomness import check_noise_rng
 from privpca.streaming import as_row_source, reductions
 from privpca.streaming.reductions import BinCounts, BinnedSums, log_bin_counts
@@ -136,7 +136,18 @@ def private_norm_bound_from_counts(
     check_quantile_records(search, what=what, hint=hint)
     index, counts = counter(GRID_BASE)
     release = search.estimate_counts(np.zeros(len(index), dtype=np.intp), index, counts, rng)
-    return release.value[:, 0], release
+    values = release.value[:, 0]
+    low, high = GRID_RANGE
+    if np.any(values <= low * (1 + 1e-9)) or np.any(values >= high * (1 - 1e-9)):
+        # Read off the released value (public): the norms lie beyond the grid, and a bound
+        # at its end would clip every row (units near 1e38) or drown them in noise (1e-39).
+        raise ValueError(
+            f"The private quantile of the {what} came out at the end of its grid "
+            f"({low:.2g} to {high:.2g}): the table's units put its rows beyond what the search "
+            "covers. Rescale the columns by a public constant (other units) and fit again, "
+            "or give data_norm as a public number. This fit's (epsilon, delta) stays charged: "
+            "the search had released before the refusal.")
+    return values, release
 
 
 @dataclass(frozen=True)
