@@ -69,15 +69,11 @@ def spiked():
     return make_spiked(20_000, 10, 2, lam=9.0, random_state=0)
 
 
-def _noise_std_from_spectrum(eigenvalues, p):
-    """‖N‖_F/p for a symmetric N with i.i.d. upper triangle: estimates its entries' std.
-
-    With X = 0 the noisy matrix is the noise alone, and with n_components = p the estimator
-    returns all its eigenvalues made feasible, max(λ, 0): the law of N is symmetric (N and −N
-    alike), so the positive ones carry half of Σλ² = ‖N‖²_F in mean, whose mean is p²·std²
-    (relative error about 1/p for p(p+1)/2 independent entries).
-    """
-    return math.sqrt(2.0 * float(np.sum(np.asarray(eigenvalues) ** 2))) / p
+def _noise_std(released):
+    """The std of the upper-triangle entries of the one matrix released: with X = 0 it is the
+    noise alone (relative error about 1/p for p(p+1)/2 independent entries)."""
+    (N,) = released
+    return float(np.std(N[np.triu_indices(N.shape[0])]))
 
 
 # --- AnalyzeGaussPCA ----------------------------------------------------------------------------
@@ -194,11 +190,11 @@ def test_analyze_gauss_classic_warns_above_one(spiked):
     )
 
 
-def test_analyze_gauss_noise_std_is_sigma():
+def test_analyze_gauss_noise_std_is_sigma(released_matrices):
     p = 60
     est = AnalyzeGaussPCA(n_components=p, epsilon=1.0, random_state=1, **PAPER).fit(np.zeros((10,
         p)))
-    std = _noise_std_from_spectrum(est.explained_variance_ * 10, p)
+    std = _noise_std(released_matrices)
     assert std == pytest.approx(est.noise_scale_, rel=0.05)
 
 
@@ -215,7 +211,7 @@ def test_mod_sulq_beta_closed_form():
         mod_sulq_beta(100, 1, 1.0, 0.45)
 
 
-def test_mod_sulq_noise_std_is_beta_not_beta_squared():
+def test_mod_sulq_noise_std_is_beta_not_beta_squared(released_matrices):
     # n = 500, d = 50: beta ≈ 0.61, so beta² ≈ 0.37 would be visibly too little noise.
     n, d = 500, 50
     est = ModSuLQPCA(n_components=d, epsilon=1.0, delta=1e-5, random_state=2,
@@ -223,7 +219,7 @@ def test_mod_sulq_noise_std_is_beta_not_beta_squared():
     beta = mod_sulq_beta(n, d, 1.0, 1e-5)
     assert est.beta_ == pytest.approx(beta) and est.noise_scale_ == pytest.approx(beta)
     assert beta < 0.7 and beta**2 < 0.65 * beta
-    std = _noise_std_from_spectrum(est.explained_variance_, d)
+    std = _noise_std(released_matrices)
     assert std == pytest.approx(beta, rel=0.05)
     assert abs(std - beta**2) > 0.3 * beta
 

@@ -35,6 +35,7 @@ from privpca.mechanisms.quantile import GRID_BASE, PrivateQuantile
 from privpca.metrics import subspace_distance
 from privpca.pipeline.budget import DEFAULT_SHARES, BudgetPlan
 from privpca.pipeline.preprocessing import BoundNotFoundError, private_mean
+from privpca.pipeline.spectrum import debiased_eigenvalues, noise_norm_bound
 
 GOLDEN = Path(__file__).parent / "data" / "paper_mode_golden.npz"
 
@@ -355,6 +356,11 @@ def test_paper_setting_reproduces_the_outputs_from_before_the_pipeline(cls, extr
             # Since issue 26 n is private under add/remove: the eigenvalues of the noisy Gram
             # matrix are released as they are, no longer divided by n.
             expected = expected * X.shape[0]
+        # Since the variances are debiased for the noise that chose them, the golden (raw)
+        # eigenvalues go through the same map at the release's per-entry noise std, which
+        # noise_level_ gives in the same units (no centring term in the papers' setting).
+        sd = est.noise_level_ / noise_norm_bound(1.0, X.shape[1])
+        expected = debiased_eigenvalues(expected, sd, X.shape[1])
         np.testing.assert_allclose(est.explained_variance_, expected, rtol=1e-12, atol=0)
 
 
@@ -448,3 +454,23 @@ def test_a_noisy_centre_is_warned_about_from_released_values():
         with warnings.catch_warnings():
             warnings.simplefilter("error", NoisyCentreWarning)
             AnalyzeGaussPCA(2, random_state=0, ledger=PrivacyLedger()).fit(X)
+
+
+@pytest.mark.parametrize("units", [2.0**128, 2.0**300, 2.0**-300])
+def test_units_beyond_the_search_grid_are_refused_not_clipped_silently(units):
+    """The norm search's grid spans 2^±128. Before, a table in units near 1e38 had every row
+    clipped at 2^128, and one near 1e-90 had a bound 1e51 times its rows (distance 1.49, no
+    word). The released quantile at the grid's end is public, and the fit refuses on it."""
+    X = np.random.default_rng(0).standard_normal((5000, 6)) * [5.0, 3.0, 1.0, 1.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match="came out at the end of its grid"):
+        AnalyzeGaussPCA(2, epsilon=1.0, random_state=0, ledger=PrivacyLedger()).fit(X * units)
+
+
+def test_units_inside_the_grid_fit_the_same_subspace():
+    """2^±100 are exact powers of the grid's ratio 2^(1/4): the fit is the same up to units."""
+    X = np.random.default_rng(0).standard_normal((5000, 6)) * [5.0, 3.0, 1.0, 1.0, 1.0, 1.0]
+    fits = [AnalyzeGaussPCA(2, epsilon=1.0, random_state=0, ledger=PrivacyLedger()).fit(X * u)
+            for u in (1.0, 2.0**100, 2.0**-100)]
+    for est in fits[1:]:
+        np.testing.assert_allclose(np.abs(est.components_), np.abs(fits[0].components_),
+                                   atol=1e-9)

@@ -16,6 +16,7 @@ from privpca.datasets import make_spiked
 from privpca.decomposition.analyze_gauss import AnalyzeGaussPCA
 from privpca.exceptions import BudgetExceededError, NonFiniteInputError, RowClippingWarning
 from privpca.mechanisms.gaussian import analytic_gaussian_delta
+from privpca.pipeline.spectrum import noisy_eigenvalues
 from privpca.plot import loadings, scores, scree, variances_read_elsewhere
 
 
@@ -35,8 +36,9 @@ def est() -> AnalyzeGaussPCA:
 
 @pytest.fixture(scope="module")
 def public_bound() -> tuple[AnalyzeGaussPCA, np.ndarray]:
-    """A fit with a public bound D: its variances are the eigenvalues the noise level bounds."""
-    X, _ = make_spiked(6_000, 6, 2, lam=9.0, random_state=0)
+    """A fit with a public bound D: its variances are the eigenvalues the noise level bounds
+    (60 000 rows: at 6 000 the top two, 0.034 and 0.033, lie below the noise's edge)."""
+    X, _ = make_spiked(60_000, 6, 2, lam=9.0, random_state=0)
     X = X + 3.0
     est = AnalyzeGaussPCA(3, epsilon=1.0, data_norm=4.0, random_state=0,
                           ledger=PrivacyLedger()).fit(X)
@@ -60,9 +62,14 @@ def test_scree_draws_eigenvalues_and_noise_band(public_bound):
     # The band covers [i - 1/2, i + 1/2] at explained_variance_[i] ± noise_level_.
     verts = _band(ax).get_paths()[0].vertices
     assert verts[:, 0].min() == pytest.approx(0.5) and verts[:, 0].max() == pytest.approx(k + 0.5)
+    # The band is Weyl's about the released eigenvalues ℓ, which the debias moved down to λ:
+    # it runs from λ − noise up to ℓ + noise.
     lam, noise = est.explained_variance_, est.noise_level_
+    sd, p = est.noise_sd_per_entry_, est.n_features_in_
+    released = np.where(lam > 0, noisy_eigenvalues(lam, sd, p), 2 * sd * math.sqrt(p))
+    assert np.all(released > lam)
     assert verts[:, 1].min() == pytest.approx((lam - noise).min())
-    assert verts[:, 1].max() == pytest.approx((lam + noise).max())
+    assert verts[:, 1].max() == pytest.approx((released + noise).max())
     # The noise floor is drawn at noise_level_.
     assert any(np.allclose(ln.get_ydata(), noise) for ln in ax.lines[1:])
     title = ax.get_title()

@@ -35,6 +35,7 @@ from privpca._score_release import SCORES_NEIGHBOURING as SCORES_NEIGHBOURING
 from privpca._score_release import Box, Edges, release_scores
 from privpca._validation import check_delta, check_epsilon, check_in_range
 from privpca.accounting.record import PrivacyRecord
+from privpca.pipeline.spectrum import noisy_eigenvalues
 
 __all__ = ["loadings", "scores", "scree", "variances_read_elsewhere"]
 
@@ -119,9 +120,13 @@ def variances_read_elsewhere(est: Any) -> bool:
 
 
 def _draw_eigenvalues(ax: Axes, values: NDArray[np.float64] | None, noise: float | None,
-                      elsewhere: bool = False) -> list[str]:
+                      elsewhere: bool = False,
+                      released: NDArray[np.float64] | None = None) -> list[str]:
     """The private eigenvalues with their noise band on ``ax``; returns what is missing.
-    ``elsewhere``: the values are not the eigenvalues ``noise`` bounds (no band, said)."""
+    ``elsewhere``: the values are not the eigenvalues ``noise`` bounds (no band, said).
+    ``released``: the eigenvalues before the noise debias (:func:`_released_eigenvalues`),
+    which Weyl's ``± noise`` is about: the band runs from ``values − noise`` to
+    ``released + noise``."""
     if values is None:
         ax.text(0.5, 0.5, "explained variance\nnot released by this estimator",
                 transform=ax.transAxes, ha="center", va="center", color="0.4")
@@ -135,11 +140,13 @@ def _draw_eigenvalues(ax: Axes, values: NDArray[np.float64] | None, noise: float
     if elsewhere:
         return ["no noise band: these variances come from a second release\n(at a higher "
                 "bound), whose noise the noise level does not measure"]
-    # One shaded patch: component i's band spans [i − ½, i + ½] at values[i] ± noise.
+    # One shaded patch: component i's band spans [i − ½, i + ½], values[i] − noise to
+    # released[i] + noise (the debias moved each value down from what Weyl bounds).
+    upper = (values if released is None else released) + noise
     edges = np.arange(k + 1) + 0.5
     ax.fill_between(
         edges, np.append(values - noise, values[-1] - noise),
-        np.append(values + noise, values[-1] + noise), step="post", alpha=0.25,
+        np.append(upper, upper[-1]), step="post", alpha=0.25,
         color="C0", linewidth=0, zorder=1,
         label=f"± {noise:.3g}: 95 % noise range (clipped rows)",
     )
@@ -153,6 +160,18 @@ def _draw_eigenvalues(ax: Axes, values: NDArray[np.float64] | None, noise: float
         return [f"noise level {noise:.3g} is above every eigenvalue: none is resolved "
                 "(the band runs beyond the axis)"]
     return []
+
+
+def _released_eigenvalues(est: Any, values: NDArray[np.float64] | None,
+                          n_features: int) -> NDArray[np.float64] | None:
+    """The eigenvalues of the released matrix behind debiased ``values``: the inverse map
+    above the noise's edge, the edge ``2σ√p`` itself where a value is 0 (hidden: at most
+    that); None where the estimator did not debias (no ``noise_sd_per_entry_``)."""
+    sd = _scalar(est, "noise_sd_per_entry_")
+    if values is None or sd is None:
+        return None
+    return np.where(values > 0, noisy_eigenvalues(values, sd, n_features),
+                    2.0 * sd * math.sqrt(n_features))
 
 
 def _draw_cumulative_ratio(ax: Axes, ratios: NDArray[np.float64]) -> Line2D:
@@ -170,7 +189,8 @@ def scree(est: Any, ax: Axes | None = None, *, ratio: bool = False) -> Axes:
     """Scree plot: the private eigenvalues per component, with the noise band.
 
     Draws ``explained_variance_`` against the component number (1, …, k) as a line with
-    markers, and around it a shaded band ``explained_variance_ ± noise_level_``. Where the
+    markers, and around it a shaded band from ``explained_variance_ − noise_level_`` up to
+    ``ℓ + noise_level_``, ℓ the released eigenvalue before the noise debias. Where the
     estimator states it, ``noise_level_`` bounds (with probability ≥ 95 %) the spectral norm of
     the noise in explained-variance units, so by Weyl's inequality each eigenvalue of the
     non-private PCA of the same prepared rows (centred on ``mean_`` and clipped to length
@@ -227,8 +247,10 @@ def scree(est: Any, ax: Axes | None = None, *, ratio: bool = False) -> Axes:
     if ax is None:
         ax = _new_axes((6.4, 4.8))
     x = np.arange(1, k + 1)
-    missing = _draw_eigenvalues(ax, _vector(est, "explained_variance_", k),
-                                _scalar(est, "noise_level_"), variances_read_elsewhere(est))
+    values = _vector(est, "explained_variance_", k)
+    missing = _draw_eigenvalues(ax, values, _scalar(est, "noise_level_"),
+                                variances_read_elsewhere(est),
+                                _released_eigenvalues(est, values, comps.shape[1]))
     ax.set_xlim(0.5, k + 0.5)
     ax.set_xticks(x)
     ax.set_xlabel("component")

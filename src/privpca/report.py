@@ -192,7 +192,9 @@ def _scree_caption(est: Any) -> str:
             "(centred and shrunk to length at most D) lies in its band. Shrinking lowers "
             "eigenvalues below those of the table as recorded, by an amount not shown, so "
             "the raw table's eigenvalues can lie above the band. Below the dotted line an "
-            "eigenvalue cannot be told apart from 0.")
+            "eigenvalue cannot be told apart from 0. The variances are corrected for the "
+            "noise's upward pull on the components it chose; a variance of 0 is one the noise "
+            "hides.")
 
 
 def _released_list(est: Any, record: PrivacyRecord, names: list[str]) -> str:

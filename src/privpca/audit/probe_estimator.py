@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 
 from privpca.audit.core import _fit_runs
 from privpca.audit.neighbours import builtin_neighbours, release_features
+from privpca.pipeline.spectrum import noisy_eigenvalues
 
 __all__ = ["LATTICE_FEATURES", "lattice_neighbours", "lattice_vectors", "noise_scales",
            "probe_features"]
@@ -26,7 +27,9 @@ def probe_features(estimator: Any) -> NDArray[np.float64]:
     ``Σ λᵢcᵢcᵢᵀ`` (packed upper triangle; with every component it is the noisy matrix the
     mechanism released, up to the eigensolver's rounding) when ``explained_variance_`` has a
     value per component, the ``explained_variance_``, the ``mean_`` and the components
-    (each signed so that its largest entry is positive), unprojected."""
+    (each signed so that its largest entry is positive), unprojected. Variances debiased for
+    the noise (``noise_sd_per_entry_``) are mapped back to the released eigenvalues first, as
+    an attacker would (:func:`~privpca.pipeline.spectrum.noisy_eigenvalues`)."""
     comps = np.atleast_2d(np.asarray(estimator.components_, dtype=np.float64))
     idx = np.argmax(np.abs(comps), axis=1)
     signs = np.where(comps[np.arange(comps.shape[0]), idx] < 0, -1.0, 1.0)
@@ -34,6 +37,9 @@ def probe_features(estimator: Any) -> NDArray[np.float64]:
     variance = getattr(estimator, "explained_variance_", None)
     if variance is not None:
         lam = np.asarray(variance, dtype=np.float64).ravel()
+        entry_noise = float(getattr(estimator, "noise_sd_per_entry_", math.nan))
+        if math.isfinite(entry_noise):
+            lam = noisy_eigenvalues(lam, entry_noise, comps.shape[1])
         if lam.size == comps.shape[0]:
             M = (comps.T * lam) @ comps
             parts.append(M[np.triu_indices(M.shape[0])])

@@ -258,7 +258,9 @@ class BasePrivatePCA(ProbabilisticPCAMixin, ClassNamePrefixFeaturesOutMixin, Tra
         self.n_components_ = fit.n_components
         self.explained_variance_ = fit.explained_variance
         self.explained_variance_ratio_ = fit.explained_variance_ratio
+        self.total_variance_ = fit.total_variance
         self.noise_level_ = fit.noise_level
+        self.noise_sd_per_entry_ = fit.entry_noise
         self.expected_error_ = fit.expected_error
 
     def _set_preprocessing(self, prepared: Any) -> None:

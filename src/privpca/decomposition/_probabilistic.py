@@ -69,6 +69,7 @@ from __future__ import annotations
 import functools
 import math
 import types
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -213,15 +214,17 @@ class ProbabilisticPCAMixin:
         return np.asarray(values)
 
     def _released_total(self, what: str) -> float:
-        """The private total variance ``t = λᵢ/rᵢ`` (in ``explained_variance_``'s units)."""
+        """The private total variance: ``total_variance_`` where the fit records it, else
+        ``t = λᵢ/rᵢ`` (in ``explained_variance_``'s units)."""
         values = self._released_variances(what)
         ratio = getattr(self, "explained_variance_ratio_", None)
-        total = math.nan if ratio is None else released_total(
-            values, np.asarray(ratio, dtype=np.float64))
+        total = float(getattr(self, "total_variance_", math.nan))
+        if not math.isfinite(total) and ratio is not None:
+            total = released_total(values, np.asarray(ratio, dtype=np.float64))
         if not (math.isfinite(total) and total > 0.0):
             raise self._undefined(what, (
                 "it released no total variance (explained_variance_ratio_ is absent, NaN, or "
-                "0 with every released variance 0, which carries no total), and the noise "
+                "0 with every released variance 0 and no total_variance_), and the noise "
                 "variance, what the components leave out, is the total minus their variances."))
         return total
 
@@ -401,4 +404,10 @@ class ProbabilisticPCAMixin:
                 "Use whiten=False, or a setting that releases the variances.")
         scale = np.sqrt(np.maximum(values, 0.0))
         eps = np.finfo(np.float64).eps
+        if np.any(scale < eps):
+            warnings.warn(
+                f"{type(self).__name__}(whiten=True): explained_variance_ is 0 for components "
+                f"{np.flatnonzero(scale < eps).tolist()} (their variance is not resolved above "
+                "the release's noise), so their projections are divided by machine epsilon. "
+                "Use fewer components or a larger epsilon.", UserWarning, stacklevel=3)
         return np.where(scale < eps, eps, scale)

@@ -158,11 +158,15 @@ class AnalyzeGaussPCA(IncrementalGramMixin, PipelinePCA):
     data_norm_ : float
         The bound D the statistic used (released: free to inspect).
     explained_variance_ : ndarray of shape (n_components_,)
-        Top eigenvalues of the noisy Gram matrix over n − 1 (centred) or n (uncentred):
-        noisy, may be negative. With ``neighbouring="add-remove"`` (n private) the
-        eigenvalues themselves, undivided.
+        Top eigenvalues of the noisy Gram matrix over n − 1 (centred) or n (uncentred),
+        debiased for the noise that chose them and 0 where the noise's edge hides them
+        (:func:`~privpca.pipeline.spectrum.debiased_eigenvalues`). With
+        ``neighbouring="add-remove"`` (n private) in the Gram's units, undivided.
     explained_variance_ratio_ : ndarray of shape (n_components_,)
-        Those eigenvalues over the noisy matrix's trace (the private total variance).
+        Those variances over ``total_variance_``.
+    total_variance_ : float
+        The noisy matrix's trace in the same units (the private total variance, unbiased),
+        raised to the variances' sum where noise put it below.
     noise_level_ : float
         Bound (probability ≥ 95 %) on the spectral norm of the noise, in the units of
         ``explained_variance_`` (Gram units under add/remove): eigenvalues closer than this
@@ -329,7 +333,8 @@ class AnalyzeGaussPCA(IncrementalGramMixin, PipelinePCA):
         choice = run.bound_choice(prepared)
         high = None if (choice is None or choice.chosen == choice.high
                         or choice.high_pilot is None) else variances_along(
-            fit, noisy, sigma, choice.high_pilot, choice.high_sigma, denominator)
+            fit, noisy, sigma, choice.high_pilot, choice.high_sigma, denominator,
+            shares_noise=sigma != released_sigma)
         if high is not None:
             fit = high
         self._set_spectrum(fit)

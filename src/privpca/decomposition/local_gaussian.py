@@ -75,7 +75,7 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
         Top eigenvalues of the summed reports over n − 1 (centred) or n (noisy; may be
         negative).
     explained_variance_ratio_ : ndarray of shape (n_components_,)
-        The same over the reports' trace (the private total variance).
+        The same over the reports' trace (the private total variance, ``total_variance_``).
     n_components_ : int
     mean_ : ndarray of shape (n_features,)
         The mean the server released from the mean groups (zeros when uncentred).

@@ -145,7 +145,7 @@ class ModSuLQPCA(PipelinePCA):
     explained_variance_ : ndarray of shape (n_components_,)
         Top eigenvalues of ``A = XᵀX/n + N`` (noisy), rescaled to n − 1 when centred.
     explained_variance_ratio_ : ndarray of shape (n_components_,)
-        Over the trace of ``A`` (the private total variance).
+        Over the trace of ``A`` (the private total variance, ``total_variance_``).
     noise_level_, expected_error_ : float
         As in :class:`~privpca.AnalyzeGaussPCA` (noise std ``D²β`` per entry of ``A``).
     beta_ : float

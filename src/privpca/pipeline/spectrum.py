@@ -28,6 +28,19 @@ Error estimate
   :meth:`ReleasePipeline.clipping_error <privpca.pipeline.release.ReleasePipeline.clipping_error>`
   raises the bar to cover the rotation it may cause.
 
+Noise-debiased eigenvalues
+--------------------------
+The eigenvectors of ``M`` are chosen by the same noise that is in ``M``, so ``v̂ᵀMv̂`` is biased
+up: on a pure-noise matrix the top eigenvalue is ``≈ 2σ√p`` (the edge of the semicircle), and
+a table whose variance is spread thinly reported its top components as carrying all of it.
+For a spike θ of ``G`` above ``σ√p`` the top eigenvalue of ``G + E`` is ``ℓ ≈ θ + pσ²/θ``
+(Benaych-Georges & Nadakuditi 2011; to first order in ``E`` when ``G`` is not low-rank), so
+:func:`debiased_eigenvalues` reports ``θ̂ = (ℓ + √(ℓ² − 4pσ²))/2`` where ``ℓ`` passes the edge
+``2σ√p`` by more than the noise's top eigenvalue fluctuates (Tracy–Widom, 0.99 quantile), and 0
+below (a variance the noise hides: not resolved). The total ``tr M`` is unbiased and
+kept, so noise directions no longer take the explained variance, and ``n_components`` as a
+share counts resolved variance only.
+
 Feasible spectra
 ----------------
 Noise can make a released eigenvalue negative and a released total smaller than the sum of the
@@ -62,6 +75,7 @@ top-k eigenvectors ``V`` of ``G`` from these alone, whatever produced ``Q``:
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -79,14 +93,17 @@ __all__ = [
     "BOOTSTRAP_MAX_FEATURES",
     "ERROR_ALPHA",
     "NOISE_DOMINATED",
+    "TRACY_WIDOM_99",
     "ComponentSpectrum",
     "SpectrumFit",
     "bootstrap_error_bound",
     "check_n_components_spec",
     "component_error_bound",
+    "debiased_eigenvalues",
     "feasible_spectrum",
     "fit_noisy_matrix",
     "noise_norm_bound",
+    "noisy_eigenvalues",
     "projected_noise_bound",
     "released_total",
     "rotate_component_spectrum",
@@ -160,6 +177,37 @@ def feasible_spectrum(
     while ratio.sum() > 1.0:  # rounding only: at most a few ulps
         ratio = np.nextafter(ratio, 0.0)
     return v, ratio, t
+
+
+#: The 0.99 quantile of the Tracy–Widom (β = 1) law: the noise's own top eigenvalue exceeds
+#: ``σ(2√p + TRACY_WIDOM_99·p^(−1/6))`` with probability about 1 % (Johnstone 2001).
+TRACY_WIDOM_99 = 2.02
+
+
+def debiased_eigenvalues(values: NDArray[np.float64], noise_sd: float,
+                         n_features: int) -> NDArray[np.float64]:
+    """Eigenvalues of ``G`` estimated from those ``ℓ`` of ``G + E`` (E symmetric, entries of
+    std σ): ``(ℓ + √(ℓ² − 4pσ²))/2`` where ``ℓ`` passes what the noise alone reaches with
+    probability 0.99, ``σ(2√p + 2.02·p^(−1/6))`` (the edge and its Tracy–Widom fluctuation:
+    with p = 50 the noise's top eigenvalue passed the bare edge 2σ√p in one seed of three),
+    and 0 below (the module docstring). Post-processing of released values; NaN stays NaN."""
+    v = np.asarray(values, dtype=np.float64)
+    sigma, p = float(noise_sd), n_features
+    edge_sq = 4.0 * p * sigma**2
+    above = v > sigma * (2.0 * math.sqrt(p) + TRACY_WIDOM_99 * p ** (-1.0 / 6.0))
+    with np.errstate(invalid="ignore"):
+        out = np.where(above, (v + np.sqrt(np.where(above, v**2 - edge_sq, 0.0))) / 2, 0.0)
+    return np.where(np.isnan(v), np.nan, out)
+
+
+def noisy_eigenvalues(debiased: NDArray[np.float64], noise_sd: float,
+                      n_features: int) -> NDArray[np.float64]:
+    """The inverse of :func:`debiased_eigenvalues` above the edge, ``ℓ = θ + pσ²/θ`` (θ > 0):
+    the eigenvalues of ``G + E`` as released. A θ of 0 stays 0 (its ℓ was at or below the
+    edge, and is not recovered)."""
+    t = np.asarray(debiased, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(t > 0, t + n_features * float(noise_sd) ** 2 / t, t)
 
 
 def component_error_bound(
@@ -268,6 +316,8 @@ class SpectrumFit:
     noise_level: float
     expected_error: float
     n_components: int
+    #: The std of each released entry's noise in the variances' units (the debias's σ).
+    entry_noise: float = math.nan
 
 
 #: How many noise standard deviations the two releases' variances must differ by before the
@@ -277,7 +327,7 @@ VARIANCE_SHIFT_SDS = 2.0
 
 def variances_along(fit: SpectrumFit, final: NDArray[np.float64], final_sd: float,
                     released: NDArray[np.float64], noise_sd: float,
-                    denominator: float) -> SpectrumFit | None:
+                    denominator: float, *, shares_noise: bool = False) -> SpectrumFit | None:
     """``fit`` (from ``final``, noise std ``final_sd``) with its explained variances read off
     another release ``M'`` of the same rows (noise std ``noise_sd``) at a bound above (almost)
     every norm: ``vᵢᵀ M' vᵢ`` along its components and the total ``tr M'`` (post-processing),
@@ -289,6 +339,13 @@ def variances_along(fit: SpectrumFit, final: NDArray[np.float64], final_sd: floa
     more than :data:`VARIANCE_SHIFT_SDS` standard deviations of the difference's noise (a
     quadratic form ``vᵀEv`` of the symmetric noise has std at most ``√2·σ``, the trace
     ``√p·σ``); otherwise None (keep ``fit``'s).
+
+    A variance read within :data:`VARIANCE_SHIFT_SDS` noise deviations of 0 is reported as 0
+    (not resolved). ``shares_noise``: ``final`` is the statistic averaged with a pilot whose
+    noise ``M'`` also carries (the pilots are cumulative sums of shells). With
+    inverse-variance weights that pilot's noise projects onto ``final``'s with coefficient 1,
+    so the components chose ``M'``'s noise as much as ``final``'s and its variances are
+    debiased at ``final_sd`` (:func:`debiased_eigenvalues`).
     """
     V = fit.components
     p = final.shape[0]
@@ -302,11 +359,17 @@ def variances_along(fit: SpectrumFit, final: NDArray[np.float64], final_sd: floa
         return None
     # Largest variance first, as scikit-learn orders them: the components are reordered
     # with their variances (the same span; post-processing).
+    if shares_noise:
+        values = debiased_eigenvalues(values, final_sd, p)
+    # A reading within VARIANCE_SHIFT_SDS of M''s own noise (std √2σ' per quadratic form) is
+    # not resolved: 0, as below the edge, not a draw of that noise.
+    values = np.where(values > VARIANCE_SHIFT_SDS * math.sqrt(2.0) * noise_sd, values, 0.0)
     order = np.argsort(-values, kind="stable")
     variance, ratio, feasible_total = feasible_spectrum(values[order] / denominator,
                                                         total / denominator)
     return replace(fit, components=V[order], explained_variance=variance,
-                   explained_variance_ratio=ratio, total_variance=feasible_total)
+                   explained_variance_ratio=ratio, total_variance=feasible_total,
+                   entry_noise=final_sd / denominator if shares_noise else 0.0)
 
 
 #: Draws of the parametric bootstrap of the noise-only error bar.
@@ -385,10 +448,18 @@ def fit_noisy_matrix(
     total = float(np.trace(M))
     if isinstance(n_components, float):
         spectrum = scipy.linalg.eigh(M, eigvals_only=True, lower=False, check_finite=False)[::-1]
-        # The first k reached is the same with feasible_spectrum's ratios (clipped at 0).
+        # Resolved variance only: a noise direction's eigenvalue is the noise's edge.
+        spectrum = debiased_eigenvalues(spectrum, noise_sd, p)
         ratios = np.cumsum(spectrum) / total if total > 0 else np.full(p, np.nan)
         reached = np.flatnonzero(ratios >= n_components)
         k = int(reached[0]) + 1 if reached.size else p
+        if not reached.size:
+            resolved = int(np.count_nonzero(spectrum > 0))
+            warnings.warn(
+                f"n_components={n_components:g}: the variance resolved above the release's "
+                f"noise ({resolved} components, {float(ratios[-1]):.3g} of the private total) "
+                f"does not reach that share, so every component is kept (k = {p}). Give an "
+                "int, or a larger epsilon.", UserWarning, stacklevel=2)
     else:
         k = int(n_components)
     values, vectors = top_eigenvectors(M, k)
@@ -403,8 +474,8 @@ def fit_noisy_matrix(
     error = subspace_error_bound(with_next, k, noise_norm, p, projected)
     if rng is not None and k < p <= BOOTSTRAP_MAX_FEATURES:
         error = min(error, bootstrap_error_bound(M, k, noise_sd, extra_perturbation, rng))
-    variance, ratio, feasible_total = feasible_spectrum(values / denominator,
-                                                        total / denominator)
+    variance, ratio, feasible_total = feasible_spectrum(
+        debiased_eigenvalues(values, noise_sd, p) / denominator, total / denominator)
     return SpectrumFit(
         components=vectors.T.copy(),
         explained_variance=variance,
@@ -413,6 +484,7 @@ def fit_noisy_matrix(
         noise_level=noise_norm / denominator,
         expected_error=error,
         n_components=k,
+        entry_noise=noise_sd / denominator,
     )
 
 
