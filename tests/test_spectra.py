@@ -215,3 +215,16 @@ def test_a_share_not_resolved_keeps_every_component_and_says_so():
     with pytest.warns(UserWarning, match="not resolved above"):
         AnalyzeGaussPCA(40, epsilon=1.0, random_state=0, whiten=True,
                         ledger=privpca.PrivacyLedger()).fit(X).transform(X[:5])
+
+
+def test_a_fit_that_resolves_nothing_keeps_its_total_for_the_model():
+    """Every variance 0 (MOD-SuLQ on standard normals, seed 1): the ratios carry no total,
+    which total_variance_ does; the model's covariance is then isotropic at t/p·(p/(p − k))."""
+    X = np.random.default_rng(0).standard_normal((2000, 50))
+    est = ModSuLQPCA(2, epsilon=1.0, random_state=1, ledger=privpca.PrivacyLedger()).fit(X)
+    assert np.all(est.explained_variance_ == 0.0) and est.total_variance_ > 0
+    cov = est.get_covariance()
+    np.testing.assert_allclose(np.diag(cov), est.total_variance_ / 48, rtol=1e-12)
+    front = privpca.PCA(2, epsilon=1.0, random_state=1, mechanism="mod-sulq",
+                        ledger=privpca.PrivacyLedger()).fit(X)
+    assert front.total_variance_ == est.total_variance_

@@ -68,7 +68,8 @@ MAX_GRAM_FEATURES = 4096
 FORWARDED: tuple[str, ...] = (
     "components_", "n_components_", "explained_variance_", "explained_variance_ratio_",
     "mean_", "scale_", "data_norm_", "noise_level_", "expected_error_", "noise_scale_",
-    "privacy_", "n_features_in_", "feature_names_in_", "n_samples_seen_",
+    "total_variance_", "noise_sd_per_entry_", "privacy_", "n_features_in_",
+    "feature_names_in_", "n_samples_seen_",
 )
 
 #: scikit-learn's probabilistic PCA attributes, computed by the chosen estimator from its
@@ -243,6 +244,7 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     mean_ : ndarray of shape (n_features,)
     scale_ : ndarray of shape (n_features,) or None
     data_norm_, noise_level_, expected_error_, noise_scale_ : float
+    total_variance_, noise_sd_per_entry_ : float
         Where the chosen estimator has them (see its documentation).
     privacy_ : PrivacyRecord
         The chosen estimator's record, the very one its ledger holds: the choice is in
