@@ -72,8 +72,8 @@ class LocalGaussianPCA(_LocalCovarianceEstimator):
     components_ : ndarray of shape (n_components, n_features)
         Orthonormal rows spanning the estimated principal subspace.
     explained_variance_ : ndarray of shape (n_components_,)
-        Top eigenvalues of the summed reports over n − 1 (centred) or n (noisy; may be
-        negative).
+        Top eigenvalues of the summed reports over n − 1 (centred) or n, debiased for the
+        noise as in :class:`~privpca.AnalyzeGaussPCA` (0: not resolved).
     explained_variance_ratio_ : ndarray of shape (n_components_,)
         The same over the reports' trace (the private total variance, ``total_variance_``).
     n_components_ : int

@@ -143,7 +143,8 @@ class ModSuLQPCA(PipelinePCA):
     mean_, scale_, data_norm_
         As in :class:`~privpca.AnalyzeGaussPCA`.
     explained_variance_ : ndarray of shape (n_components_,)
-        Top eigenvalues of ``A = XᵀX/n + N`` (noisy), rescaled to n − 1 when centred.
+        Top eigenvalues of ``A = XᵀX/n + N``, rescaled to n − 1 when centred, debiased for
+        the noise as in :class:`~privpca.AnalyzeGaussPCA` (0: not resolved).
     explained_variance_ratio_ : ndarray of shape (n_components_,)
         Over the trace of ``A`` (the private total variance, ``total_variance_``).
     noise_level_, expected_error_ : float
