@@ -460,10 +460,24 @@ def test_a_noisy_centre_is_warned_about_from_released_values():
 def test_units_beyond_the_search_grid_are_refused_not_clipped_silently(units):
     """The norm search's grid spans 2^±128. Before, a table in units near 1e38 had every row
     clipped at 2^128, and one near 1e-90 had a bound 1e51 times its rows (distance 1.49, no
-    word). The released quantile at the grid's end is public, and the fit refuses on it."""
+    word). A released quantile at the top is public, and the fit refuses on it; rows all
+    below the bottom are refused from the exact counts, before any noise is drawn. Both after
+    the fit was booked: charged, and the messages say so."""
     X = np.random.default_rng(0).standard_normal((5000, 6)) * [5.0, 3.0, 1.0, 1.0, 1.0, 1.0]
-    with pytest.raises(ValueError, match="came out at the end of its grid"):
-        AnalyzeGaussPCA(2, epsilon=1.0, random_state=0, ledger=PrivacyLedger()).fit(X * units)
+    ledger = PrivacyLedger()
+    match = "top of its grid" if units > 1 else "all below"
+    with pytest.raises(ValueError, match=match):
+        AnalyzeGaussPCA(2, epsilon=1.0, random_state=0, ledger=ledger).fit(X * units)
+    assert len(ledger) == 1
+
+
+def test_a_table_of_mostly_zero_rows_still_fits():
+    """40 active users of 10 000 (all other rows 0): the median norm is at the grid's bottom,
+    which is the data, not the units (an outside tester's table)."""
+    X = np.zeros((10_000, 8))
+    X[:40] = np.random.default_rng(0).integers(1, 5, (40, 8))
+    est = AnalyzeGaussPCA(2, epsilon=1.0, random_state=0, ledger=PrivacyLedger()).fit(X)
+    assert np.all(np.isfinite(est.components_))
 
 
 def test_units_inside_the_grid_fit_the_same_subspace():

@@ -39,6 +39,7 @@ from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.quantile import GRID_BASE, GRID_RANGE, PrivateQuantile, QuantileRelease
 from privpca.mechanisms.randomness import check_noise_rng
 from privpca.streaming import as_row_source, reductions
+from privpca.streaming._numpy_kernels import ZERO_BIN
 from privpca.streaming.reductions import BinCounts, BinnedSums, log_bin_counts
 
 __all__ = [
@@ -135,18 +136,27 @@ def private_norm_bound_from_counts(
     search = PrivateQuantile.calibrate(multiplier, quantiles=quantile, n_records=n_records)
     check_quantile_records(search, what=what, hint=hint)
     index, counts = counter(GRID_BASE)
+    low, high = GRID_RANGE
+    nonzero = index > ZERO_BIN
+    if nonzero.any() and np.all(index[nonzero] < math.log(low) / math.log(GRID_BASE) - 1):
+        # Every non-zero row lies below the grid: refused before anything is released (the
+        # exact counts decide it, as NaN is refused: a message to the data holder only).
+        raise ValueError(
+            f"The {what} are all below {low:.2g}, where the private search's grid ends: "
+            "the table's units are too small for it. Rescale the columns by a public "
+            "constant (other units) and fit again. This fit's (epsilon, delta) stays "
+            "charged: it was booked before the table was read.")
     release = search.estimate_counts(np.zeros(len(index), dtype=np.intp), index, counts, rng)
     values = release.value[:, 0]
-    low, high = GRID_RANGE
-    if np.any(values <= low * (1 + 1e-9)) or np.any(values >= high * (1 - 1e-9)):
-        # Read off the released value (public): the norms lie beyond the grid, and a bound
-        # at its end would clip every row (units near 1e38) or drown them in noise (1e-39).
+    if np.any(values >= high * (1 - 1e-9)):
+        # Read off the released value (public): most norms lie above the grid, and a bound
+        # at its end would clip every row.
         raise ValueError(
-            f"The private quantile of the {what} came out at the end of its grid "
-            f"({low:.2g} to {high:.2g}): the table's units put its rows beyond what the search "
-            "covers. Rescale the columns by a public constant (other units) and fit again, "
-            "or give data_norm as a public number. This fit's (epsilon, delta) stays charged: "
-            "the search had released before the refusal.")
+            f"The private quantile of the {what} came out at the top of its grid "
+            f"({high:.2g}): the table's units put its rows beyond what the search covers. "
+            "Rescale the columns by a public constant (other units) and fit again, or give "
+            "data_norm as a public number. This fit's (epsilon, delta) stays charged: the "
+            "search had released before the refusal.")
     return values, release
 
 
