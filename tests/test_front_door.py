@@ -104,9 +104,20 @@ def test_a_share_of_variance_on_a_wide_table_is_refused_by_the_front_door(k):
     assert len(ledger) == 0
     # The estimators that release no spectrum declare so: one refusal, the same class.
     from sklearn.utils._param_validation import InvalidParameterError
-    for cls in (privpca.NoisyPowerPCA, privpca.BinghamPCA):
+    for cls in (privpca.NoisyPowerPCA, privpca.BinghamPCA, privpca.LocalSparsePCA):
         with pytest.raises(InvalidParameterError, match="must be an int"):
             cls(0.9, ledger=ledger).fit(np.random.default_rng(0).normal(size=(500, 5)))
+
+
+@pytest.mark.parametrize("k", [1.0, 0])
+def test_a_value_out_of_range_gets_the_range_not_the_no_spectrum_reason(k):
+    """PCA(1.0) and PCA(0) on a table Analyze Gauss fits (which takes a share: PCA(0.5)
+    works) were told the mechanism "releases no spectrum" (an outside tester)."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match=r"float in the range \(0.0, 1.0\)"):
+        PCA(k, random_state=0, ledger=PrivacyLedger()).fit(
+            np.random.default_rng(0).normal(size=(2000, 5)))
 
 
 def test_pure_dp_needs_a_public_centre_and_bound(unit_rows):

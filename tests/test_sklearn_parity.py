@@ -523,3 +523,12 @@ def test_n_components_none_keeps_every_component_and_mle_is_refused_with_its_rea
     with pytest.raises(ValueError, match=r"'mle' is not offered.*isotropic"):
         cls("mle", epsilon=1.0, ledger=ledger).fit(X)
     assert len(ledger) == 0
+
+
+@pytest.mark.parametrize("name", sorted(PRIVATE_ESTIMATORS))
+def test_every_estimator_states_n_components_(fitted, name):
+    """scikit-learn's attribute, which privpca.PCA documents: an outside tester found it
+    missing on NoisyPower, Bingham, DPS-PCA and DPPCA (so on privpca.PCA above 4 096 columns,
+    where NoisyPower is the choice)."""
+    est = fitted["estimators"][name]
+    assert est.n_components_ == est.components_.shape[0] == 2

@@ -330,7 +330,11 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         elif self.whiten:
             raise ValueError(f"whiten=True: {cls.__name__} (mechanism {name!r}) takes no "
                              "'whiten' parameter.")
-        if not _accepts(cls, "n_components", self.n_components):
+        # A share or None refused by a mechanism that takes no share at all: say why. Any
+        # other refused value (0, 1.0, 7 of 6 columns) gets the mechanism's own range message.
+        share = self.n_components is None or isinstance(self.n_components, float)
+        if (share and not _accepts(cls, "n_components", self.n_components)
+                and not _accepts(cls, "n_components", 0.5)):
             raise ValueError(
                 f"n_components={self.n_components!r}: the mechanism chosen for this table, "
                 f"{name!r} ({reason.rstrip('.')}), takes only a whole number of components: "

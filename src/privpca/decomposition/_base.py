@@ -126,6 +126,8 @@ class BasePrivatePCA(ProbabilisticPCAMixin, ClassNamePrefixFeaturesOutMixin, Tra
         except NonFiniteInputError:
             booking.withdraw()  # refused before anything was released
             raise
+        # scikit-learn's attribute, for every estimator (the iterative ones set no spectrum).
+        self.n_components_ = int(np.shape(self.components_)[0])
         self.privacy_ = booking.settle(self._final_record(plan, prepared, release))
         return self
 

@@ -30,7 +30,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from privpca._validation import caller_stacklevel, check_in_range, check_n_components
 from privpca.accounting.ledger import PrivacyLedger
-from privpca.decomposition._constraints import LOCAL, WHITEN, positive_int
+from privpca.decomposition._constraints import LOCAL, N_COMPONENTS, WHITEN, positive_int
 from privpca.decomposition._local_base import _LocalCovarianceEstimator
 from privpca.decomposition.local_gaussian import LocalGaussianPCA
 from privpca.pipeline.spectrum import (
@@ -148,6 +148,7 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **LOCAL,
+        "n_components": N_COMPONENTS,  # the ADMM solves for a fixed k: no share
         "lam": [StrOptions({"auto"}), Interval(Real, 0.0, None, closed="left")],
         "lam_scale": [Interval(Real, 0.0, None, closed="neither")],
         "max_iter": positive_int(),

@@ -321,6 +321,7 @@ class SparsePCA(BasePrivatePCA):
                 stacklevel=caller_stacklevel(),
             )
         self.components_, self.explained_variance_ = _ritz_rotation(S, Q)
+        self.n_components_ = k
         self.support_ = np.flatnonzero(np.any(self.components_ != 0.0, axis=0))
         return self
 
