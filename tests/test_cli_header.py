@@ -223,3 +223,34 @@ def test_too_few_rows_for_a_private_bound_are_refused_in_shell_terms_before_any_
     assert "The table has 8 rows" in err and "Nothing was spent" in err
     assert "--centering none" in err and "--data-norm D" in err and "--epsilon" in err
     assert "centering=" not in err and "data_norm=" not in err  # no Python advice
+
+
+def test_a_held_out_share_too_small_is_named_and_the_epsilon_that_works_given(runner, tmp_path):
+    """DPPCA on 3 000 rows at ε = 1: its 10 % held-out share (300 rows) is short. The shell
+    said "The table has 300 rows" and "no --epsilon up to 64", though --epsilon 1.25 fits
+    (an outside tester)."""
+    path = tmp_path / "t.csv"
+    path.write_text("\n".join(["a,b,c,d", *_rows(3000, 4)]) + "\n")
+    result = runner.invoke(main, ["fit", str(path), "--method", "dp-pca", "--epsilon", "1",
+                                  "--seed", "0"])
+    assert result.exit_code == 1, result.output
+    err = " ".join(result.stderr.split())
+    assert "held-out share (--holdout-fraction 0.1) has 300 rows" in err
+    assert "--epsilon 1.25 or more" in err and "--holdout-fraction" in err
+
+
+def test_an_r_export_with_row_names_is_read_with_its_names_kept_out(runner, tmp_path):
+    """R's write.table(df, sep=",") writes a header one field shorter than its rows (no cell
+    over the row names). It was refused as ragged with no word of row names; now the names
+    are a column with an empty header, refused as an identifier with the --columns to give,
+    and --columns fits the features (an outside tester)."""
+    path = tmp_path / "r.csv"
+    rows = [f'"r{i}",' + line for i, line in enumerate(_rows(300, 3))]
+    path.write_text("\n".join(['"a","b","c"', *rows]) + "\n")
+    refused = runner.invoke(main, ["fit", str(path), "-k", "1", "--seed", "0", "--epsilon", "1"])
+    err = " ".join(refused.stderr.split())
+    assert refused.exit_code == 1 and "--columns a:c" in err, refused.output
+    fitted = runner.invoke(main, ["fit", str(path), "-k", "1", "--seed", "0", "--epsilon", "1",
+                                  "--columns", "a:c",
+                                  "--data-norm", "10", "--centering", "none"])
+    assert fitted.exit_code == 0, fitted.output

@@ -218,13 +218,30 @@ def test_a_share_not_resolved_keeps_every_component_and_says_so():
 
 
 def test_a_fit_that_resolves_nothing_keeps_its_total_for_the_model():
-    """Every variance 0 (MOD-SuLQ on standard normals, seed 1): the ratios carry no total,
-    which total_variance_ does; the model's covariance is then isotropic at t/p·(p/(p − k))."""
+    """Every variance 0 (the statistic's noise hides them, and no high pilot is read: a
+    public bound): the ratios carry no total, which total_variance_ does; the model's
+    covariance is then isotropic at t/(p − k)."""
     X = np.random.default_rng(0).standard_normal((2000, 50))
-    est = ModSuLQPCA(2, epsilon=1.0, random_state=1, ledger=privpca.PrivacyLedger()).fit(X)
+    est = ModSuLQPCA(2, epsilon=1.0, data_norm=12.0, random_state=1,
+                     ledger=privpca.PrivacyLedger()).fit(X)
     assert np.all(est.explained_variance_ == 0.0) and est.total_variance_ > 0
     cov = est.get_covariance()
     np.testing.assert_allclose(np.diag(cov), est.total_variance_ / 48, rtol=1e-12)
     front = privpca.PCA(2, epsilon=1.0, random_state=1, mechanism="mod-sulq",
-                        ledger=privpca.PrivacyLedger()).fit(X)
+                        options={"data_norm": 12.0}, ledger=privpca.PrivacyLedger()).fit(X)
     assert front.total_variance_ == est.total_variance_
+
+
+@pytest.mark.parametrize("cls", [AnalyzeGaussPCA, ModSuLQPCA, NoisyPowerPCA, BinghamPCA])
+def test_defaults_report_the_tables_variances_not_the_clipped_rows(cls):
+    """Two strong directions (variances 26 and 10) on 20 000 × 10: with the bound chosen at
+    about the median norm, MOD-SuLQ, NoisyPower and Bingham reported the clipped rows'
+    variances, about [12, 6.5] (an outside tester); all four read them off the pilot at the
+    high candidate now (Analyze Gauss did already)."""
+    rng = np.random.default_rng(0)
+    V = np.linalg.qr(rng.standard_normal((10, 2)))[0]
+    X = rng.standard_normal((20_000, 10)) + (rng.standard_normal((20_000, 2)) * [5, 3]) @ V.T
+    truth = np.linalg.eigvalsh(np.cov(X.T))[::-1][:2]
+    est = cls(2, random_state=0, ledger=privpca.PrivacyLedger()).fit(X + 7.0)
+    np.testing.assert_allclose(est.explained_variance_, truth, rtol=0.1)
+    assert "read off the pilot Gram released at the high one" in est.privacy_.notes

@@ -108,7 +108,7 @@ def _privacy_label(est: Any) -> str:
 #: Words of a record's notes saying that ``explained_variance_`` was read off another release
 #: than the one ``noise_level_`` describes (Analyze Gauss after choosing a low bound: the
 #: variances come from the pilot Gram at a higher bound, :mod:`privpca.pipeline.spectrum`).
-OTHER_RELEASE_NOTE = "read off the pilot Gram released at the high one"
+OTHER_RELEASE_NOTE = "read off the pilot Gram released at the high one"  # HIGH_PILOT_NOTE
 
 
 def variances_read_elsewhere(est: Any) -> bool:

@@ -76,7 +76,12 @@ def _shell_rows_refusal(exc: Any, what: str) -> str:
     """A too-small table's refusal in the shell's terms (flags, not Python parameters)."""
     eps = exc.epsilon_needed
     larger = f"--epsilon {eps:.3g} or more" if eps is not None else "no --epsilon up to 64"
-    return (f"The table has {exc.rows} rows; its private norm bounds need at least "
+    rows = f"The table has {exc.rows} rows"
+    if exc.holdout_fraction is not None:
+        rows = (f"The held-out share (--holdout-fraction {exc.holdout_fraction:g}) has "
+                f"{exc.rows} rows")
+        larger += " or a larger --holdout-fraction"
+    return (f"{rows}; its private norm bounds need at least "
             f"{exc.needed} at this --epsilon and --delta. Nothing was spent: {what} released "
             f"nothing and left no (ε, δ) booked. What works: {larger}; or public quantities "
             "instead of the private ones: --centering none (for data already centred, or "

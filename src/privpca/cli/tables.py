@@ -130,7 +130,7 @@ def _csv_header(path: Path, header: bool | None = None) -> _CsvHeader:
     """
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
-            first_text = fh.readline()
+            first_text, second_text = fh.readline(), fh.readline()
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, exc) from None
     delimiter = _sniff_delimiter(first_text)
@@ -147,6 +147,11 @@ def _csv_header(path: Path, header: bool | None = None) -> _CsvHeader:
             "as the feature names). Give --no-header if line 1 is a record (the columns are "
             "then x0, x1, …), or --header if it is the header (e.g. pandas' default labels 0, "
             "1, …).")
+    second = next(csv.reader([second_text], delimiter=delimiter), None)
+    if second and len(second) == len(names) + 1:
+        # R's write.table/write.csv with row names: the header has no cell over them. They
+        # become a column with an empty name, which the identifier rules keep out.
+        names = ["", *names]
     return _CsvHeader(names, True, delimiter)
 
 

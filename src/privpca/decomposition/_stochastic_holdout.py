@@ -224,7 +224,8 @@ class HeldOutTable(BasePrivatePCA):
                 f"variance; its private norm quantiles need at least {exc.needed} at "
                 f"epsilon={epsilon:g}, delta={delta:g}. Nothing was charged. Raise "
                 "holdout_fraction, use more data or a larger epsilon, or use the papers' "
-                f"setting ({self._papers_setting()}).", rows=n_held, needed=exc.needed
+                f"setting ({self._papers_setting()}).", rows=n_held, needed=exc.needed,
+                epsilon_needed=exc.epsilon_needed, holdout_fraction=self._holdout_fraction()
             ) from exc
         parts = {name: b for name, b in run.plan.parts.items() if name != "statistic"}
         parts["variance"] = replace(run.plan.parts["statistic"], name="variance")

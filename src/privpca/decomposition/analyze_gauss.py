@@ -47,9 +47,10 @@ from privpca.mechanisms.sensitivity import gram_sensitivity
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import Statistic, Table
 from privpca.pipeline.spectrum import (
+    HIGH_PILOT_NOTE,
     check_n_components_spec,
     fit_noisy_matrix,
-    variances_along,
+    variances_off_high_pilot,
 )
 
 __all__ = [
@@ -330,11 +331,8 @@ class AnalyzeGaussPCA(IncrementalGramMixin, PipelinePCA):
         fit = fit_noisy_matrix(noisy, settings["k"], noise_sd=sigma, denominator=denominator,
                                extra_perturbation=run.mean_perturbation(prepared),
                                rng=fast_stream(rng))
-        choice = run.bound_choice(prepared)
-        high = None if (choice is None or choice.chosen == choice.high
-                        or choice.high_pilot is None) else variances_along(
-            fit, noisy, sigma, choice.high_pilot, choice.high_sigma, denominator,
-            shares_noise=sigma != released_sigma)
+        high = variances_off_high_pilot(run.bound_choice(prepared), fit, noisy, sigma,
+                                        denominator, shares_noise=sigma != released_sigma)
         if high is not None:
             fit = high
         self._set_spectrum(fit)
@@ -345,12 +343,7 @@ class AnalyzeGaussPCA(IncrementalGramMixin, PipelinePCA):
             epsilon=eps if run.paper_mode else None)
         notes = self._notes(eps, released_sigma, run)
         if high is not None:
-            notes += (
-                " The bound chosen was the low candidate: explained_variance_ and its ratio are "
-                "read off the pilot Gram released at the high one (post-processing), the "
-                "variances of rows clipped at a bound above (almost) every norm, not of rows "
-                "clipped at the median (kept where the two differ by less than their noise: "
-                "privpca.pipeline.spectrum.variances_along).")
+            notes += HIGH_PILOT_NOTE
         if sigma != released_sigma:
             notes += (
                 " The bound selection: the noisy Gram matrix was averaged with the pilot Gram "

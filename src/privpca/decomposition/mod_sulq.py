@@ -43,7 +43,12 @@ from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.secure_noise import fast_stream
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import Statistic, Table
-from privpca.pipeline.spectrum import check_n_components_spec, fit_noisy_matrix
+from privpca.pipeline.spectrum import (
+    HIGH_PILOT_NOTE,
+    check_n_components_spec,
+    fit_noisy_matrix,
+    variances_off_high_pilot,
+)
 
 __all__ = ["ModSuLQPCA", "mod_sulq_beta"]
 
@@ -251,6 +256,10 @@ class ModSuLQPCA(PipelinePCA):
                                denominator=run.denominator(prepared) / n,
                                extra_perturbation=run.mean_perturbation(prepared) / n,
                                rng=fast_stream(rng))
+        # In the Gram's units, as the pilots are: A = G/n.
+        high = variances_off_high_pilot(run.bound_choice(prepared), fit, A * n, scale * n,
+                                        run.denominator(prepared))
+        fit = fit if high is None else high
         spend = run.statistic_spend(data_norm, scale, multiplier=multiplier)
         notes = (
             f"(epsilon, delta) = ({eps_s:.6g}, {delta_s:.3g}) for the statistic from Chaudhuri "
@@ -268,6 +277,8 @@ class ModSuLQPCA(PipelinePCA):
         if not run.paper_mode:
             notes += (" The preprocessing parts and the statistic compose by basic composition "
                       "to the requested (epsilon, delta).")
+        if high is not None:
+            notes += HIGH_PILOT_NOTE
         self._set_spectrum(fit)
         self.beta_ = beta
         self.noise_scale_ = scale

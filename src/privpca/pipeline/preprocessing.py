@@ -74,12 +74,16 @@ class BoundNotFoundError(ValueError):
         The rows given and the fewest the search needs.
     epsilon_needed : float or None
         The smallest ε at which the same settings would fit (None: unknown or none).
+    holdout_fraction : float or None
+        Set when ``rows`` are the held-out share of the table, not the table.
     """
 
     def __init__(self, message: str, *, rows: int | None = None, needed: int | None = None,
-                 epsilon_needed: float | None = None) -> None:
+                 epsilon_needed: float | None = None,
+                 holdout_fraction: float | None = None) -> None:
         super().__init__(message)
         self.rows, self.needed, self.epsilon_needed = rows, needed, epsilon_needed
+        self.holdout_fraction = holdout_fraction
 
 
 def norm_bin_counts(norms: NDArray[np.float64], base: float) -> BinCounts:

@@ -79,6 +79,7 @@ from privpca.pipeline.spectrum import (
     ComponentSpectrum,
     mean_perturbation_bound,
     rotate_component_spectrum,
+    spectrum_off_high_pilot,
 )
 from privpca.streaming.holdout import held_out_size, random_row_split
 from privpca.streaming.reductions import (
@@ -537,7 +538,10 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
         """
         out = self.release_component_spectrum(prepared, components, rng)
         extra = self.mean_perturbation(prepared) / self.denominator(prepared)
-        return rotate_component_spectrum(components, out, extra_perturbation=extra)
+        spectrum = rotate_component_spectrum(components, out, extra_perturbation=extra)
+        high = None if out is None else spectrum_off_high_pilot(
+            self.bound_choice(prepared), spectrum, out[2], self.denominator(prepared))
+        return spectrum if high is None else high
 
     def mean_perturbation(self, prepared: PreparedRows) -> float:
         """Spectral-norm bound (w.p. ≈ 95 %) of ``n(x̄ − μ̂)(x̄ − μ̂)ᵀ`` in the prepared rows' units.

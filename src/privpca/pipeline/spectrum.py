@@ -92,6 +92,7 @@ __all__ = [
     "BOOTSTRAP_FACTOR",
     "BOOTSTRAP_MAX_FEATURES",
     "ERROR_ALPHA",
+    "HIGH_PILOT_NOTE",
     "NOISE_DOMINATED",
     "TRACY_WIDOM_99",
     "ComponentSpectrum",
@@ -107,8 +108,10 @@ __all__ = [
     "projected_noise_bound",
     "released_total",
     "rotate_component_spectrum",
+    "spectrum_off_high_pilot",
     "subspace_error_bound",
     "summed_error_bound",
+    "variances_off_high_pilot",
 ]
 
 #: Failure probability of the high-probability bounds behind ``expected_error_``.
@@ -250,6 +253,10 @@ class ComponentSpectrum:
     explained_variance_ratio: NDArray[np.float64]
     total_variance: float
     expected_error: float | None
+    #: The variances were read off the bound selection's high pilot
+    #: (:func:`spectrum_off_high_pilot`; the record's notes say so with
+    #: :data:`HIGH_PILOT_NOTE`).
+    read_off_high_pilot: bool = False
 
 
 def rotate_component_spectrum(
@@ -370,6 +377,57 @@ def variances_along(fit: SpectrumFit, final: NDArray[np.float64], final_sd: floa
     return replace(fit, components=V[order], explained_variance=variance,
                    explained_variance_ratio=ratio, total_variance=feasible_total,
                    entry_noise=final_sd / denominator if shares_noise else 0.0)
+
+
+#: What a fit's record notes say when :func:`variances_off_high_pilot` replaced its variances
+#: (the scree plot draws no band then: :func:`privpca.plot.variances_read_elsewhere`).
+HIGH_PILOT_NOTE = (
+    " The bound chosen was the low candidate: explained_variance_ and its ratio are read off "
+    "the pilot Gram released at the high one (post-processing), the variances of rows clipped "
+    "at a bound above (almost) every norm, not of rows clipped at the median (kept where the "
+    "two differ by less than their noise: privpca.pipeline.spectrum.variances_along).")
+
+
+def variances_off_high_pilot(choice: Any, fit: SpectrumFit, final: NDArray[np.float64],
+                             final_sd: float, denominator: float, *,
+                             shares_noise: bool = False) -> SpectrumFit | None:
+    """:func:`variances_along` the bound selection's pilot at its high candidate, when the
+    bound chosen (``choice``, a :class:`~privpca.pipeline.bound_selection.BoundChoice` or
+    None) was a lower one: ``final`` (Gram units, noise std ``final_sd``) then holds rows
+    clipped at about the median, whose variances can be half the table's. None otherwise."""
+    if choice is None or choice.chosen == choice.high or choice.high_pilot is None:
+        return None
+    return variances_along(fit, final, final_sd, choice.high_pilot, choice.high_sigma,
+                           denominator, shares_noise=shares_noise)
+
+
+def spectrum_off_high_pilot(choice: Any, spectrum: ComponentSpectrum, noise_sd: float,
+                            denominator: float) -> ComponentSpectrum | None:
+    """:func:`variances_off_high_pilot` for a basis with released variances (noisy power,
+    Bingham, …): ``spectrum``'s variances (noise std ``noise_sd``, variance units) are
+    replaced by ``vᵀM'v`` along its components when the two differ by more than their noise.
+    The basis was chosen without ``M'``'s noise, so its readings need no debias; a reading
+    within :data:`VARIANCE_SHIFT_SDS` of its own noise is 0 (not resolved)."""
+    if (choice is None or choice.chosen == choice.high or choice.high_pilot is None
+            or not np.all(np.isfinite(spectrum.explained_variance))):
+        return None
+    V, M = spectrum.components, choice.high_pilot
+    values = np.einsum("ij,jk,ik->i", V, M, V) / denominator
+    total = float(np.trace(M)) / denominator
+    high_sd = choice.high_sigma / denominator
+    spread = math.hypot(high_sd, noise_sd)
+    moved = (np.abs(values - spectrum.explained_variance).max()
+             > VARIANCE_SHIFT_SDS * math.sqrt(2.0) * spread
+             or abs(total - spectrum.total_variance)
+             > VARIANCE_SHIFT_SDS * math.sqrt(V.shape[1]) * spread)
+    if not moved:
+        return None
+    values = np.where(values > VARIANCE_SHIFT_SDS * math.sqrt(2.0) * high_sd, values, 0.0)
+    order = np.argsort(-values, kind="stable")
+    variance, ratio, feasible_total = feasible_spectrum(values[order], total)
+    return replace(spectrum, components=V[order], explained_variance=variance,
+                   explained_variance_ratio=ratio, total_variance=feasible_total,
+                   read_off_high_pilot=True)
 
 
 #: Draws of the parametric bootstrap of the noise-only error bar.
