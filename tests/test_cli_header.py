@@ -254,3 +254,13 @@ def test_an_r_export_with_row_names_is_read_with_its_names_kept_out(runner, tmp_
                                   "--columns", "a:c",
                                   "--data-norm", "10", "--centering", "none"])
     assert fitted.exit_code == 0, fitted.output
+
+
+def test_every_component_kept_says_the_error_is_zero_not_uninformative(runner, tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("\n".join(["a,b,c", *_rows(3000, 3)]) + "\n")
+    result = runner.invoke(main, ["fit", str(path), "-k", "none", "--epsilon", "1", "--seed",
+                                  "0"])
+    assert result.exit_code == 0, result.output
+    assert "0: every component is kept (k = p)" in result.output
+    assert "not informative" not in result.output

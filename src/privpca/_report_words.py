@@ -286,6 +286,9 @@ def accuracy(est: Any) -> str:
                 "about its accuracy.</span>")
     scale = (f"on a scale from 0, the same {k} directions, to {num(cap, '.3g')}, unrelated "
              "ones")
+    if cap == 0:
+        return ("Every component is kept (k = p): the released span is the whole space, the "
+                "same as a non-private PCA's, so the distance is 0.")
     if error >= cap * (1 - 1e-9):
         text = (f"The error bound is not informative at this size: it reaches its largest "
                 f"possible value, {num(cap, '.3g')} ({scale}). This does not mean the result "

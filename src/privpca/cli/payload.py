@@ -95,6 +95,8 @@ def _summary(payload: dict[str, Any], est: Any) -> str:
     cap = math.sqrt(2 * min(k, p - k))
     if error is None:
         text = "not available: nothing this fit released bounds it"
+    elif cap == 0:
+        text = "0: every component is kept (k = p), so the span is the whole space"
     elif error >= cap * (1 - 1e-9):
         text = (f"the bound is not informative at this size (it is its maximum, {cap:.3g}); "
                 "this does not mean the result is inaccurate")
