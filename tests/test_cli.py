@@ -311,7 +311,7 @@ def test_fit_refuses_text_columns_and_ragged_rows(runner, tmp_path):
         (["--epsilon", "-1"], "Got -1.0 instead"),
         (["--epsilon", "1", "--delta", "1"], "Invalid value for '--delta'"),
         (["--epsilon", "1", "-k", "0"], "must be an int in the range [1, inf)"),
-        (["--epsilon", "1", "-k", "1.5"], "a str among {'mle'} or None. Got 1.5"),
+        (["--epsilon", "1", "-k", "1.5"], "a float in the range (0.0, 1.0) or None. Got 1.5"),
         (["--epsilon", "1", "-k", "two"], "Got 'two'"),
         (["--epsilon", "1", "-k", "7"], "n_components=7 must be between 1 and n_features=6"),
         (["--epsilon", "1", "--data-norm", "-2"],

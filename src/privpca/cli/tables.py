@@ -95,6 +95,11 @@ def _sniff_delimiter(line: str) -> str:
     return best if counts[best] else ","
 
 
+#: Lines after the header that must each hold one field more than it before the file is read
+#: as R's export with row names (fewer lines in the file: at least two).
+R_ROW_NAME_LINES = 5
+
+
 class _CsvHeader(NamedTuple):
     names: list[str]
     has_header: bool
@@ -130,7 +135,8 @@ def _csv_header(path: Path, header: bool | None = None) -> _CsvHeader:
     """
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
-            first_text, second_text = fh.readline(), fh.readline()
+            first_text = fh.readline()
+            following = [fh.readline() for _ in range(R_ROW_NAME_LINES)]
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, exc) from None
     delimiter = _sniff_delimiter(first_text)
@@ -147,8 +153,9 @@ def _csv_header(path: Path, header: bool | None = None) -> _CsvHeader:
             "as the feature names). Give --no-header if line 1 is a record (the columns are "
             "then x0, x1, …), or --header if it is the header (e.g. pandas' default labels 0, "
             "1, …).")
-    second = next(csv.reader([second_text], delimiter=delimiter), None)
-    if second and len(second) == len(names) + 1:
+    lines = [row for row in csv.reader([t for t in following if t.strip()],
+                                       delimiter=delimiter)]
+    if len(lines) >= 2 and all(len(row) == len(names) + 1 for row in lines):
         # R's write.table/write.csv with row names: the header has no cell over them. They
         # become a column with an empty name, which the identifier rules keep out.
         names = ["", *names]

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import numpy as np
 from sklearn import get_config
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, RealNotInt, StrOptions
 
 from privpca._config import large_delta_allowed
 from privpca._validation import EPSILON_RANGE, NORM_BOUND_RANGE, caller_stacklevel
@@ -142,9 +142,10 @@ N_COMPONENTS_OR_SHARE: Constraints = [Interval(Integral, 1, None, closed="left")
                                       Interval(RealNotInt, 0.0, 1.0, closed="neither")]
 #: As :data:`N_COMPONENTS_OR_SHARE`, or scikit-learn's ``None`` (every component) and
 #: ``"mle"`` (declared so that its refusal says why: the release's noise defeats Minka's
-#: choice): the estimators that release the whole noisy matrix (Analyze Gauss, MOD-SuLQ, the
+#: choice; hidden from the range message, which would list it as allowed): the estimators
+#: that release the whole noisy matrix (Analyze Gauss, MOD-SuLQ, the
 #: local Gaussian protocol).
-N_COMPONENTS_SPECTRUM: Constraints = [*N_COMPONENTS_OR_SHARE, StrOptions({"mle"}), None]
+N_COMPONENTS_SPECTRUM: Constraints = [*N_COMPONENTS_OR_SHARE, Hidden(StrOptions({"mle"})), None]
 #: ``"private"``, None (uncentred) or a public mean of shape (p,) (shape checked in the fit).
 CENTERING: Constraints = [StrOptions({"private"}), None, "array-like"]
 #: ``"auto"`` (a private quantile of the norms) or a public bound D.
