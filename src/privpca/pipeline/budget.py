@@ -325,11 +325,6 @@ class BudgetPlan:
     def __getitem__(self, name: str) -> PartBudget:
         return self.parts[name]
 
-    @property
-    def preprocessing(self) -> tuple[str, ...]:
-        """Active parts other than the statistic, in pipeline order."""
-        return tuple(name for name in PART_NAMES if name in self.parts and name != "statistic")
-
     def composed_multiplier(self) -> float:
         """``(Σ count/mᵢ²)^(-1/2)`` over the Gaussian parts: equals ``total_multiplier``."""
         inv = sum(p.count / p.multiplier**2 for p in self.parts.values() if p.gaussian)
