@@ -33,6 +33,16 @@ def _rows(n: int = 200, p: int = 4, seed: int = 0) -> list[str]:
     return [",".join(f"{v:.6f}" for v in row) for row in X]
 
 
+def _refused(runner, path, rows: list[str], args: list[str]) -> str:
+    """``privpca fit`` on a CSV of ``rows`` (a header of one letter per column) that must be
+    refused (exit code 1): its stderr on one line."""
+    header = ",".join("abcdefgh"[: len(rows[0].split(","))])
+    path.write_text("\n".join([header, *rows]) + "\n")
+    result = runner.invoke(main, ["fit", str(path), *args])
+    assert result.exit_code == 1, result.output
+    return " ".join(result.stderr.split())
+
+
 def _payload(result) -> dict:
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
@@ -214,12 +224,8 @@ def test_a_fit_refused_before_its_booking_says_nothing_was_spent(runner, tmp_pat
 
 def test_too_few_rows_for_a_private_bound_are_refused_in_shell_terms_before_any_spend(
         runner, tmp_path):
-    path = tmp_path / "t.csv"
-    path.write_text("\n".join(["a,b,c", *_rows(8, 3)]) + "\n")
-    result = runner.invoke(main, ["fit", str(path), "-k", "1", "--epsilon", "0.01",
-                                  "--data-norm", "quantile"])
-    assert result.exit_code == 1, result.output
-    err = " ".join(result.stderr.split())
+    err = _refused(runner, tmp_path / "t.csv", _rows(8, 3),
+                   ["-k", "1", "--epsilon", "0.01", "--data-norm", "quantile"])
     assert "The table has 8 rows" in err and "Nothing was spent" in err
     assert "--centering none" in err and "--data-norm D" in err and "--epsilon" in err
     assert "centering=" not in err and "data_norm=" not in err  # no Python advice
@@ -229,12 +235,8 @@ def test_a_held_out_share_too_small_is_named_and_the_epsilon_that_works_given(ru
     """DPPCA on 3 000 rows at ε = 1: its 10 % held-out share (300 rows) is short. The shell
     said "The table has 300 rows" and "no --epsilon up to 64", though --epsilon 1.25 fits
     (an outside tester)."""
-    path = tmp_path / "t.csv"
-    path.write_text("\n".join(["a,b,c,d", *_rows(3000, 4)]) + "\n")
-    result = runner.invoke(main, ["fit", str(path), "--method", "dp-pca", "--epsilon", "1",
-                                  "--seed", "0"])
-    assert result.exit_code == 1, result.output
-    err = " ".join(result.stderr.split())
+    err = _refused(runner, tmp_path / "t.csv", _rows(3000, 4),
+                   ["--method", "dp-pca", "--epsilon", "1", "--seed", "0"])
     assert "held-out share (--holdout-fraction 0.1) has 300 rows" in err
     assert "--epsilon 1.25 or more" in err and "--holdout-fraction" in err
 

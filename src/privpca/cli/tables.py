@@ -95,11 +95,6 @@ def _sniff_delimiter(line: str) -> str:
     return best if counts[best] else ","
 
 
-#: Lines after the header that must each hold one field more than it before the file is read
-#: as R's export with row names (fewer lines in the file: at least two).
-R_ROW_NAME_LINES = 5
-
-
 class _CsvHeader(NamedTuple):
     names: list[str]
     has_header: bool
@@ -107,8 +102,7 @@ class _CsvHeader(NamedTuple):
 
     @property
     def decimal_comma(self) -> bool:
-        """A ``;``-separated file is read as a European CSV: ``,`` is its decimal mark
-        (decided by line 1's separator, never by the values)."""
+        """A ``;`` file is a European CSV: ``,`` its decimal mark (by line 1, not values)."""
         return self.delimiter == ";"
 
 
@@ -126,17 +120,14 @@ def _not_utf8(path: Path, exc: UnicodeDecodeError) -> DataRefusal:
 
 
 def _csv_header(path: Path, header: bool | None = None) -> _CsvHeader:
-    """The feature names, whether line 1 is a header, and the delimiter of a CSV.
-
-    ``header``: True, line 1 is the header (``--header``); False, it is a record and the
-    columns are ``x0, x1, …`` (``--no-header``); None (the default), it is the header, but one
-    with no name on it (every cell a number or a missing-cell marker) is refused as more
-    likely a record. The delimiter is the one line 1 uses most (:func:`_sniff_delimiter`).
-    """
+    """The feature names, whether line 1 is a header, and the delimiter of a CSV. ``header``:
+    True, line 1 is the header (``--header``); False, a record, the columns ``x0, x1, …``
+    (``--no-header``); None (default), the header, refused if it names nothing (numbers or
+    missing cells only: more likely a record). The delimiter: :func:`_sniff_delimiter`."""
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             first_text = fh.readline()
-            following = [fh.readline() for _ in range(R_ROW_NAME_LINES)]
+            following = [fh.readline() for _ in range(5)]  # R's row names (below)
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, exc) from None
     delimiter = _sniff_delimiter(first_text)
@@ -153,11 +144,10 @@ def _csv_header(path: Path, header: bool | None = None) -> _CsvHeader:
             "as the feature names). Give --no-header if line 1 is a record (the columns are "
             "then x0, x1, …), or --header if it is the header (e.g. pandas' default labels 0, "
             "1, …).")
-    lines = [row for row in csv.reader([t for t in following if t.strip()],
-                                       delimiter=delimiter)]
+    # R's write.table/write.csv with row names: every line (of 5, 2 at least) holds one field
+    # more than the header. The names become a column with an empty name, kept out as an id.
+    lines = list(csv.reader([t for t in following if t.strip()], delimiter=delimiter))
     if len(lines) >= 2 and all(len(row) == len(names) + 1 for row in lines):
-        # R's write.table/write.csv with row names: the header has no cell over them. They
-        # become a column with an empty name, which the identifier rules keep out.
         names = ["", *names]
     return _CsvHeader(names, True, delimiter)
 
