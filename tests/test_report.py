@@ -407,7 +407,8 @@ def test_secure_mode_and_the_band_are_said_as_they_are(released):
     a low bound), no band around them would be true."""
     import dataclasses
 
-    from privpca.plot import OTHER_RELEASE_NOTE, variances_read_elsewhere
+    from privpca.pipeline.spectrum import HIGH_PILOT_NOTE
+    from privpca.plot import variances_read_elsewhere
 
     est, _, _ = released
     text = "".join(parse(render_release_report(est)).text)
@@ -420,7 +421,7 @@ def test_secure_mode_and_the_band_are_said_as_they_are(released):
         other = Variant()
         other.components_, other.explained_variance_ = est.components_, est.explained_variance_
         other.noise_level_ = est.noise_level_
-        notes = f"… {OTHER_RELEASE_NOTE} (…)." if elsewhere else "…"
+        notes = f"…{HIGH_PILOT_NOTE}" if elsewhere else "…"
         other.privacy_ = dataclasses.replace(est.privacy_, noise_mode="secure", notes=notes)
         assert variances_read_elsewhere(other) is elsewhere
         text = "".join(parse(render_release_report(other)).text)

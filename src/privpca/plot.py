@@ -35,7 +35,7 @@ from privpca._score_release import SCORES_NEIGHBOURING as SCORES_NEIGHBOURING
 from privpca._score_release import Box, Edges, release_scores
 from privpca._validation import check_delta, check_epsilon, check_in_range
 from privpca.accounting.record import PrivacyRecord
-from privpca.pipeline.spectrum import noisy_eigenvalues
+from privpca.pipeline.spectrum import HIGH_PILOT_NOTE, noisy_eigenvalues
 
 __all__ = ["loadings", "scores", "scree", "variances_read_elsewhere"]
 
@@ -105,28 +105,21 @@ def _privacy_label(est: Any) -> str:
     return f"(ε = {eps_f:.3g}, δ = {delta_f:.3g})-DP"
 
 
-#: Words of a record's notes saying that ``explained_variance_`` was read off another release
-#: than the one ``noise_level_`` describes (Analyze Gauss after choosing a low bound: the
-#: variances come from the pilot Gram at a higher bound, :mod:`privpca.pipeline.spectrum`).
-OTHER_RELEASE_NOTE = "read off the pilot Gram released at the high one"  # HIGH_PILOT_NOTE
-
-
 def variances_read_elsewhere(est: Any) -> bool:
     """Whether ``est``'s explained variances were read off another noisy release than the one
     its ``noise_level_`` describes (its record's notes say so): then no band around them is
     true, and :func:`scree` draws none. Measured on a 5 000-row table where the low bound was
     chosen (19 fits in 20): the band covered the prepared rows' eigenvalues in 0 of 19."""
-    return OTHER_RELEASE_NOTE in str(getattr(getattr(est, "privacy_", None), "notes", ""))
+    return HIGH_PILOT_NOTE in str(getattr(getattr(est, "privacy_", None), "notes", ""))
 
 
 def _draw_eigenvalues(ax: Axes, values: NDArray[np.float64] | None, noise: float | None,
-                      elsewhere: bool = False,
-                      released: NDArray[np.float64] | None = None) -> list[str]:
+                      elsewhere: bool = False, entry: tuple[float | None, int] = (None, 0),
+                      ) -> list[str]:
     """The private eigenvalues with their noise band on ``ax``; returns what is missing.
     ``elsewhere``: the values are not the eigenvalues ``noise`` bounds (no band, said).
-    ``released``: the eigenvalues before the noise debias (:func:`_released_eigenvalues`),
-    which Weyl's ``± noise`` is about: the band runs from ``values − noise`` to
-    ``released + noise``."""
+    ``entry``: the debias's σ and p (``noise_sd_per_entry_``): the band's top is then Weyl's
+    about the released eigenvalues ℓ (:func:`~privpca.pipeline.spectrum.noisy_eigenvalues`)."""
     if values is None:
         ax.text(0.5, 0.5, "explained variance\nnot released by this estimator",
                 transform=ax.transAxes, ha="center", va="center", color="0.4")
@@ -140,9 +133,9 @@ def _draw_eigenvalues(ax: Axes, values: NDArray[np.float64] | None, noise: float
     if elsewhere:
         return ["no noise band: these variances come from a second release\n(at a higher "
                 "bound), whose noise the noise level does not measure"]
-    # One shaded patch: component i's band spans [i − ½, i + ½], values[i] − noise to
-    # released[i] + noise (the debias moved each value down from what Weyl bounds).
-    upper = (values if released is None else released) + noise
+    # One shaded patch: component i's band spans [i − ½, i + ½], values[i] − noise to ℓᵢ + noise.
+    sd, p = entry
+    upper = (values if sd is None else noisy_eigenvalues(values, sd, p)) + noise
     edges = np.arange(k + 1) + 0.5
     ax.fill_between(
         edges, np.append(values - noise, values[-1] - noise),
@@ -160,18 +153,6 @@ def _draw_eigenvalues(ax: Axes, values: NDArray[np.float64] | None, noise: float
         return [f"noise level {noise:.3g} is above every eigenvalue: none is resolved "
                 "(the band runs beyond the axis)"]
     return []
-
-
-def _released_eigenvalues(est: Any, values: NDArray[np.float64] | None,
-                          n_features: int) -> NDArray[np.float64] | None:
-    """The eigenvalues of the released matrix behind debiased ``values``: the inverse map
-    above the noise's edge, the edge ``2σ√p`` itself where a value is 0 (hidden: at most
-    that); None where the estimator did not debias (no ``noise_sd_per_entry_``)."""
-    sd = _scalar(est, "noise_sd_per_entry_")
-    if values is None or sd is None:
-        return None
-    return np.where(values > 0, noisy_eigenvalues(values, sd, n_features),
-                    2.0 * sd * math.sqrt(n_features))
 
 
 def _draw_cumulative_ratio(ax: Axes, ratios: NDArray[np.float64]) -> Line2D:
@@ -247,10 +228,9 @@ def scree(est: Any, ax: Axes | None = None, *, ratio: bool = False) -> Axes:
     if ax is None:
         ax = _new_axes((6.4, 4.8))
     x = np.arange(1, k + 1)
-    values = _vector(est, "explained_variance_", k)
-    missing = _draw_eigenvalues(ax, values, _scalar(est, "noise_level_"),
-                                variances_read_elsewhere(est),
-                                _released_eigenvalues(est, values, comps.shape[1]))
+    missing = _draw_eigenvalues(ax, _vector(est, "explained_variance_", k),
+                                _scalar(est, "noise_level_"), variances_read_elsewhere(est),
+                                (_scalar(est, "noise_sd_per_entry_"), comps.shape[1]))
     ax.set_xlim(0.5, k + 0.5)
     ax.set_xticks(x)
     ax.set_xlabel("component")

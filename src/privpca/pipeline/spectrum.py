@@ -206,11 +206,12 @@ def debiased_eigenvalues(values: NDArray[np.float64], noise_sd: float,
 def noisy_eigenvalues(debiased: NDArray[np.float64], noise_sd: float,
                       n_features: int) -> NDArray[np.float64]:
     """The inverse of :func:`debiased_eigenvalues` above the edge, ``ℓ = θ + pσ²/θ`` (θ > 0):
-    the eigenvalues of ``G + E`` as released. A θ of 0 stays 0 (its ℓ was at or below the
-    edge, and is not recovered)."""
+    the eigenvalues of ``G + E`` as released. A θ of 0 gives the edge ``2σ√p``, about what its
+    ℓ was at most (not recovered)."""
     t = np.asarray(debiased, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(t > 0, t + n_features * float(noise_sd) ** 2 / t, t)
+        return np.where(t > 0, t + n_features * float(noise_sd) ** 2 / t,
+                        np.where(t == 0, 2.0 * float(noise_sd) * math.sqrt(n_features), t))
 
 
 def component_error_bound(
