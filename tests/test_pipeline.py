@@ -34,7 +34,7 @@ from privpca.datasets import load_covtype, make_spiked
 from privpca.mechanisms.quantile import GRID_BASE, PrivateQuantile
 from privpca.metrics import subspace_distance
 from privpca.pipeline.budget import DEFAULT_SHARES, BudgetPlan
-from privpca.pipeline.preprocessing import BoundNotFoundError, private_mean
+from privpca.pipeline.preprocessing import BoundNotFoundError, GridRangeError, private_mean
 from privpca.pipeline.spectrum import debiased_eigenvalues, noise_norm_bound
 
 GOLDEN = Path(__file__).parent / "data" / "paper_mode_golden.npz"
@@ -466,7 +466,7 @@ def test_units_beyond_the_search_grid_are_refused_not_clipped_silently(units):
     X = np.random.default_rng(0).standard_normal((5000, 6)) * [5.0, 3.0, 1.0, 1.0, 1.0, 1.0]
     ledger = PrivacyLedger()
     match = "top of its grid" if units > 1 else "all below"
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(GridRangeError, match=match):
         AnalyzeGaussPCA(2, epsilon=1.0, random_state=0, ledger=ledger).fit(X * units)
     assert len(ledger) == 1
 

@@ -147,9 +147,10 @@ def test_codes_are_decided_by_the_class_alone():
     from privpca.exceptions import BudgetExceededError, NonFiniteInputError
     from privpca.federated.protocol import ProviderInputError, QueryRefusedError
     from privpca.federated.protocol.counter import AgreementMismatchError
-    from privpca.pipeline.preprocessing import BoundNotFoundError
+    from privpca.pipeline.preprocessing import BoundNotFoundError, GridRangeError
 
     cases = {RuntimeError(SECRET): "internal-error", ValueError(SECRET): "internal-error",
+             GridRangeError(SECRET): "input-refused",
              BudgetExceededError(SECRET): "over-budget",
              AgreementMismatchError(SECRET): "bad-agreement",
              QueryRefusedError(SECRET): "query-refused",

@@ -48,6 +48,7 @@ __all__ = [
     "SCALE_LOOKAHEAD",
     "SCALE_MIN_GAIN",
     "BinnedSums",  # re-exported from privpca.streaming.reductions, where it is made
+    "GridRangeError",
     "MeanRelease",
     "ScaleRelease",
     "check_quantile_records",
@@ -84,6 +85,12 @@ class BoundNotFoundError(ValueError):
         super().__init__(message)
         self.rows, self.needed, self.epsilon_needed = rows, needed, epsilon_needed
         self.holdout_fraction = holdout_fraction
+
+
+class GridRangeError(ValueError):
+    """The table's norms lie beyond the private searches' grid (2^±128): its units, which a
+    public rescaling fixes. A refusal of the input, as NaN is (a provider sends the server
+    the fixed code ``input-refused``, nothing of the text)."""
 
 
 def norm_bin_counts(norms: NDArray[np.float64], base: float) -> BinCounts:
@@ -145,7 +152,7 @@ def private_norm_bound_from_counts(
     if nonzero.any() and np.all(index[nonzero] < math.log(low) / math.log(GRID_BASE) - 1):
         # Every non-zero row lies below the grid: refused before anything is released (the
         # exact counts decide it, as NaN is refused: a message to the data holder only).
-        raise ValueError(
+        raise GridRangeError(
             f"The {what} are all below {low:.2g}, where the private search's grid ends: "
             "the table's units are too small for it. Rescale the columns by a public "
             "constant (other units) and fit again. This fit's (epsilon, delta) stays "
@@ -155,7 +162,7 @@ def private_norm_bound_from_counts(
     if np.any(values >= high * (1 - 1e-9)):
         # Read off the released value (public): most norms lie above the grid, and a bound
         # at its end would clip every row.
-        raise ValueError(
+        raise GridRangeError(
             f"The private quantile of the {what} came out at the top of its grid "
             f"({high:.2g}): the table's units put its rows beyond what the search covers. "
             "Rescale the columns by a public constant (other units) and fit again, or give "

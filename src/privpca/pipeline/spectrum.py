@@ -356,28 +356,41 @@ def variances_along(fit: SpectrumFit, final: NDArray[np.float64], final_sd: floa
     debiased at ``final_sd`` (:func:`debiased_eigenvalues`).
     """
     V = fit.components
-    p = final.shape[0]
-    values = np.einsum("ij,jk,ik->i", V, released, V)
-    clipped = np.einsum("ij,jk,ik->i", V, final, V)
-    total, clipped_total = float(np.trace(released)), float(np.trace(final))
-    spread = math.hypot(noise_sd, final_sd)
-    moved = (np.abs(values - clipped).max() > VARIANCE_SHIFT_SDS * math.sqrt(2.0) * spread
-             or abs(total - clipped_total) > VARIANCE_SHIFT_SDS * math.sqrt(p) * spread)
-    if not moved:
+    read = _read_off(V, released, noise_sd, np.einsum("ij,jk,ik->i", V, final, V),
+                     float(np.trace(final)), final_sd, denominator,
+                     debias_sd=final_sd if shares_noise else 0.0)
+    if read is None:
         return None
-    # Largest variance first, as scikit-learn orders them: the components are reordered
-    # with their variances (the same span; post-processing).
-    if shares_noise:
-        values = debiased_eigenvalues(values, final_sd, p)
-    # A reading within VARIANCE_SHIFT_SDS of M''s own noise (std √2σ' per quadratic form) is
-    # not resolved: 0, as below the edge, not a draw of that noise.
-    values = np.where(values > VARIANCE_SHIFT_SDS * math.sqrt(2.0) * noise_sd, values, 0.0)
-    order = np.argsort(-values, kind="stable")
-    variance, ratio, feasible_total = feasible_spectrum(values[order] / denominator,
-                                                        total / denominator)
+    order, variance, ratio, feasible_total = read
     return replace(fit, components=V[order], explained_variance=variance,
                    explained_variance_ratio=ratio, total_variance=feasible_total,
                    entry_noise=final_sd / denominator if shares_noise else 0.0)
+
+
+def _read_off(V: NDArray[np.float64], M: NDArray[np.float64], noise_sd: float,
+              current: NDArray[np.float64], current_total: float, current_sd: float,
+              denominator: float, *, debias_sd: float = 0.0,
+              ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64], float] | None:
+    """The variances ``vᵢᵀMvᵢ`` and total ``tr M`` along the rows of ``V`` (``M`` of noise std
+    ``noise_sd``), where they differ from ``current`` and ``current_total`` (same units,
+    noise std ``current_sd``) by more than :data:`VARIANCE_SHIFT_SDS` of the difference's
+    noise; None otherwise. Debiased at ``debias_sd`` when ``M`` shares the noise that chose
+    ``V``; a reading within :data:`VARIANCE_SHIFT_SDS` of its own noise is 0 (not resolved).
+    Returns the order (largest first, as scikit-learn's) and the feasible spectrum over
+    ``denominator``."""
+    p = M.shape[0]
+    values = np.einsum("ij,jk,ik->i", V, M, V)
+    total = float(np.trace(M))
+    spread = math.hypot(noise_sd, current_sd)
+    moved = (np.abs(values - current).max() > VARIANCE_SHIFT_SDS * math.sqrt(2.0) * spread
+             or abs(total - current_total) > VARIANCE_SHIFT_SDS * math.sqrt(p) * spread)
+    if not moved:
+        return None
+    if debias_sd:
+        values = debiased_eigenvalues(values, debias_sd, p)
+    values = np.where(values > VARIANCE_SHIFT_SDS * math.sqrt(2.0) * noise_sd, values, 0.0)
+    order = np.argsort(-values, kind="stable")
+    return (order, *feasible_spectrum(values[order] / denominator, total / denominator))
 
 
 #: What a fit's record notes say when :func:`variances_off_high_pilot` replaced its variances
@@ -412,20 +425,13 @@ def spectrum_off_high_pilot(choice: Any, spectrum: ComponentSpectrum, noise_sd: 
     if (choice is None or choice.chosen == choice.high or choice.high_pilot is None
             or not np.all(np.isfinite(spectrum.explained_variance))):
         return None
-    V, M = spectrum.components, choice.high_pilot
-    values = np.einsum("ij,jk,ik->i", V, M, V) / denominator
-    total = float(np.trace(M)) / denominator
-    high_sd = choice.high_sigma / denominator
-    spread = math.hypot(high_sd, noise_sd)
-    moved = (np.abs(values - spectrum.explained_variance).max()
-             > VARIANCE_SHIFT_SDS * math.sqrt(2.0) * spread
-             or abs(total - spectrum.total_variance)
-             > VARIANCE_SHIFT_SDS * math.sqrt(V.shape[1]) * spread)
-    if not moved:
+    V = spectrum.components
+    read = _read_off(V, choice.high_pilot, choice.high_sigma,
+                     spectrum.explained_variance * denominator,
+                     spectrum.total_variance * denominator, noise_sd * denominator, denominator)
+    if read is None:
         return None
-    values = np.where(values > VARIANCE_SHIFT_SDS * math.sqrt(2.0) * high_sd, values, 0.0)
-    order = np.argsort(-values, kind="stable")
-    variance, ratio, feasible_total = feasible_spectrum(values[order], total)
+    order, variance, ratio, feasible_total = read
     return replace(spectrum, components=V[order], explained_variance=variance,
                    explained_variance_ratio=ratio, total_variance=feasible_total,
                    read_off_high_pilot=True)

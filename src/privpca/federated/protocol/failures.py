@@ -18,7 +18,7 @@ from __future__ import annotations
 from privpca.exceptions import BudgetExceededError, NonFiniteInputError
 from privpca.federated.protocol.counter import AgreementMismatchError
 from privpca.federated.protocol.messages import QueryRefusedError
-from privpca.pipeline.preprocessing import BoundNotFoundError
+from privpca.pipeline.preprocessing import BoundNotFoundError, GridRangeError
 
 __all__ = [
     "PROVIDER_FAILURES",
@@ -38,8 +38,9 @@ PROVIDER_FAILURES: dict[str, tuple[int, str]] = {
     "internal-error": (103, "the provider failed; nothing released"),
     "bad-agreement": (104, "the provider's settings are invalid, or differ from the agreement "
                            "in its state file; nothing released"),
-    "input-refused": (105, "the provider's table was refused (unreadable, not numeric, or "
-                           "missing or non-finite values); nothing released"),
+    "input-refused": (105, "the provider's table was refused (unreadable, not numeric, "
+                           "missing or non-finite values, or units beyond the private search's "
+                           "range); nothing released"),
     "no-bound": (106, "the provider's private norm bound found no bin above its threshold "
                       "(too few rows for its epsilon); nothing more released"),
 }
@@ -72,7 +73,7 @@ def failure_code(exc: BaseException) -> str:
         return "over-budget"
     if isinstance(exc, QueryRefusedError):
         return "query-refused"
-    if isinstance(exc, ProviderInputError | NonFiniteInputError):
+    if isinstance(exc, ProviderInputError | NonFiniteInputError | GridRangeError):
         return "input-refused"
     if isinstance(exc, BoundNotFoundError):
         return "no-bound"
