@@ -39,6 +39,7 @@ from privpca.mechanisms.randomness import (
 )
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import validated_table
+from privpca.pipeline.scale_refinement import ScaleRefinement
 from privpca.pipeline.settings import PipelineSettings
 
 __all__ = ["BasePrivatePCA", "FitPlan", "PipelinePCA", "Plan", "Release"]
@@ -341,6 +342,8 @@ class Release:
     notes: str = ""
     record: dict[str, Any] = field(default_factory=dict)
     final: PrivacyRecord | None = None
+    #: Private scales refined by the released matrix's diagonal (``scale=True``).
+    refinement: ScaleRefinement | None = None
 
 
 class PipelinePCA(BasePrivatePCA):
@@ -361,9 +364,13 @@ class PipelinePCA(BasePrivatePCA):
     def _final_record(self, plan: FitPlan, prepared: Any, release: Release) -> PrivacyRecord:
         assert release.spend is not None
         self._set_preprocessing(prepared)
+        if (self.scale_ is not None and release.refinement is not None
+                and not release.refinement.is_identity):
+            self.scale_ = self.scale_ * release.refinement.factors
         # Every estimator on the pipeline: the bar includes what clipping may have turned.
         self.expected_error_ = plan.run.clipping_error(prepared, self.components_,
-                                                       self.expected_error_)
+                                                       self.expected_error_,
+                                                       refinement=release.refinement)
         return plan.run.record(prepared, release.spend, calibration=release.calibration,
                                notes=release.notes, **release.record)
 

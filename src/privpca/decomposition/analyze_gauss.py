@@ -46,6 +46,7 @@ from privpca.mechanisms.secure_noise import fast_stream
 from privpca.mechanisms.sensitivity import gram_sensitivity
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import Statistic, Table
+from privpca.pipeline.scale_refinement import refine_scales, refinement_note
 from privpca.pipeline.spectrum import (
     HIGH_PILOT_NOTE,
     check_n_components_spec,
@@ -155,7 +156,10 @@ class AnalyzeGaussPCA(IncrementalGramMixin, PipelinePCA):
         :mod:`privpca.pipeline.pairing`; ``transform`` then returns uncentred scores, which
         differ from centred ones by a constant per component).
     scale_ : ndarray of shape (n_features,) or None
-        The private (or public) scales ``transform`` divides by; None without scaling.
+        The private (or public) scales ``transform`` divides by; None without scaling. With
+        ``scale=True``, refined by the released matrix's diagonal
+        (:mod:`privpca.pipeline.scale_refinement`): the components are those of the prepared
+        rows' correlation matrix.
     data_norm_ : float
         The bound D the statistic used (released: free to inspect).
     explained_variance_ : ndarray of shape (n_components_,)
@@ -325,14 +329,19 @@ class AnalyzeGaussPCA(IncrementalGramMixin, PipelinePCA):
         noisy = symmetric_gaussian_release(noisy, sigma, rng, sensitivity=sensitivity)
         released_sigma = sigma
         noisy, sigma = _with_pilot(noisy, sigma, prepared, run)
+        refinement = refine_scales(noisy, sigma, self.scale)
+        matrix, matrix_sd = refinement.matrix(noisy), refinement.noise_sd(sigma)
         # Under add/remove neighbours n is a private count: no released value may divide by
         # it, so the spectrum stays in the units of the noisy Gram matrix (denominator 1).
         denominator = 1.0 if relation == "add-remove" else run.denominator(prepared)
-        fit = fit_noisy_matrix(noisy, settings["k"], noise_sd=sigma, denominator=denominator,
-                               extra_perturbation=run.mean_perturbation(prepared),
+        fit = fit_noisy_matrix(matrix, settings["k"], noise_sd=matrix_sd,
+                               denominator=denominator,
+                               extra_perturbation=refinement.noise_sd(
+                                   run.mean_perturbation(prepared)),
                                rng=fast_stream(rng))
-        high = variances_off_high_pilot(run.bound_choice(prepared), fit, noisy, sigma,
-                                        denominator, shares_noise=sigma != released_sigma)
+        high = variances_off_high_pilot(run.bound_choice(prepared), fit, matrix, matrix_sd,
+                                        denominator, shares_noise=sigma != released_sigma,
+                                        refinement=refinement)
         if high is not None:
             fit = high
         self._set_spectrum(fit)
@@ -350,7 +359,8 @@ class AnalyzeGaussPCA(IncrementalGramMixin, PipelinePCA):
                 "released at the same bound (inverse-variance weights: post-processing of two "
                 f"releases), so the components' noise std is {sigma:.6g}, not {released_sigma:.6g}."
             )
-        return Release(spend, settings["calibration"], notes, record={"epsilon": eps})
+        return Release(spend, settings["calibration"], notes + refinement_note(refinement),
+                       record={"epsilon": eps}, refinement=refinement)
 
     def _notes(self, eps: float, sigma: float, run: ReleasePipeline) -> str:
         notes = (

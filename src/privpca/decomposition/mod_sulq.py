@@ -43,6 +43,7 @@ from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.secure_noise import fast_stream
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import Statistic, Table
+from privpca.pipeline.scale_refinement import refine_scales, refinement_note
 from privpca.pipeline.spectrum import (
     HIGH_PILOT_NOTE,
     check_n_components_spec,
@@ -252,13 +253,16 @@ class ModSuLQPCA(PipelinePCA):
         A = run.recentred_gram(prepared, pre_rng) if run.recentre else prepared.gram()
         A /= n
         A = symmetric_gaussian_release(A, scale, rng, sensitivity=sensitivity)
-        fit = fit_noisy_matrix(A, settings["k"], noise_sd=scale,
+        refinement = refine_scales(A, scale, self.scale)
+        A, noise_sd = refinement.matrix(A), refinement.noise_sd(scale)
+        fit = fit_noisy_matrix(A, settings["k"], noise_sd=noise_sd,
                                denominator=run.denominator(prepared) / n,
-                               extra_perturbation=run.mean_perturbation(prepared) / n,
+                               extra_perturbation=refinement.noise_sd(
+                                   run.mean_perturbation(prepared)) / n,
                                rng=fast_stream(rng))
         # In the Gram's units, as the pilots are: A = G/n.
-        high = variances_off_high_pilot(run.bound_choice(prepared), fit, A * n, scale * n,
-                                        run.denominator(prepared))
+        high = variances_off_high_pilot(run.bound_choice(prepared), fit, A * n, noise_sd * n,
+                                        run.denominator(prepared), refinement=refinement)
         fit = fit if high is None else high
         spend = run.statistic_spend(data_norm, scale, multiplier=multiplier)
         notes = (
@@ -283,4 +287,5 @@ class ModSuLQPCA(PipelinePCA):
         self.beta_ = beta
         self.noise_scale_ = scale
         self.certified_epsilon_ = eps_gauss
-        return Release(spend, "mod-sulq", notes)
+        return Release(spend, "mod-sulq", notes + refinement_note(refinement),
+                       refinement=refinement)

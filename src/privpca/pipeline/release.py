@@ -569,15 +569,22 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
         return choice
 
     def clipping_error(self, prepared: PreparedRows, components: NDArray[np.float64],
-                       noise_error: float | None) -> float | None:
+                       noise_error: float | None, refinement: Any = None) -> float | None:
         """The error bar with the rotation clipping may cause
         (:meth:`~privpca.pipeline.bound_selection.BoundChoice.clipping_error`) when the bound
         was chosen on these rows; else ``noise_error`` unchanged (post-processing of released
-        pilots)."""
+        pilots). After a scale ``refinement`` the pilots' units are the private scales': the
+        rotation is measured there and grown by the refinement's condition number."""
         choice = self.bound_choice(prepared)
         if choice is None or noise_error is None:
             return noise_error
-        return choice.clipping_error(components, float(noise_error))
+        if refinement is None or refinement.is_identity:
+            return choice.clipping_error(components, float(noise_error))
+        bar = choice.clipping_error(refinement.components_before(components), noise_error)
+        if bar <= noise_error:  # no clipping term
+            return noise_error
+        k, p = components.shape
+        return min(math.sqrt(2.0 * min(k, p - k)), refinement.condition * bar)
 
     def denominator(self, prepared: PreparedRows) -> float:
         """n − 1 for centred rows (scikit-learn's covariance), n for the second moment."""

@@ -404,15 +404,21 @@ HIGH_PILOT_NOTE = (
 
 def variances_off_high_pilot(choice: Any, fit: SpectrumFit, final: NDArray[np.float64],
                              final_sd: float, denominator: float, *,
-                             shares_noise: bool = False) -> SpectrumFit | None:
+                             shares_noise: bool = False,
+                             refinement: Any = None) -> SpectrumFit | None:
     """:func:`variances_along` the bound selection's pilot at its high candidate, when the
     bound chosen (``choice``, a :class:`~privpca.pipeline.bound_selection.BoundChoice` or
     None) was a lower one: ``final`` (Gram units, noise std ``final_sd``) then holds rows
-    clipped at about the median, whose variances can be half the table's. None otherwise."""
+    clipped at about the median, whose variances can be half the table's. None otherwise.
+    ``refinement`` (a :class:`~privpca.pipeline.scale_refinement.ScaleRefinement`) put
+    ``final`` in refined units; the pilot is read in the same units."""
     if choice is None or choice.chosen == choice.high or choice.high_pilot is None:
         return None
-    return variances_along(fit, final, final_sd, choice.high_pilot, choice.high_sigma,
-                           denominator, shares_noise=shares_noise)
+    pilot, pilot_sd = choice.high_pilot, choice.high_sigma
+    if refinement is not None and not refinement.is_identity:
+        pilot, pilot_sd = refinement.matrix(pilot), refinement.noise_sd(pilot_sd)
+    return variances_along(fit, final, final_sd, pilot, pilot_sd, denominator,
+                           shares_noise=shares_noise)
 
 
 def spectrum_off_high_pilot(choice: Any, spectrum: ComponentSpectrum, noise_sd: float,

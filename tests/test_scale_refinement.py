@@ -1,0 +1,91 @@
+"""``scale=True``: the private scales refined by the released matrix's diagonal."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.decomposition import PCA
+from sklearn.preprocessing import StandardScaler
+
+import privpca.decomposition.analyze_gauss as analyze_gauss_module
+from privpca import AnalyzeGaussPCA, ModSuLQPCA
+from privpca.accounting.ledger import PrivacyLedger
+from privpca.datasets.public_shapes import make_survey_binary
+from privpca.metrics import subspace_distance
+from privpca.pipeline.scale_refinement import RESOLVED_SDS, refine_scales
+
+
+def test_the_refined_matrix_has_a_constant_diagonal_and_factors_of_geometric_mean_one():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((6, 6))
+    M = A @ A.T + 6 * np.eye(6)
+    refinement = refine_scales(M, 1e-6, scale=True)
+    assert np.exp(np.mean(np.log(refinement.factors))) == pytest.approx(1.0)
+    diagonal = np.diag(refinement.matrix(M))
+    np.testing.assert_allclose(diagonal, diagonal[0], rtol=1e-12)
+    np.testing.assert_allclose(refinement.factors**2 / np.diag(M),
+                               refinement.factors[0] ** 2 / M[0, 0], rtol=1e-12)
+    assert refinement.noise_sd(2.0) == pytest.approx(2.0 / refinement.factors.min() ** 2)
+
+
+def test_a_diagonal_entry_within_its_noise_is_not_read():
+    M = np.diag([100.0, 25.0, RESOLVED_SDS * 0.9])
+    factors = refine_scales(M, 1.0, scale=True).factors
+    assert factors[2] == 1.0
+    assert factors[0] / factors[1] == pytest.approx(2.0)
+
+
+def test_unscaled_fits_and_basis_releases_get_the_identity():
+    M = np.diag([4.0, 1.0])
+    assert refine_scales(M, 0.1, scale=False).is_identity
+    assert refine_scales(None, 0.1, scale=True).is_identity
+    # Public scales are the caller's choice.
+    assert refine_scales(M, 0.1, scale=np.array([2.0, 1.0])).is_identity
+
+
+def test_components_before_the_refinement_are_orthonormal_directions_r_v():
+    refinement = refine_scales(np.diag([4.0, 1.0, 1.0]), 1e-9, scale=True)
+    V = np.array([[1.0, 1.0, 0.0]]) / np.sqrt(2)
+    before = refinement.components_before(V)
+    np.testing.assert_allclose(before @ before.T, np.eye(1), atol=1e-12)
+    direction = V[0] * refinement.factors
+    np.testing.assert_allclose(np.abs(before[0]), np.abs(direction) / np.linalg.norm(direction),
+                               rtol=1e-12)
+
+
+def _distances(X: np.ndarray, seeds: range) -> list[float]:
+    reference = PCA(2).fit(StandardScaler().fit_transform(X)).components_.T
+    out = []
+    for seed in seeds:
+        est = AnalyzeGaussPCA(2, epsilon=1.0, scale=True, random_state=seed,
+                              ledger=PrivacyLedger()).fit(X)
+        out.append(subspace_distance(np.asarray(est.components_).T, reference))
+    return out
+
+
+def test_the_refinement_brings_a_binary_survey_closer_to_the_correlation_pca(monkeypatch):
+    # survey_binary (5 000 x 24 binary answers): the private scales miss by up to 2x at
+    # epsilon = 1; measured 0.246 (worst 0.254) without the refinement, 0.193 (0.215) with it.
+    X = make_survey_binary()
+    refined = _distances(X, range(3))
+    monkeypatch.setattr(analyze_gauss_module, "refine_scales",
+                        lambda M, sd, scale: refine_scales(M, sd, scale=False))
+    plain = _distances(X, range(3))
+    assert np.mean(refined) < 0.85 * np.mean(plain), (refined, plain)
+    assert max(refined) < 0.23
+
+
+@pytest.mark.parametrize("estimator", [AnalyzeGaussPCA, ModSuLQPCA])
+def test_scale_is_the_refined_scale_that_transform_divides_by(estimator):
+    rng = np.random.default_rng(3)
+    n = 40_000
+    latent = rng.standard_normal((n, 2))
+    X = latent @ rng.standard_normal((2, 5)) + 0.5 * rng.standard_normal((n, 5))
+    X *= np.array([1.0, 10.0, 100.0, 0.1, 3.0])
+    est = estimator(2, epsilon=1.0, scale=True, data_norm="quantile", random_state=0,
+                    ledger=PrivacyLedger()).fit(X)
+    assert "refined by the released matrix's own diagonal" in est.privacy_.notes
+    # A quantile bound clips ~1 % of the rows: the refined scales stay near the true SDs.
+    np.testing.assert_allclose(est.scale_ / X.std(axis=0, ddof=1), 1.0, atol=0.1)
+    scores = est.transform(X)
+    np.testing.assert_allclose(scores.var(axis=0, ddof=1), est.explained_variance_, rtol=0.1)
