@@ -89,3 +89,15 @@ def test_scale_is_the_refined_scale_that_transform_divides_by(estimator):
     np.testing.assert_allclose(est.scale_ / X.std(axis=0, ddof=1), 1.0, atol=0.1)
     scores = est.transform(X)
     np.testing.assert_allclose(scores.var(axis=0, ddof=1), est.explained_variance_, rtol=0.1)
+
+
+def test_one_feature_with_a_scale_twice_too_large_does_not_hide_the_variances():
+    # survey_binary, seed 1: one private scale came out 2.1x its true SD, so its factor is
+    # about 0.47 and its entries' noise 4.5x the rest. Debiased at that largest noise the
+    # second variance was reported as 0 (not resolved) against scikit-learn's 2.68.
+    X = make_survey_binary()
+    want = PCA(2).fit(StandardScaler().fit_transform(X)).explained_variance_
+    for seed in range(3):
+        est = AnalyzeGaussPCA(2, epsilon=1.0, scale=True, random_state=seed,
+                              ledger=PrivacyLedger()).fit(X)
+        np.testing.assert_allclose(est.explained_variance_, want, rtol=0.2)

@@ -338,7 +338,7 @@ class AnalyzeGaussPCA(IncrementalGramMixin, PipelinePCA):
                                denominator=denominator,
                                extra_perturbation=refinement.noise_sd(
                                    run.mean_perturbation(prepared)),
-                               rng=fast_stream(rng))
+                               rng=fast_stream(rng), debias_sd=refinement.mean_noise_sd(sigma))
         high = variances_off_high_pilot(run.bound_choice(prepared), fit, matrix, matrix_sd,
                                         denominator, shares_noise=sigma != released_sigma,
                                         refinement=refinement)

@@ -259,7 +259,7 @@ class ModSuLQPCA(PipelinePCA):
                                denominator=run.denominator(prepared) / n,
                                extra_perturbation=refinement.noise_sd(
                                    run.mean_perturbation(prepared)) / n,
-                               rng=fast_stream(rng))
+                               rng=fast_stream(rng), debias_sd=refinement.mean_noise_sd(scale))
         # In the Gram's units, as the pilots are: A = G/n.
         high = variances_off_high_pilot(run.bound_choice(prepared), fit, A * n, noise_sd * n,
                                         run.denominator(prepared), refinement=refinement)

@@ -495,6 +495,7 @@ def fit_noisy_matrix(
     denominator: float,
     extra_perturbation: float = 0.0,
     rng: np.random.Generator | None = None,
+    debias_sd: float | None = None,
 ) -> SpectrumFit:
     """Top-k eigenvectors of the noisy ``M`` (upper triangle read), and its spectrum's summaries.
 
@@ -514,13 +515,17 @@ def fit_noisy_matrix(
     rng : numpy.random.Generator, optional
         A post-processing stream: the error bar is then the smaller of Davis–Kahan's and
         :func:`bootstrap_error_bound` (up to :data:`BOOTSTRAP_MAX_FEATURES` features).
+    debias_sd : float, optional
+        Where the entries' noise is not all of std σ (``noise_sd`` then bounds them, for the
+        error bar), the root mean square entry std that debiases the eigenvalues.
     """
     p = M.shape[0]
+    debias_sd = noise_sd if debias_sd is None else debias_sd
     total = float(np.trace(M))
     if isinstance(n_components, float):
         spectrum = scipy.linalg.eigh(M, eigvals_only=True, lower=False, check_finite=False)[::-1]
         # Resolved variance only: a noise direction's eigenvalue is the noise's edge.
-        spectrum = debiased_eigenvalues(spectrum, noise_sd, p)
+        spectrum = debiased_eigenvalues(spectrum, debias_sd, p)
         ratios = np.cumsum(spectrum) / total if total > 0 else np.full(p, np.nan)
         reached = np.flatnonzero(ratios >= n_components)
         k = int(reached[0]) + 1 if reached.size else p
@@ -546,7 +551,7 @@ def fit_noisy_matrix(
     if rng is not None and k < p <= BOOTSTRAP_MAX_FEATURES:
         error = min(error, bootstrap_error_bound(M, k, noise_sd, extra_perturbation, rng))
     variance, ratio, feasible_total = feasible_spectrum(
-        debiased_eigenvalues(values, noise_sd, p) / denominator, total / denominator)
+        debiased_eigenvalues(values, debias_sd, p) / denominator, total / denominator)
     return SpectrumFit(
         components=vectors.T.copy(),
         explained_variance=variance,
@@ -555,7 +560,7 @@ def fit_noisy_matrix(
         noise_level=noise_norm / denominator,
         expected_error=error,
         n_components=k,
-        entry_noise=noise_sd / denominator,
+        entry_noise=debias_sd / denominator,
     )
 
 
