@@ -439,6 +439,19 @@ def test_the_refusal_names_the_fewest_rows_that_fit(n):
             rng.normal(size=(needed - 1, 5)))
 
 
+@pytest.mark.parametrize("n", [178, 442])
+def test_a_small_scaled_table_is_refused_as_too_small_not_as_a_bad_split(n):
+    """With scale=True the searches' raised shares once summed past 1 on small tables (an
+    outside tester: wine, 178 rows; diabetes, 442), and the error named budget shares the
+    user never set. Now the raise stops where the statistic would lose its share."""
+    rng = np.random.default_rng(0)
+    with pytest.raises(BoundNotFoundError, match="rows are too few") as info:
+        AnalyzeGaussPCA(2, scale=True, random_state=0,
+                        ledger=PrivacyLedger()).fit(rng.normal(size=(n, 10)))
+    AnalyzeGaussPCA(2, scale=True, random_state=0, ledger=PrivacyLedger()).fit(
+        rng.normal(size=(info.value.needed, 10)))
+
+
 def test_a_noisy_centre_is_warned_about_from_released_values():
     """A year column beside five columns of spread 2-4 (2 000 rows): the private mean's
     noise is about 60 % of the bound on the centred rows and the fit is far from scikit-

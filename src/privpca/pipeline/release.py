@@ -274,7 +274,11 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
             for part, search in short:
                 share = sized.get(part, DEFAULT_SHARES[part])
                 need = (search.min_records() / search.n_records) ** 2 * 1.02
-                sized[part] = min(share * need, MAX_SEARCH_SHARE)
+                raised = {**sized, part: min(share * need, MAX_SEARCH_SHARE)}
+                # The statistic keeps a share: past it the searches stay short and the
+                # fit is refused as too small (check_rows), not as badly split.
+                if sum(raised.get(q, DEFAULT_SHARES[q]) for q in self.active) < 1.0:
+                    sized = raised
         return sized or shares
 
     def _scale_share(self, plans: Callable[[Any], tuple[BudgetPlan, BudgetPlan | None]],
