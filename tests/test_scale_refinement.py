@@ -101,3 +101,22 @@ def test_one_feature_with_a_scale_twice_too_large_does_not_hide_the_variances():
         est = AnalyzeGaussPCA(2, epsilon=1.0, scale=True, random_state=seed,
                               ledger=PrivacyLedger()).fit(X)
         np.testing.assert_allclose(est.explained_variance_, want, rtol=0.2)
+
+
+@pytest.mark.parametrize("unit", [1e3, 1e6])
+def test_public_scales_put_the_private_mean_in_the_scaled_units(unit):
+    # An outside tester: scale=sd (public) with one column in units 1 000x the others gave
+    # distance 1.04-1.49 and a mean 46 SDs off in the other columns, against 0.014 for the
+    # same fit on X/sd: the private mean was released on the raw rows, its noise set by the
+    # large column. Now the two routes are the same fit.
+    rng = np.random.default_rng(0)
+    latent = rng.standard_normal((10_000, 2)) * [2.0, 1.4]
+    X = latent @ rng.standard_normal((2, 6)) + 0.6 * rng.standard_normal((10_000, 6))
+    X[:, 0] *= unit
+    sd = X.std(axis=0, ddof=1)
+    public = AnalyzeGaussPCA(2, scale=sd, random_state=0, ledger=PrivacyLedger()).fit(X)
+    divided = AnalyzeGaussPCA(2, random_state=0, ledger=PrivacyLedger()).fit(X / sd)
+    np.testing.assert_allclose(public.components_, divided.components_, atol=1e-8)
+    np.testing.assert_allclose(public.mean_ / sd, divided.mean_, rtol=1e-8, atol=1e-10)
+    assert public.data_norm_ == pytest.approx(divided.data_norm_)
+    assert public.expected_error_ == pytest.approx(divided.expected_error_)

@@ -104,7 +104,8 @@ class RowPreparation:
         if self.pairing and not paired:  # wide table: pair differences (pipeline.pairing)
             X, sq = pair_differences(X, rng), None
         if isinstance(self.centering, str):
-            mean = self._private_mean(ArraySource(X, validated=True), rng, spends, details)
+            mean = self._private_mean(ArraySource(X, validated=True), rng, spends, details,
+                                      self._public_scale())
         elif self.centering is not None:
             mean = np.asarray(self.centering, dtype=np.float64)
         if self.scale is True:
@@ -162,8 +163,14 @@ class RowPreparation:
         rng: np.random.Generator,
         spends: list[PrivacySpend],
         details: dict[str, Any],
+        scale: NDArray[np.float64] | None = None,
     ) -> NDArray[np.float64]:
         """Two rounds: a mean clipped at a quantile of ‖x‖, then the mean of the residuals.
+
+        With public scales the rounds run on ``x/scale``, the units the statistic sees: on the
+        raw rows a column in large units would set the mean's sensitivity, and its noise,
+        divided by the small columns' scales, would swamp them (an outside tester: 46 SDs
+        off with one column in units 1 000 times the others). Returned in raw units.
 
         The first round's noise scales with ‖μ‖ (the raw rows' norm), which drowns features
         with a large mean and a small spread (a year, a timestamp); the refinement's scales
@@ -183,7 +190,8 @@ class RowPreparation:
             def counter(base: float, centre: NDArray[np.float64] | None = centre,
                         seen: dict[str, Any] = seen) -> tuple[Any, Any]:
                 seen["base"] = base
-                seen["sums"] = sums = reductions.binned_norm_sums(source, centre, base)
+                seen["sums"] = sums = reductions.binned_norm_sums(source, centre, base,
+                                                                  scale=scale)
                 return sums.index, sums.counts
 
             (R,), _ = private_norm_bound_from_counts(
@@ -196,8 +204,16 @@ class RowPreparation:
             spends.append(self._mean_spend(mean_part, m))
             mean = mean + m.mean
             details[f"{mean_part}_bound"] = R
-            details["mean_noise_scale"] = m.noise_scale / n
-        return mean
+            # Its consumers divide by min(scale) to get the scaled rows' units.
+            details["mean_noise_scale"] = m.noise_scale / n * (
+                1.0 if scale is None else float(np.min(scale)))
+        return mean if scale is None else mean * scale
+
+    def _public_scale(self) -> NDArray[np.float64] | None:
+        """The public scales (an array), or None (no scales, or private ones)."""
+        if isinstance(self.scale, bool | np.bool_):
+            return None
+        return np.asarray(self.scale, dtype=np.float64)
 
     def _private_scale(
         self,
@@ -373,7 +389,7 @@ class RowPreparation:
         n = source.n_samples
         mean: NDArray[np.float64] | None = None
         if isinstance(self.centering, str):
-            mean = self._private_mean(source, rng, spends, details)
+            mean = self._private_mean(source, rng, spends, details, self._public_scale())
         elif self.centering is not None:
             mean = np.asarray(self.centering, dtype=np.float64)
         scale: NDArray[np.float64] | None = None

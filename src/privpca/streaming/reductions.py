@@ -190,8 +190,8 @@ def norm_counts(source: RowSource, centre: NDArray[np.float64] | None, base: flo
 
 
 def _block_binned_sums(block: NDArray[np.float64], centre: NDArray[np.float64] | None,
-                       base: float) -> BinnedSums:
-    return BinnedSums.of(block, centre, base)
+                       base: float, scale: NDArray[np.float64] | None) -> BinnedSums:
+    return BinnedSums.of(block if scale is None else block / scale, centre, base)
 
 
 def _merge_binned(a: BinnedSums, b: BinnedSums) -> BinnedSums:
@@ -199,12 +199,13 @@ def _merge_binned(a: BinnedSums, b: BinnedSums) -> BinnedSums:
 
 
 def binned_norm_sums(source: RowSource, centre: NDArray[np.float64] | None,
-                     base: float) -> BinnedSums:
+                     base: float, *, scale: NDArray[np.float64] | None = None) -> BinnedSums:
     """The rows binned by ``‖x − centre‖`` on the log grid of ratio ``base``, with each bin's
     count and sums (:class:`~privpca.pipeline.preprocessing.BinnedSums`): a norm histogram
-    and the clipped sums at every edge of the grid, in one pass."""
+    and the clipped sums at every edge of the grid, in one pass. With ``scale``, of the rows
+    ``x/scale`` (``centre`` in those units)."""
     _expect("binned_norm_sums", source)
-    return source.reduce(partial(_block_binned_sums, centre=centre, base=base),
+    return source.reduce(partial(_block_binned_sums, centre=centre, base=base, scale=scale),
                          _merge_binned, desc="norms and sums")
 
 
