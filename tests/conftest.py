@@ -24,16 +24,17 @@ def released_matrices(monkeypatch) -> list[np.ndarray]:
     """The noisy matrices the Gram estimators hand to ``fit_noisy_matrix`` (symmetrised from
     the upper triangle they release), in the order of the fits: their explained variances are
     debiased, so a test of the noise's calibration reads the release itself."""
-    from privpca.decomposition import _incremental, analyze_gauss, local_gaussian, mod_sulq
+    from privpca.decomposition import _incremental, local_gaussian
+    from privpca.pipeline import scale_refinement, spectrum
 
     seen: list[np.ndarray] = []
-    real = analyze_gauss.fit_noisy_matrix
+    real = spectrum.fit_noisy_matrix
 
     def spy(M, *args, **kwargs):
         seen.append(np.triu(M) + np.triu(M, 1).T)
         return real(M, *args, **kwargs)
 
-    for module in (analyze_gauss, mod_sulq, local_gaussian, _incremental):
+    for module in (scale_refinement, local_gaussian, _incremental):
         monkeypatch.setattr(module, "fit_noisy_matrix", spy)
     return seen
 

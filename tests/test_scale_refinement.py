@@ -7,7 +7,7 @@ import pytest
 from sklearn.decomposition import PCA
 from sklearn.preprocessing import StandardScaler
 
-import privpca.decomposition.analyze_gauss as analyze_gauss_module
+import privpca.pipeline.scale_refinement as scale_refinement_module
 from privpca import AnalyzeGaussPCA, ModSuLQPCA
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.datasets.public_shapes import make_survey_binary
@@ -68,7 +68,7 @@ def test_the_refinement_brings_a_binary_survey_closer_to_the_correlation_pca(mon
     # epsilon = 1; measured 0.246 (worst 0.254) without the refinement, 0.193 (0.215) with it.
     X = make_survey_binary()
     refined = _distances(X, range(3))
-    monkeypatch.setattr(analyze_gauss_module, "refine_scales",
+    monkeypatch.setattr(scale_refinement_module, "refine_scales",
                         lambda M, sd, scale: refine_scales(M, sd, scale=False))
     plain = _distances(X, range(3))
     assert np.mean(refined) < 0.85 * np.mean(plain), (refined, plain)

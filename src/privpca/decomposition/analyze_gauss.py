@@ -46,12 +46,10 @@ from privpca.mechanisms.secure_noise import fast_stream
 from privpca.mechanisms.sensitivity import gram_sensitivity
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import Statistic, Table
-from privpca.pipeline.scale_refinement import refine_scales, refinement_note
+from privpca.pipeline.scale_refinement import fit_released_matrix, refinement_note
 from privpca.pipeline.spectrum import (
     HIGH_PILOT_NOTE,
     check_n_components_spec,
-    fit_noisy_matrix,
-    variances_off_high_pilot,
 )
 
 __all__ = [
@@ -329,21 +327,13 @@ class AnalyzeGaussPCA(IncrementalGramMixin, PipelinePCA):
         noisy = symmetric_gaussian_release(noisy, sigma, rng, sensitivity=sensitivity)
         released_sigma = sigma
         noisy, sigma = _with_pilot(noisy, sigma, prepared, run)
-        refinement = refine_scales(noisy, sigma, self.scale)
-        matrix, matrix_sd = refinement.matrix(noisy), refinement.noise_sd(sigma)
         # Under add/remove neighbours n is a private count: no released value may divide by
         # it, so the spectrum stays in the units of the noisy Gram matrix (denominator 1).
         denominator = 1.0 if relation == "add-remove" else run.denominator(prepared)
-        fit = fit_noisy_matrix(matrix, settings["k"], noise_sd=matrix_sd,
-                               denominator=denominator,
-                               extra_perturbation=refinement.noise_sd(
-                                   run.mean_perturbation(prepared)),
-                               rng=fast_stream(rng), debias_sd=refinement.mean_noise_sd(sigma))
-        high = variances_off_high_pilot(run.bound_choice(prepared), fit, matrix, matrix_sd,
-                                        denominator, shares_noise=sigma != released_sigma,
-                                        refinement=refinement)
-        if high is not None:
-            fit = high
+        fit, refinement, high = fit_released_matrix(
+            noisy, sigma, self.scale, settings["k"], denominator=denominator,
+            extra_perturbation=run.mean_perturbation(prepared), rng=fast_stream(rng),
+            choice=run.bound_choice(prepared), shares_noise=sigma != released_sigma)
         self._set_spectrum(fit)
         self.noise_scale_ = sigma
         spend = run.statistic_spend(
@@ -351,7 +341,7 @@ class AnalyzeGaussPCA(IncrementalGramMixin, PipelinePCA):
             multiplier=released_sigma / sensitivity if run.paper_mode else None,
             epsilon=eps if run.paper_mode else None)
         notes = self._notes(eps, released_sigma, run)
-        if high is not None:
+        if high:
             notes += HIGH_PILOT_NOTE
         if sigma != released_sigma:
             notes += (

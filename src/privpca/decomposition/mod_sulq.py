@@ -43,12 +43,10 @@ from privpca.mechanisms.noise import symmetric_gaussian_release
 from privpca.mechanisms.secure_noise import fast_stream
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import Statistic, Table
-from privpca.pipeline.scale_refinement import refine_scales, refinement_note
+from privpca.pipeline.scale_refinement import fit_released_matrix, refinement_note
 from privpca.pipeline.spectrum import (
     HIGH_PILOT_NOTE,
     check_n_components_spec,
-    fit_noisy_matrix,
-    variances_off_high_pilot,
 )
 
 __all__ = ["ModSuLQPCA", "mod_sulq_beta"]
@@ -253,17 +251,11 @@ class ModSuLQPCA(PipelinePCA):
         A = run.recentred_gram(prepared, pre_rng) if run.recentre else prepared.gram()
         A /= n
         A = symmetric_gaussian_release(A, scale, rng, sensitivity=sensitivity)
-        refinement = refine_scales(A, scale, self.scale)
-        A, noise_sd = refinement.matrix(A), refinement.noise_sd(scale)
-        fit = fit_noisy_matrix(A, settings["k"], noise_sd=noise_sd,
-                               denominator=run.denominator(prepared) / n,
-                               extra_perturbation=refinement.noise_sd(
-                                   run.mean_perturbation(prepared)) / n,
-                               rng=fast_stream(rng), debias_sd=refinement.mean_noise_sd(scale))
-        # In the Gram's units, as the pilots are: A = G/n.
-        high = variances_off_high_pilot(run.bound_choice(prepared), fit, A * n, noise_sd * n,
-                                        run.denominator(prepared), refinement=refinement)
-        fit = fit if high is None else high
+        # The pilots are in the Gram's units: A = G/n.
+        fit, refinement, high = fit_released_matrix(
+            A, scale, self.scale, settings["k"], denominator=run.denominator(prepared) / n,
+            extra_perturbation=run.mean_perturbation(prepared) / n, rng=fast_stream(rng),
+            choice=run.bound_choice(prepared), units=n)
         spend = run.statistic_spend(data_norm, scale, multiplier=multiplier)
         notes = (
             f"(epsilon, delta) = ({eps_s:.6g}, {delta_s:.3g}) for the statistic from Chaudhuri "
@@ -281,7 +273,7 @@ class ModSuLQPCA(PipelinePCA):
         if not run.paper_mode:
             notes += (" The preprocessing parts and the statistic compose by basic composition "
                       "to the requested (epsilon, delta).")
-        if high is not None:
+        if high:
             notes += HIGH_PILOT_NOTE
         self._set_spectrum(fit)
         self.beta_ = beta

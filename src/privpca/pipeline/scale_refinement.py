@@ -33,7 +33,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["RESOLVED_SDS", "ScaleRefinement", "refine_scales", "refinement_note"]
+from privpca.pipeline.spectrum import SpectrumFit, fit_noisy_matrix, variances_off_high_pilot
+
+__all__ = ["RESOLVED_SDS", "ScaleRefinement", "fit_released_matrix", "refine_scales",
+           "refinement_note"]
 
 #: A diagonal entry is read as a variance when it exceeds this many of its noise's standard
 #: deviations (then its relative error is at most a quarter, the factor's an eighth).
@@ -106,3 +109,25 @@ def refinement_note(refinement: ScaleRefinement) -> str:
             "diagonal (post-processing: the components are those of its correlation matrix; "
             f"factors {refinement.factors.min():.3g}–{refinement.factors.max():.3g}, "
             "geometric mean 1, in scale_).")
+
+
+def fit_released_matrix(M: NDArray[np.float64], noise_sd: float, scale: Any, k: int | float, *,
+                        denominator: float, extra_perturbation: float,
+                        rng: np.random.Generator, choice: Any, units: float = 1.0,
+                        shares_noise: bool = False,
+                        ) -> tuple[SpectrumFit, ScaleRefinement, bool]:
+    """A released second-moment matrix ``M`` (entry noise std ``noise_sd``) to its fit: the
+    scales refined (:func:`refine_scales`, for the estimator's ``scale`` parameter), the
+    components and spectrum (:func:`~privpca.pipeline.spectrum.fit_noisy_matrix`), and the
+    variances read off the bound selection's high pilot where ``choice`` clipped below it
+    (:func:`~privpca.pipeline.spectrum.variances_off_high_pilot`; the pilots are in Gram
+    units, ``units`` times ``M``'s). Returns ``(fit, refinement, read off the pilot)``."""
+    refinement = refine_scales(M, noise_sd, scale)
+    matrix, matrix_sd = refinement.matrix(M), refinement.noise_sd(noise_sd)
+    fit = fit_noisy_matrix(matrix, k, noise_sd=matrix_sd, denominator=denominator,
+                           extra_perturbation=refinement.noise_sd(extra_perturbation), rng=rng,
+                           debias_sd=refinement.mean_noise_sd(noise_sd))
+    high = variances_off_high_pilot(choice, fit, matrix * units, matrix_sd * units,
+                                    denominator * units, shares_noise=shares_noise,
+                                    refinement=refinement)
+    return (fit if high is None else high), refinement, high is not None
