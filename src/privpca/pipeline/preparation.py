@@ -99,20 +99,10 @@ class RowPreparation:
         owner = self.owner
         spends: list[PrivacySpend] = []
         details: dict[str, Any] = {}
-        mean: NDArray[np.float64] | None = None
-        scale: NDArray[np.float64] | None = None
         if self.pairing and not paired:  # wide table: pair differences (pipeline.pairing)
             X, sq = pair_differences(X, rng), None
-        if isinstance(self.centering, str):
-            mean = self._private_mean(ArraySource(X, validated=True), rng, spends, details,
-                                      self._public_scale())
-        elif self.centering is not None:
-            mean = np.asarray(self.centering, dtype=np.float64)
-        if self.scale is True:
-            mean, scale = self._private_scale(ArraySource(X, validated=True), mean, rng,
-                                              spends)
-        elif self.scale is not False:
-            scale = np.asarray(self.scale, dtype=np.float64)
+        mean, scale = self._centre_and_scale(ArraySource(X, validated=True), rng, spends,
+                                             details)
 
         lazy = (mean is not None or scale is not None) and isinstance(self.data_norm, str)
         rows: NDArray[np.float64] | None
@@ -214,6 +204,22 @@ class RowPreparation:
         if isinstance(self.scale, bool | np.bool_):
             return None
         return np.asarray(self.scale, dtype=np.float64)
+
+    def _centre_and_scale(self, source: Any, rng: np.random.Generator,
+                          spends: list[PrivacySpend], details: dict[str, Any],
+                          ) -> tuple[NDArray[np.float64] | None, NDArray[np.float64] | None]:
+        """The centre and the scales the statistic's rows are formed with (raw units): the
+        private mean (in the public scales' units, when given), then the private scales
+        (which refine the centre per feature)."""
+        public = self._public_scale()
+        mean: NDArray[np.float64] | None = None
+        if isinstance(self.centering, str):
+            mean = self._private_mean(source, rng, spends, details, public)
+        elif self.centering is not None:
+            mean = np.asarray(self.centering, dtype=np.float64)
+        if self.scale is True:
+            return self._private_scale(source, mean, rng, spends)
+        return mean, public
 
     def _private_scale(
         self,
@@ -387,16 +393,7 @@ class RowPreparation:
         spends: list[PrivacySpend] = []
         details: dict[str, Any] = {}
         n = source.n_samples
-        mean: NDArray[np.float64] | None = None
-        if isinstance(self.centering, str):
-            mean = self._private_mean(source, rng, spends, details, self._public_scale())
-        elif self.centering is not None:
-            mean = np.asarray(self.centering, dtype=np.float64)
-        scale: NDArray[np.float64] | None = None
-        if self.scale is True:
-            mean, scale = self._private_scale(source, mean, rng, spends)
-        elif self.scale is not False:
-            scale = np.asarray(self.scale, dtype=np.float64)
+        mean, scale = self._centre_and_scale(source, rng, spends, details)
         shift = mean if scale is None else (np.zeros(source.n_features) if mean is None
                                             else mean)
         if isinstance(self.data_norm, str):
