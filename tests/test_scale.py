@@ -50,7 +50,9 @@ def test_scales_of_binary_and_heavy_tailed_columns_are_not_crushed():
     assert np.all((ratios > 1 / 3) & (ratios < 3)), ratios
     median = np.median(ratios, axis=0)
     assert np.all((median > 1 / 1.5) & (median < 1.5)), median
-    assert np.all(np.abs(ratios[:, 3] - 1) < 0.1)  # the Gaussian column stays accurate
+    # The Gaussian column stays accurate: within 0.15 (0.09-0.11 measured; 0.03-0.07 when
+    # both scale rounds were combined, before the first round went to the mean's units).
+    assert np.all(np.abs(ratios[:, 3] - 1) < 0.15)
 
 
 def test_scale_spends_state_the_closed_form_sensitivity():

@@ -23,7 +23,7 @@ from privpca._validation import (
     clip_rows,
 )
 from privpca.accounting.record import PrivacySpend
-from privpca.mechanisms.quantile import QUERY_ROUNDS, PrivateQuantile
+from privpca.mechanisms.quantile import GRID_BASE, GRID_RANGE, QUERY_ROUNDS, PrivateQuantile
 from privpca.pipeline.bound_selection import (
     choose_bound,
     shell_sigmas,
@@ -34,9 +34,11 @@ from privpca.pipeline.budget import (
 )
 from privpca.pipeline.pairing import pair_differences
 from privpca.pipeline.preprocessing import (
+    SCALE_LEVEL_Z,
     SCALE_LEVELS,
     MeanRelease,
     ScaleRelease,
+    choose_levels,
     combine_scales,
     norm_bin_counts,
     private_mean_from_sum,
@@ -208,10 +210,27 @@ class RowPreparation:
     def _centre_and_scale(self, source: Any, rng: np.random.Generator,
                           spends: list[PrivacySpend], details: dict[str, Any],
                           ) -> tuple[NDArray[np.float64] | None, NDArray[np.float64] | None]:
-        """The centre and the scales the statistic's rows are formed with (raw units): the
-        private mean (in the public scales' units, when given), then the private scales
-        (which refine the centre per feature)."""
+        """The centre and the scales the statistic's rows are formed with (raw units).
+
+        The private mean runs in the scales' units. Public scales: as given. Private scales
+        with a private centre: the first scale round runs around 0 and gives each feature's
+        unit (:func:`_units`), the mean runs on ``x/units``, and the second round, around that
+        mean, gives the scales and refines the centre per feature. On the raw rows a column
+        in units 10⁵ times the others set the mean's sensitivity, and the per-feature rounds
+        could not bring the small columns' centres back from 10⁵ of their SDs (an outside
+        tester: distance 0.66–1.69, scales up to 23 000× too large; now 0.10 at every unit
+        from 10⁻⁴ to 10⁶). The scales then come from one round, not two combined: the first
+        is about 0."""
         public = self._public_scale()
+        if self.scale is True and isinstance(self.centering, str):
+            bb, bs = self._part("scale_bound"), self._part("scale")
+            first = private_scale(source, np.zeros(source.n_features), bb.multiplier,
+                                  bs.multiplier, SCALE_QUANTILE, rng, ddof=0)
+            centre = self._private_mean(source, rng, spends, details, _units(first))
+            second = private_scale(source, centre, bb.multiplier, bs.multiplier,
+                                   SCALE_QUANTILE, rng)
+            self._scale_spends(spends, second)
+            return second.mean, second.scale
         mean: NDArray[np.float64] | None = None
         if isinstance(self.centering, str):
             mean = self._private_mean(source, rng, spends, details, public)
@@ -243,17 +262,22 @@ class RowPreparation:
             rounds.append(s)
             if mean is not None:
                 centre = s.mean
+        self._scale_spends(spends, s)
+        return (None if mean is None else centre), combine_scales(rounds)
+
+    def _scale_spends(self, spends: list[PrivacySpend], s: ScaleRelease) -> None:
+        """The "scale_bound" and "scale" parts' spends (two rounds each)."""
+        p = len(s.scale)
         spends.append(self._spend(
             "scale_bound", f"noisy bisections of |x_j − μ_j| ({p} features, quantile "
             f"{SCALE_QUANTILE:g}, log grid, {QUERY_ROUNDS} rounds of counts each), two rounds",
             math.sqrt(p),
-            math.sqrt(p * QUERY_ROUNDS) * bb.multiplier))
+            math.sqrt(p * QUERY_ROUNDS) * self._part("scale_bound").multiplier))
         spends.append(self._spend(
             "scale", f"gaussian: Σu_j and, at each of {len(SCALE_LEVELS)} levels K, "
             "Σw_jK, u_j = clip((x_j − μ_j)/b_j, ±1), w_jK = min(|x_j − μ_j|/(K·b_j), 1)², "
-            f"per feature (replace-one: Δ = √((4 + {len(SCALE_LEVELS)})·{p})), two rounds "
-            "(refined means and standard deviations)", s.sensitivity, s.noise_scale))
-        return (None if mean is None else centre), combine_scales(rounds)
+            f"per feature (replace-one: Δ = √((4 + {len(SCALE_LEVELS)})·{p})), two rounds",
+            s.sensitivity, s.noise_scale))
 
     def _private_bound(
         self,
@@ -405,3 +429,19 @@ class RowPreparation:
             D = float(self.data_norm)
         # n_clipped is counted by the statistic's own pass (PreparedRows.gram).
         return PreparedRows(None, float(D), mean, scale, 0, spends, details, source=source)
+
+
+def _units(first: ScaleRelease) -> NDArray[np.float64]:
+    """Each feature's unit for the private mean, from a scale round around 0: its scale where
+    the round saw its spread (the moment stopped growing below the top level); else, where
+    its non-zero values are fewer than the search's noise in rows and the bound fell in the
+    zeros, the largest unit seen (too large a unit costs that feature's mean noise, which the
+    next round refines; too small a one would blow its rows up)."""
+    assert first.moments is not None and first.moment_noise is not None
+    chosen = choose_levels(first.moments, first.moment_noise, SCALE_LEVEL_Z)
+    # A bisection that ended at the grid's lowest edge found no spread: the bound is in the
+    # zeros.
+    seen = (chosen < len(SCALE_LEVELS) - 1) & (first.bounds > GRID_RANGE[0] * GRID_BASE)
+    return np.where(seen, first.scale, first.scale[seen].max() if seen.any() else 1.0)
+
+
