@@ -245,3 +245,18 @@ def test_defaults_report_the_tables_variances_not_the_clipped_rows(cls):
     est = cls(2, random_state=0, ledger=privpca.PrivacyLedger()).fit(X + 7.0)
     np.testing.assert_allclose(est.explained_variance_, truth, rtol=0.1)
     assert "read off the pilot Gram released at the high one" in est.privacy_.notes
+
+
+def test_a_fit_that_resolves_nothing_says_so():
+    # A 1 000 x 400 table of pure noise at epsilon = 1: every released variance is below the
+    # noise's edge, so the components are noise directions. Once silent (an outside tester:
+    # an all-constant table gave arbitrary unit vectors with no warning).
+    from privpca import UnresolvedComponentsWarning
+
+    X = np.random.default_rng(5).standard_normal((1_000, 400))
+    with pytest.warns(UnresolvedComponentsWarning, match="no component's variance"):
+        est = AnalyzeGaussPCA(2, random_state=0, ledger=privpca.PrivacyLedger()).fit(X)
+    assert np.all(est.explained_variance_ == 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnresolvedComponentsWarning)
+        AnalyzeGaussPCA(2, random_state=0, ledger=privpca.PrivacyLedger()).fit(X[:, :3] * [5, 2, 1])

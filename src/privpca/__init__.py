@@ -25,6 +25,7 @@ from privpca.exceptions import (
     PrivacyLeakWarning,
     PrivacyWarning,
     RowClippingWarning,
+    UnresolvedComponentsWarning,
 )
 
 if TYPE_CHECKING:
@@ -116,6 +117,7 @@ __all__ = [
     "RowClippingWarning",
     "ShufflingBoundError",
     "SparsePCA",
+    "UnresolvedComponentsWarning",
     "__version__",
     "config_context",
     "default_ledger",

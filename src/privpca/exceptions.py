@@ -16,6 +16,7 @@ __all__ = [
     "PrivacyLeakWarning",
     "PrivacyWarning",
     "RowClippingWarning",
+    "UnresolvedComponentsWarning",
 ]
 
 
@@ -54,6 +55,15 @@ class DataDependentWarning(UserWarning):
     terminal, a federated provider's output). ``privpca fit`` and the federated provider
     therefore drop these warnings unless asked (``privpca fit --show-data-warnings``).
     Silence them with ``warnings.simplefilter("ignore", DataDependentWarning)``.
+    """
+
+
+class UnresolvedComponentsWarning(UserWarning):
+    """No component's variance was resolved above the release's noise.
+
+    Every ``explained_variance_`` is 0: the components are directions the noise chose, not
+    the table's (a table with no spread, or too little signal for its ε, rows and features).
+    Decided from released values only: it may be shown to anyone.
     """
 
 

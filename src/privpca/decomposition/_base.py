@@ -31,7 +31,11 @@ from privpca.accounting.ledger import Booking
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._constraints import private_fit_context
 from privpca.decomposition._probabilistic import ProbabilisticPCAMixin
-from privpca.exceptions import NoisyCentreWarning, NonFiniteInputError
+from privpca.exceptions import (
+    NoisyCentreWarning,
+    NonFiniteInputError,
+    UnresolvedComponentsWarning,
+)
 from privpca.mechanisms.randomness import (
     check_random_state,
     check_secure_random_state,
@@ -129,6 +133,7 @@ class BasePrivatePCA(ProbabilisticPCAMixin, ClassNamePrefixFeaturesOutMixin, Tra
             raise
         # scikit-learn's attribute, for every estimator (the iterative ones set no spectrum).
         self.n_components_ = int(np.shape(self.components_)[0])
+        _warn_if_nothing_resolved(self)
         self.privacy_ = booking.settle(self._final_record(plan, prepared, release))
         return self
 
@@ -388,6 +393,20 @@ class PipelinePCA(BasePrivatePCA):
 #: values). On the real-data suite it fires on the two tables under 600 rows only, where
 #: every fit is near chance; a year column beside five columns of spread 2-4 gives 0.6.
 NOISY_CENTRE_RATIO = 0.5
+
+
+def _warn_if_nothing_resolved(owner: Any) -> None:
+    """Warn when every released variance is 0: no component was resolved above the noise
+    (released values only)."""
+    variance = np.asarray(getattr(owner, "explained_variance_", []), dtype=np.float64)
+    if variance.size and np.all(variance == 0.0):
+        warnings.warn(
+            f"{type(owner).__name__}: no component's variance was resolved above the "
+            f"release's noise (explained_variance_ is 0 for all {variance.size}): the "
+            "components are directions the noise chose, not the table's. A table with no "
+            "spread does this, as does too little signal for this epsilon, number of rows and "
+            "of features: use a larger epsilon, more rows or fewer features.",
+            UnresolvedComponentsWarning, stacklevel=caller_stacklevel())
 
 
 def _warn_if_centre_noisy(owner: object, prepared: Any) -> None:

@@ -18,7 +18,12 @@ from typing import Any
 from sklearn.exceptions import ConvergenceWarning
 from tqdm.auto import tqdm
 
-from privpca.exceptions import PrivacyLeakWarning, PrivacyWarning, RowClippingWarning
+from privpca.exceptions import (
+    PrivacyLeakWarning,
+    PrivacyWarning,
+    RowClippingWarning,
+    UnresolvedComponentsWarning,
+)
 from privpca.experiments.seeding import RunStreams, spawned_int
 
 __all__ = ["RunContext", "eigenvalue_failures", "quiet_fit"]
@@ -69,8 +74,10 @@ class RunContext:
 def _quiet() -> Iterator[None]:
     with warnings.catch_warnings():
         # Clipping and the paper-calibration leak warning are expected in experiments and
-        # recorded in privacy_; non-convergence goes to the 'converged' column.
-        for category in (RowClippingWarning, ConvergenceWarning, PrivacyLeakWarning):
+        # recorded in privacy_; non-convergence goes to the 'converged' column; a fit that
+        # resolves nothing shows in its error.
+        for category in (RowClippingWarning, ConvergenceWarning, PrivacyLeakWarning,
+                         UnresolvedComponentsWarning):
             warnings.simplefilter("ignore", category)
         warnings.simplefilter("ignore", PrivacyWarning)
         yield
