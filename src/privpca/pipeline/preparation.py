@@ -159,10 +159,11 @@ class RowPreparation:
     ) -> NDArray[np.float64]:
         """Two rounds: a mean clipped at a quantile of ‖x‖, then the mean of the residuals.
 
-        With public scales the rounds run on ``x/scale``, the units the statistic sees: on the
-        raw rows a column in large units would set the mean's sensitivity, and its noise,
-        divided by the small columns' scales, would swamp them (an outside tester: 46 SDs
-        off with one column in units 1 000 times the others). Returned in raw units.
+        With ``scale`` (public scales, or the released per-feature units of
+        :meth:`_centre_and_scale`) the rounds run on ``x/scale``, the units the statistic
+        sees: on the raw rows a column in large units would set the mean's sensitivity, and
+        its noise, divided by the small columns' scales, would swamp them (an outside tester:
+        46 SDs off with one column in units 1 000 times the others). Returned in raw units.
 
         The first round's noise scales with ‖μ‖ (the raw rows' norm), which drowns features
         with a large mean and a small spread (a year, a timestamp); the refinement's scales
@@ -193,7 +194,7 @@ class RowPreparation:
             spends.append(self._mean_bound_spend(bound_part))
             m = private_mean_from_sum(seen["sums"].clipped_sum(R, seen["base"]), n, R,
                                       self._part(mean_part).multiplier, rng)
-            spends.append(self._mean_spend(mean_part, m))
+            spends.append(self._mean_spend(mean_part, m, scaled=scale is not None))
             mean = mean + m.mean
             details[f"{mean_part}_bound"] = R
             # Its consumers divide by min(scale) to get the scaled rows' units.
@@ -361,10 +362,12 @@ class RowPreparation:
             + f" on a log grid (private quantile {search.quantiles[0]:g}, {QUERY_ROUNDS} "
             "rounds of counts)", search.sensitivity, search.noise)
 
-    def _mean_spend(self, part: str, m: MeanRelease) -> PrivacySpend:
+    def _mean_spend(self, part: str, m: MeanRelease, *, scaled: bool = False) -> PrivacySpend:
+        x = "x/s" if scaled else "x"
         return self._spend(
-            part, "gaussian: Σ clip_R(x" + ("" if part == "mean" else " − μ̂₁")
-            + ") (private mean)", m.sensitivity, m.noise_scale)
+            part, f"gaussian: Σ clip_R({x}" + ("" if part == "mean" else " − μ̂₁")
+            + ") (private mean" + ("; s: the public scales or released per-feature units"
+                                    if scaled else "") + ")", m.sensitivity, m.noise_scale)
 
     def _bound_spend(self) -> PrivacySpend:
         search = self._search("bound", self._part("bound"), 1)
