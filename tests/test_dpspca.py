@@ -147,3 +147,33 @@ def test_secure_aggregation_still_books_the_unions_plan(table):
         {name: b.multiplier for name, b in union.parts.items()}, rel=1e-12)
     assert est.privacy_.n_samples == 4000 and ledger.records == [("DPSPCA", est.privacy_)]
     assert ledger.epsilon(1e-5) == pytest.approx(0.3, abs=1e-3)
+
+
+@pytest.mark.parametrize("path", ["local", "secure", "streamed"])
+def test_public_scales_make_the_fit_that_of_the_table_divided_by_them(path):
+    """One column in units 10⁴ × the others: the mean rounds run on x/s, so the fit is the
+    one on X/s (in raw units the large column set the mean's noise and swamped the rest)."""
+    from privpca.streaming.array_source import ArraySource
+
+    rng = np.random.default_rng(20261129)
+    n, p = 12_000, 6
+    X = (rng.standard_normal((n, 2)) * [2.0, 1.4]) @ rng.standard_normal((2, p))
+    X += 0.6 * rng.standard_normal((n, p)) + 3.0
+    X[:, 0] *= 1e4
+    sd = X.std(axis=0, ddof=1)
+    kwargs = dict(epsilon=1.0, n_providers=3, random_state=0)
+    if path == "secure":
+        kwargs["aggregation"] = "secure"
+    scaled = DPSPCA(2, scale=sd, **kwargs)
+    divided = DPSPCA(2, **kwargs)
+    if path == "streamed":
+        parts = np.array_split(np.arange(n), 3)
+        scaled.fit_providers([ArraySource(X[i]) for i in parts])
+        divided.fit_providers([ArraySource(X[i] / sd) for i in parts])
+    else:
+        scaled.fit(X)
+        divided.fit(X / sd)
+    np.testing.assert_allclose(np.abs(scaled.components_), np.abs(divided.components_),
+                               atol=1e-6)
+    np.testing.assert_allclose(scaled.mean_ / sd, divided.mean_, atol=1e-8)
+    assert any("x/s" in s.mechanism for s in scaled.privacy_.spends)

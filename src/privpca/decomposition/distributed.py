@@ -511,9 +511,10 @@ default="random"
             for part, pid, seed in zip(data.parts, data.ids, seeds, strict=True)
         ]
         secure = plan.settings["secure"]
+        scale = None if isinstance(run.scale, bool) else np.asarray(run.scale, dtype=np.float64)
         server = ServerState(p, k, s_hat, T, start, centering=run.centering, table_mode=True,
                              secure=None if secure is None else (run.plan, secure.total_rows,
-                                                                 run.data_norm))
+                                                                 run.data_norm), units=scale)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             while not server.finished:
@@ -529,7 +530,6 @@ default="random"
                   if pr.plan == run.plan]
         pre = merge_provider_spends([spends for spends, _ in listed])
         statistic = max((stat for _, stat in listed), key=lambda s: s.sensitivity)
-        scale = None if isinstance(run.scale, bool) else np.asarray(run.scale, dtype=np.float64)
         mean = None if server.mean is None else np.asarray(server.mean)
         summary = PreparedRows(np.empty((0, p)), float(bounds.max()), mean, scale, 0, pre)
         self._set_server(server, providers, run.statistic_multiplier(), plan.settings["secure"])

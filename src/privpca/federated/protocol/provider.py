@@ -280,8 +280,13 @@ class ProviderState(ProviderPrivacy):
         self.centering, self.scale = self._run.centering, self._run.scale
         self.plan = self._run.plan
         self.noise_multiplier = self._run.statistic_multiplier()
+        # The mean rounds run on x/s (s: the public scales), as the central pipeline's do:
+        # in raw units the column in the largest unit would set the mean's sensitivity and
+        # its noise, divided by s, would swamp the columns in small units.
+        self._units = public_scale(self.scale)
         if Xv is not None:
-            self._sq = np.einsum("ij,ij->i", Xv, Xv)
+            self._mean_rows = Xv if self._units is None else Xv / self._units
+            self._sq = np.einsum("ij,ij->i", self._mean_rows, self._mean_rows)
         stored = self.counter.recall("prepared")
         if stored is not None:  # a restarted provider: rebuild its rows, release nothing
             mean = None if stored["mean"] is None else np.asarray(stored["mean"], np.float64)
@@ -367,6 +372,9 @@ class ProviderState(ProviderPrivacy):
     def answer_mean(self, query: MeanQuery) -> MeanReply:
         """Round r of the private mean: release ``Rᵢ`` and ``(Σ clip_Rᵢ(x − c) + noise)/nᵢ``.
 
+        With public scales ``s`` the round runs on ``x/s`` (centre ``c/s``) and the reply is
+        that mean times ``s`` (post-processing): the protocol's means stay in raw units.
+
         Raises
         ------
         QueryRefusedError
@@ -383,12 +391,14 @@ class ProviderState(ProviderPrivacy):
         bound_part, sum_part = MEAN_PARTS[index]
         rng = provider_noise_rng(self.noise_seed, index, "mean")
         multipliers = self._plan[bound_part].multiplier, self._plan[sum_part].multiplier
+        units = 1.0 if self._units is None else self._units
         if self.stream is not None:
-            R, mean = streamed_mean(self.stream, self.n_samples, centre, *multipliers, rng,
-                                    self.provider_id)
+            R, mean = streamed_mean(self.stream, self.n_samples, centre / units, *multipliers,
+                                    rng, self.provider_id, scale=self._units)
         else:
-            assert self.X is not None
-            R, mean = memory_mean(self.X, self._sq, centre, *multipliers, rng, self.provider_id)
+            R, mean = memory_mean(self._mean_rows, self._sq, centre / units, *multipliers, rng,
+                                  self.provider_id)
+        mean = mean * units
         self.counter.remember(bound_part, R)
         return MeanReply(self.provider_id, int(query.round), self.n_samples, R, mean)
 

@@ -60,16 +60,17 @@ class ProviderPrivacy:
         secure = getattr(self, "secure", None) is not None
         who = "on the union, opened by secure aggregation" if secure else "each provider its own"
         noise = "a share of one central noise" if secure else "each provider its own noise"
+        x = "x" if getattr(self, "_units", None) is None else "x/s"  # s: the public scales
         for r, (bound_part, sum_part) in enumerate(MEAN_PARTS):
             if counts.get("mean", 0) <= r:
                 break
             R = float(self.counter.recall(bound_part, math.nan))
             search = run._search(bound_part, self.plan[bound_part], self.n_samples)
             spends.append(run._spend(
-                bound_part, "noisy bisection of ‖x − c‖ on a log grid (private quantile), "
+                bound_part, f"noisy bisection of ‖{x} − c‖ on a log grid (private quantile), "
                 + who, search.sensitivity, search.noise))
             spends.append(run._spend(
-                sum_part, f"gaussian: Σ clip_R(x − c), {noise} (private mean)", 2.0 * R,
+                sum_part, f"gaussian: Σ clip_R({x} − c), {noise} (private mean)", 2.0 * R,
                 2.0 * R * self.plan[sum_part].multiplier))
         if counts.get("bound", 0) or (secure and isinstance(self.data_norm, str)
                                       and getattr(self, "prepared", False)):

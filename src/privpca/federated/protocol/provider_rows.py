@@ -122,16 +122,18 @@ def memory_mean(X: NDArray[np.float64], sq: NDArray[np.float64], centre: NDArray
 
 def streamed_mean(stream: RowSource, n_samples: int, centre: NDArray[np.float64],
                   bound_multiplier: float, sum_multiplier: float, rng: np.random.Generator,
-                  provider_id: str) -> tuple[float, NDArray[np.float64]]:
+                  provider_id: str, *, scale: NDArray[np.float64] | None = None
+                  ) -> tuple[float, NDArray[np.float64]]:
     """One mean round on a streamed table: one pass bins the rows by ``‖x − c‖`` with
     their sums (the histogram of ``Rᵢ``, then the exact clipped sum at ``Rᵢ``); the same
-    mechanisms and draws as the in-memory round."""
+    mechanisms and draws as the in-memory round. With ``scale``, of the rows ``x/scale``
+    (``centre`` and the mean returned in those units)."""
     c = centre if np.any(centre) else None
     seen: dict[str, Any] = {}
 
     def counter(base: float) -> tuple[Any, Any]:
         seen["base"] = base
-        seen["sums"] = sums = reductions.binned_norm_sums(stream, c, base)
+        seen["sums"] = sums = reductions.binned_norm_sums(stream, c, base, scale=scale)
         return sums.index, sums.counts
 
     try:

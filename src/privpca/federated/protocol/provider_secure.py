@@ -65,8 +65,9 @@ def _count(provider: Any, query: CountQuery, noise_rng: Any) -> ShareReply:
     centre = _centre(provider, query.centre)
     if query.part == "bound":  # the prepared rows' norms: centred and scaled
         rows = provider._centred(centre)
-    else:  # a mean round's distances to its centre, raw units
-        rows = provider.X if centre is None else provider.X - centre
+    else:  # a mean round's distances to its centre, in the public scales' units
+        units = 1.0 if provider._units is None else provider._units
+        rows = provider._mean_rows if centre is None else provider._mean_rows - centre / units
     index = provider.counter.reserve("count")
     norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
     count = float(np.count_nonzero(geometric_bin(norms, base=GRID_BASE) < int(query.edge)))
@@ -92,7 +93,9 @@ def _sum(provider: Any, query: SumQuery, noise_rng: Any) -> ShareReply:
         raise QueryRefusedError("A sum query's bound must be positive and finite.")
     centre = validate_vector(query.centre, provider.n_features, "centre")
     index = provider.counter.reserve("mean")
-    X = provider.X
+    X = provider._mean_rows  # x/s: the server multiplies the opened sum by s
+    if provider._units is not None:
+        centre = centre / provider._units
     sq = provider._sq - 2.0 * (X @ centre) + float(centre @ centre)
     norms = np.sqrt(np.maximum(sq, 0.0))
     with np.errstate(divide="ignore"):

@@ -270,7 +270,8 @@ class OpenedSum:
 
 
 def secure_preparation(plan: Any, n_total: int, centering: Any, data_norm: Any,
-                       n_features: int) -> Generator[Any, OpenedSum, tuple[Any, float]]:
+                       n_features: int, units: NDArray[np.float64] | None = None
+                       ) -> Generator[Any, OpenedSum, tuple[Any, float]]:
     """The server's side of a secure run's preparation, as a coroutine.
 
     It yields the messages (:class:`CountQuery` for each bisection round of a search,
@@ -278,7 +279,8 @@ def secure_preparation(plan: Any, n_total: int, centering: Any, data_norm: Any,
     the mean (None without centring) and the bound D. The searches are those a provider runs
     on its own rows in the local-noise protocol (:func:`private_norm_bound`'s bisection at the
     99 % quantile; the mean's two rounds), on the union of the providers' rows: the same
-    budget parts at the same calibration, with ``n = Σ nᵢ``.
+    budget parts at the same calibration, with ``n = Σ nᵢ``. With public scales ``units`` the
+    providers sum ``clip_R(x/s − c/s)``; the opened sum is multiplied by ``s``.
     """
     mean: Any = None
     if isinstance(centering, str):
@@ -286,7 +288,7 @@ def secure_preparation(plan: Any, n_total: int, centering: Any, data_norm: Any,
         for r, (bound_part, _) in enumerate(MEAN_PARTS):
             R = yield from _search(plan[bound_part].multiplier, bound_part, mean, n_total)
             opened = yield SumQuery(r + 1, mean.copy(), R)
-            mean = mean + opened.total / n_total
+            mean = mean + (opened.total if units is None else opened.total * units) / n_total
     elif centering is not None:
         mean = np.asarray(centering, dtype=np.float64)
     if isinstance(data_norm, str):

@@ -64,6 +64,8 @@ class ServerState:
         A secure run's ``(budget plan, Σ nᵢ, data_norm)``: the mean and the bound are then
         searched on the opened sums (:func:`~.secure_sums.secure_preparation`, phase
         ``"secure"``) instead of the providers' own releases.
+    units : ndarray of shape (n_features,) or None, default=None
+        The providers' public scales: a secure run's opened mean sums are in their units.
 
     Attributes
     ----------
@@ -92,6 +94,7 @@ class ServerState:
     centering: Any = None
     table_mode: bool = False
     secure: Any = None
+    units: NDArray[np.float64] | None = None
     Q: NDArray[np.float64] = field(init=False)
     history: list[NDArray[np.float64]] = field(init=False)
     round: int = field(init=False, default=0)
@@ -123,7 +126,8 @@ class ServerState:
             plan, n_total, data_norm = self.secure
             if isinstance(self.centering, str) or isinstance(data_norm, str):
                 self._preparation = secure_preparation(plan, n_total, self.centering,
-                                                       data_norm, self.n_features)
+                                                       data_norm, self.n_features,
+                                                       self.units)
                 self._pending = next(self._preparation)
 
     @staticmethod
