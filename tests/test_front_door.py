@@ -202,6 +202,21 @@ def test_a_refit_on_an_array_forgets_the_column_names(table):
     assert not hasattr(est, "feature_names_in_")
 
 
+def test_a_feature_name_mismatch_names_pca_not_the_chosen_estimator(table):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(table, columns=[f"c{i}" for i in range(6)])
+    est = PCA(random_state=0, ledger=PrivacyLedger()).fit(frame)
+    for call in (est.transform, est.score_samples):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call(table)
+        names = [str(w.message) for w in caught if "feature names" in str(w.message)]
+        assert names == ["X does not have valid feature names, but PCA was fitted with "
+                         "feature names"]
+    with pytest.raises(ValueError, match="PCA is expecting 6 features"):
+        est.transform(table[:, :5])
+
+
 #: The checks that fit one row or one feature: at ε = 10⁴ the private quantile searches
 #: resolve a handful of rows, so none is expected to fail.
 TINY_DATA_CHECKS: dict[str, str] = {}

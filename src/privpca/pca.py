@@ -29,12 +29,13 @@ The rule (docs/FRONT_DOOR.md has the measurements behind it)
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
 from privpca._registry import PRIVATE_ESTIMATORS, TRUST_MODELS
 from privpca._validation import check_options
@@ -451,8 +452,17 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         ndarray of shape (n_samples, n_components_)
             A DataFrame with columns ``pca0, pca1, ...`` under ``set_output(transform="pandas")``.
         """
+        return self._delegate("transform", X)
+
+    def _delegate(self, method: str, X: ArrayLike) -> Any:
+        """``estimator_.method(X)``, with the feature names checked here, so that a
+        mismatch names PCA, the class the user fitted, not the estimator it chose."""
         check_is_fitted(self, "estimator_")
-        return self.estimator_.transform(X)
+        _check_feature_names(self, X, reset=False)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="X (does not have valid|has) feature names",
+                                    category=UserWarning)
+            return getattr(self.estimator_, method)(X)
 
     def inverse_transform(self, X: ArrayLike) -> NDArray[np.float64]:
         """Map projections back to feature space with the chosen estimator."""
@@ -486,14 +496,12 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     @if_defined
     def score_samples(self, X: ArrayLike) -> NDArray[np.float64]:
         """The chosen estimator's ``score_samples``: each row's log-likelihood (free)."""
-        check_is_fitted(self, "estimator_")
-        return self.estimator_.score_samples(X)
+        return self._delegate("score_samples", X)
 
     @if_defined
     def score(self, X: ArrayLike, y: Any = None) -> float:
         """The chosen estimator's ``score``: the rows' mean log-likelihood (free)."""
-        check_is_fitted(self, "estimator_")
-        return self.estimator_.score(X)
+        return float(self._delegate("score", X))
 
     @property
     def n_samples_(self) -> int:
