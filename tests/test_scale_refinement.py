@@ -38,7 +38,6 @@ def test_a_diagonal_entry_within_its_noise_is_not_read():
 def test_unscaled_fits_and_basis_releases_get_the_identity():
     M = np.diag([4.0, 1.0])
     assert refine_scales(M, 0.1, scale=False).is_identity
-    assert refine_scales(None, 0.1, scale=True).is_identity
     # Public scales are the caller's choice.
     assert refine_scales(M, 0.1, scale=np.array([2.0, 1.0])).is_identity
 

@@ -83,15 +83,13 @@ class ScaleRefinement:
         return np.asarray(basis.T)
 
 
-def refine_scales(M: NDArray[np.float64] | None, noise_sd: float,
-                  scale: Any) -> ScaleRefinement:
+def refine_scales(M: NDArray[np.float64], noise_sd: float, scale: Any) -> ScaleRefinement:
     """The refinement of a fit's private scales by the diagonal of its released ``M`` (Gram
     units, entry noise std ``noise_sd``). ``scale`` is the estimator's parameter: only
     ``True`` (private scales) is refined; public scales, given as an array, are the caller's
-    choice and are kept, as is everything when ``M`` is None (a basis has no matrix)."""
-    scaled = isinstance(scale, (bool, np.bool_)) and bool(scale)
-    if M is None or not scaled:
-        return ScaleRefinement(np.ones(0 if M is None else M.shape[0]))
+    choice and are kept."""
+    if not (isinstance(scale, (bool, np.bool_)) and bool(scale)):
+        return ScaleRefinement(np.ones(M.shape[0]))
     diagonal = np.diag(M).astype(np.float64)
     read = diagonal > RESOLVED_SDS * noise_sd
     factors = np.ones_like(diagonal)
