@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -132,3 +134,51 @@ def test_random_state_handling():
     assert check_random_state(g) is g
     with pytest.raises(ValueError, match="random_state"):
         check_random_state(np.random.RandomState(0))
+
+
+def test_bounded_rows_scales_rows_above_the_limit_and_refuses_nan():
+    from privpca._validation import MAX_ROW_NORM, bounded_rows
+    from privpca.exceptions import NonFiniteInputError
+
+    X = np.array([[3e200, 4e200], [0.3, 0.4], [3e151, -4e151]])
+    Y, sq = bounded_rows(X)
+    np.testing.assert_allclose(Y[0], [0.6 * MAX_ROW_NORM, 0.8 * MAX_ROW_NORM])
+    np.testing.assert_allclose(Y[2], [0.6 * MAX_ROW_NORM, -0.8 * MAX_ROW_NORM])
+    np.testing.assert_array_equal(Y[1], X[1])
+    np.testing.assert_allclose(sq, [MAX_ROW_NORM**2, 0.25, MAX_ROW_NORM**2])
+    assert X[0, 0] == 3e200  # the caller's array is not modified
+    small = np.array([[0.3, 0.4]])
+    assert bounded_rows(small)[0] is small  # no copy where nothing is above the limit
+    with pytest.raises(NonFiniteInputError):
+        bounded_rows(np.array([[np.nan, 1e200]]))
+
+
+@pytest.mark.parametrize("name", ["analyze-gauss", "noisy-power", "dp-pca", "local-gaussian",
+                                  "dps-pca"])
+def test_one_huge_row_is_clipped_like_any_outlier_in_memory_and_streamed(name, tmp_path):
+    """A finite row whose squared norm overflows (a cell of 1e300) is fitted and charged, in
+    memory and streamed alike, as the same row at 1e140: a refusal would depend on that one
+    row and would not be charged (an outside tester)."""
+    from privpca import PrivacyLedger
+    from privpca._registry import PRIVATE_ESTIMATORS
+
+    rng = np.random.default_rng(20261129)
+    X = rng.standard_normal((6_000, 5)) * [3.0, 2.0, 1.0, 1.0, 1.0]
+    for streamed in (False, True):
+        fits = []
+        for value in (1e140, 1e300):
+            Y = X.copy()
+            Y[7, 0] = value
+            ledger = PrivacyLedger()
+            if streamed:
+                np.save(tmp_path / "huge.npy", Y)
+                Y = np.load(tmp_path / "huge.npy", mmap_mode="r")
+            est = PRIVATE_ESTIMATORS[name](2, epsilon=1.0, random_state=3, ledger=ledger)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                est.fit(Y)
+            assert not [(str(w.message), w.filename, w.lineno) for w in caught
+                        if issubclass(w.category, RuntimeWarning)]
+            assert len(ledger) == 1 and np.all(np.isfinite(est.components_))
+            fits.append(est.components_)
+        np.testing.assert_allclose(fits[1], fits[0], atol=1e-9)

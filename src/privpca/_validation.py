@@ -193,7 +193,7 @@ def fit_input(owner: Any, X: ArrayLike, *, finite: bool = False,
 
 def check_data(X: ArrayLike, *, name: str = "X") -> NDArray[np.float64]:
     """Return ``X`` as a 2-D float64 array, refusing identifier columns (by name), NaN,
-    infinity and empty input.
+    infinity and empty input; rows above :data:`MAX_ROW_NORM` are scaled down to it.
 
     The caller's array is never modified; a copy is made only when the dtype or layout
     requires one.
@@ -213,8 +213,7 @@ def check_data(X: ArrayLike, *, name: str = "X") -> NDArray[np.float64]:
         )
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise ValueError(f"{name} is empty: found array with shape {arr.shape}.")
-    refuse_non_finite(arr, name)
-    return arr
+    return bounded_rows(arr, name=name)[0]
 
 
 def refuse_non_finite(X: NDArray[np.float64], name: str = "X") -> None:
@@ -230,6 +229,41 @@ def refuse_non_finite(X: NDArray[np.float64], name: str = "X") -> None:
     if not np.isfinite(X).all():
         # How many rows would be an exact count of the data: not reported.
         raise NonFiniteInputError(non_finite_message(name))
+
+
+#: The largest row norm a fit reads: a row above it is scaled down to it, its direction kept,
+#: where the table is read (:func:`bounded_rows`), so that squares and sums of squares of rows
+#: stay finite in float64 (a row of norm above about 1.3e154 has an infinite squared norm). A
+#: fixed map of each row, whatever the others, far above any bound a fit chooses (the private
+#: quantiles' grid ends at 3.4e38): such a row is clipped as any other outlier, never refused
+#: (a refusal would depend on that one row, and would not be charged).
+MAX_ROW_NORM = 1e150
+
+
+def bounded_rows(X: NDArray[np.float64], sq: NDArray[np.float64] | None = None, *,
+                 name: str = "X") -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``X`` and its squared row norms, NaN and infinity refused
+    (:class:`~privpca.exceptions.NonFiniteInputError`, no count or position), rows above
+    :data:`MAX_ROW_NORM` scaled down to it (in a copy, made only then).
+
+    One pass (the squared norms, unless given); the exact checks only where a norm is
+    non-finite or above the limit.
+    """
+    if sq is None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            sq = np.einsum("ij,ij->i", X, X)
+    with np.errstate(invalid="ignore"):
+        over = ~(sq <= MAX_ROW_NORM**2)
+    if not over.any():
+        return X, sq
+    if not np.isfinite(X).all():
+        # How many rows would be an exact count of the data: not reported.
+        raise NonFiniteInputError(non_finite_message(name))
+    rows = np.flatnonzero(over)
+    X, sq = X.copy(), sq.copy()
+    X[rows] *= (MAX_ROW_NORM / row_norms(X[rows]))[:, None]
+    sq[rows] = np.einsum("ij,ij->i", X[rows], X[rows])
+    return X, sq
 
 
 def row_norms(X: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -43,7 +43,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privpca._config import fit_noise_mode
-from privpca._validation import clip_rows, fit_input
+from privpca._validation import bounded_rows, clip_rows, fit_input
 from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._base import BasePrivatePCA
@@ -54,7 +54,6 @@ from privpca.mechanisms.randomness import check_random_state, noise_mode_of
 from privpca.mechanisms.secure_noise import fast_stream
 from privpca.mechanisms.sensitivity import gram_sensitivity
 from privpca.pipeline.budget import BudgetPlan
-from privpca.pipeline.preprocessing import check_finite_norms, sq_norms
 from privpca.pipeline.settings import check_centering, check_scale
 from privpca.pipeline.spectrum import ERROR_ALPHA, check_n_components_spec, fit_noisy_matrix
 from privpca.solvers.gram import gram_matrix
@@ -230,9 +229,8 @@ class IncrementalGramMixin(BasePrivatePCA):
         elif not same_stream_parameters(stream.key, key):
             raise ValueError(f"{type(self).__name__}.partial_fit: {CHANGED}")
         with fit_noise_mode(noise_mode_of(self.random_state)):
-            Xv = fit_input(self, X, reset=stream is None)
-            sq = sq_norms(Xv)
-            check_finite_norms(sq, Xv)  # NaN/inf refused before anything is released
+            # NaN/inf refused before anything is released; rows above MAX_ROW_NORM bounded
+            Xv, sq = bounded_rows(fit_input(self, X, reset=stream is None))
             if stream is None:  # a new stream: refusals, then the one charge
                 p = Xv.shape[1]
                 check_n_components_spec(self.n_components, p, self)

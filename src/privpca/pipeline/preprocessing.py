@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca._validation import non_finite_message
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.quantile import GRID_BASE, GRID_RANGE, PrivateQuantile, QuantileRelease
 from privpca.mechanisms.randomness import check_noise_rng
@@ -392,14 +391,5 @@ def combine_scales(releases: list[ScaleRelease]) -> NDArray[np.float64]:
 def sq_norms(X: NDArray[np.float64]) -> NDArray[np.float64]:
     """Squared row norms in one pass; NaN/inf in X make the matching entry non-finite."""
     return np.einsum("ij,ij->i", X, X)
-
-
-def check_finite_norms(sq: NDArray[np.float64], X: NDArray[np.float64]) -> None:
-    """Refuse NaN/inf (found through the norms' pass) and overflowing rows."""
-    if np.isfinite(sq).all():
-        return
-    if not np.isfinite(X).all():  # how many rows is not reported: a count of the data
-        raise ValueError(non_finite_message())
-    raise ValueError("X has rows whose norm overflows float64; rescale the data.")
 
 

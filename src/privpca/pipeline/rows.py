@@ -15,15 +15,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from privpca._validation import (
     RowClippingWarning,
+    bounded_rows,
     caller_stacklevel,
     fit_input,
 )
 from privpca.accounting.record import PrivacySpend
 from privpca.exceptions import NonPrivatePreprocessingWarning
-from privpca.pipeline.preprocessing import (
-    check_finite_norms,
-    sq_norms,
-)
 from privpca.solvers.gram import (
     clipped_blocks,
     gram_matrix,
@@ -335,8 +332,9 @@ def warn_if_standardised(owner: Any, X: NDArray[np.float64],
 
 def _standardised(X: NDArray[np.float64], n: int) -> bool:
     """Every column of ``X`` has mean 0 and standard deviation 1 (all ddof 0, or all ddof 1)."""
-    mean = X.mean(axis=0)
-    var = np.maximum(np.einsum("ij,ij->j", X, X) / n - mean**2, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):  # huge rows: not standardised
+        mean = X.mean(axis=0)
+        var = np.maximum(np.einsum("ij,ij->j", X, X) / n - mean**2, 0.0)
     sd = np.sqrt(var)
     if np.any(np.abs(mean) > STANDARDISED_MEAN_TOL * (1.0 + sd)):
         return False
@@ -347,8 +345,5 @@ def _standardised(X: NDArray[np.float64], n: int) -> bool:
 def validated_rows(owner: Any, X: ArrayLike) -> tuple[NDArray[np.float64],
                                                        NDArray[np.float64]]:
     """:func:`~privpca._validation.fit_input` and the squared row norms (which double as the
-    non-finite check)."""
-    Xv = fit_input(owner, X)
-    sq = sq_norms(Xv)
-    check_finite_norms(sq, Xv)
-    return Xv, sq
+    non-finite check; :func:`~privpca._validation.bounded_rows`)."""
+    return bounded_rows(fit_input(owner, X))

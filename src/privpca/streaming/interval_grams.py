@@ -17,7 +17,7 @@ from privpca.streaming.reductions import (
     _norms,
     shifted_clipped_rows,
 )
-from privpca.streaming.sources import RowSource, check_finite, check_shape
+from privpca.streaming.sources import RowSource, bounded_block, check_overflow, check_shape
 
 __all__ = ["clipped_grams"]
 
@@ -48,8 +48,9 @@ def _block_interval_grams(
         part = raw[a:a + step]
         rows = buf[:part.shape[0]]
         _, finite = shifted_clipped_rows(part, centre, scale, math.inf, rows)
-        if not finite:  # NaN or infinity, or finite rows whose squares overflowed
-            check_finite(np.inf, part)
+        if not finite:  # NaN or infinity (refused), or rows above MAX_ROW_NORM (bounded)
+            _, finite = shifted_clipped_rows(bounded_block(part), centre, scale, math.inf, rows)
+            check_overflow(finite)
         norms = _norms(rows)
         interval = np.searchsorted(edges, norms, side="left")  # bounds strictly below
         order = np.argsort(interval, kind="stable")

@@ -19,7 +19,7 @@ from privpca._validation import row_norms
 from privpca.mechanisms.histogram import _column_counts, geometric_bin
 from privpca.streaming import _numpy_kernels
 from privpca.streaming._numpy_kernels import ZERO_BIN
-from privpca.streaming.sources import RowSource, check_finite, check_shape
+from privpca.streaming.sources import RowSource, bounded_block, check_overflow, check_shape
 
 __all__ = [
     "JIT_MIN_CELLS",
@@ -363,8 +363,10 @@ def _raw_clipped_gram(
         part = raw[a:a + SLICE_ROWS]
         full = buf[:part.shape[0]]
         clipped, finite = shifted_clipped_rows(part, centre, scale, bound, full[:, :p])
-        if not finite:  # NaN or infinity, or finite rows whose squares overflowed:
-            check_finite(np.inf, part)  # the exact check on the slice decides
+        if not finite:  # NaN or infinity (refused), or rows above MAX_ROW_NORM (bounded)
+            clipped, finite = shifted_clipped_rows(bounded_block(part), centre, scale, bound,
+                                                   full[:, :p])
+            check_overflow(finite)
         n_over += clipped
         total += full.T @ full
     if with_sum:
@@ -392,7 +394,9 @@ def _block_raw_clipped_gram(
         # the norms the clipping needs.
         rows = check_shape(block, None)
         norms = _norms(rows)
-        check_finite(norms, rows)
+        if not np.isfinite(norms).all():  # NaN or infinity (refused), or huge rows (bounded)
+            rows = bounded_block(rows)
+            norms = _norms(rows)
         rows, n_over = _clip(rows, norms, bound, copy=True)
         return rows.T @ rows, n_over
     gram, _, n_over = _raw_clipped_gram(block, centre=centre, scale=scale, bound=bound,

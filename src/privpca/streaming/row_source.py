@@ -11,8 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm.auto import tqdm
 
-from privpca._validation import non_finite_message
-from privpca.exceptions import NonFiniteInputError
+from privpca._validation import bounded_rows, non_finite_message
 
 T = TypeVar("T")
 Block = NDArray[np.float64]
@@ -24,7 +23,7 @@ NON_FINITE_MESSAGE = non_finite_message("The table")
 
 def check_shape(block: Any, n_features: int | None) -> NDArray[Any]:
     """``block`` as an array of its own numeric dtype, checked 2-D with ``n_features``
-    columns (no copy, no finiteness check: see :func:`check_finite`)."""
+    columns (no copy, no finiteness check: see :func:`bounded_block`)."""
     arr = np.asarray(block)
     if arr.ndim != 2:
         raise ValueError(f"Every block of rows must be 2-D; got an array of shape {arr.shape}.")
@@ -38,19 +37,26 @@ def check_shape(block: Any, n_features: int | None) -> NDArray[Any]:
     return arr
 
 
-def check_finite(summary: Any, block: NDArray[Any]) -> None:
-    """Raise when ``block`` holds NaN or infinity. ``summary`` is a reduction that any NaN or
-    infinity of the block reaches (a sum, row norms); the exact, block-sized check runs only
-    when it is not finite (it may have overflowed on finite values)."""
-    if not np.isfinite(np.add.reduce(summary, axis=None)) and not np.isfinite(block).all():
-        raise NonFiniteInputError(NON_FINITE_MESSAGE)
+def check_overflow(finite: bool) -> None:
+    """Refuse a bounded slice whose rows, centred and divided by public scales, still
+    overflow float64 (only with public scales far below the data's units)."""
+    if not finite:
+        raise ValueError("The table's rows, centred and divided by the scales, overflow "
+                         "float64: pass larger scales, or rescale the data.")
 
 
 def _check_block(block: Any, n_features: int | None) -> Block:
-    arr = np.asarray(check_shape(block, n_features), dtype=np.float64)
-    # One pass without a block-sized temporary; the exact check only on the error path.
-    check_finite(arr, arr)
-    return arr
+    """A block as float64, NaN and infinity refused, rows above
+    :data:`~privpca._validation.MAX_ROW_NORM` scaled down to it, as an in-memory table's
+    (one pass without a block-sized temporary; the exact checks only where a norm is not
+    below the limit)."""
+    return bounded_block(check_shape(block, n_features))
+
+
+def bounded_block(block: Any) -> Block:
+    """A validated block (:func:`~privpca._validation.bounded_rows`); also for a raw slice
+    whose compiled pass met a norm that was not finite (the pass then reruns on it)."""
+    return bounded_rows(np.asarray(block, dtype=np.float64), name="The table")[0]
 
 
 class RowSource(ABC):
@@ -82,7 +88,8 @@ class RowSource(ABC):
         user's group, its assigned question), sliced on the caller's side.
 
         ``raw=True`` declares that ``fn`` converts and validates blocks itself
-        (:func:`check_shape`, then :func:`check_finite` on a reduction it computes anyway):
+        (:func:`check_shape`, then :func:`bounded_block` where a norm it computes anyway is
+        not finite):
         a source may then hand it blocks of their stored dtype, unchecked, which saves the
         float64 copy and the finiteness pass when ``fn`` makes its own copy. Sources that
         validate while reading (chunks, Parquet) ignore it.

@@ -52,7 +52,8 @@ from privpca.streaming.row_source import Block as Block
 from privpca.streaming.row_source import RowSource
 from privpca.streaming.row_source import T as T
 from privpca.streaming.row_source import _check_block as _check_block
-from privpca.streaming.row_source import check_finite as check_finite
+from privpca.streaming.row_source import bounded_block as bounded_block
+from privpca.streaming.row_source import check_overflow as check_overflow
 from privpca.streaming.row_source import check_shape as check_shape
 
 __all__ = [
