@@ -147,3 +147,28 @@ def test_fit_aggregate_with_auto_data_norm_uses_the_randomisers_bound():
     np.testing.assert_array_equal(est.mean_, np.ones(4))
     assert est.privacy_.n_samples == 300 and est.n_features_in_ == 4
     assert len(ledger) == 1 and ledger.records[0][1] is est.privacy_
+
+
+def test_fit_aggregate_refuses_a_centering_the_reports_do_not_have():
+    """The collected reports are centred on their randomiser's centre or not at all: a
+    ``centering`` asking for anything else is refused (before, the defaults silently fitted
+    the uncentred second moment of uncentred reports)."""
+    rng = np.random.default_rng(20261129)
+    X = 0.3 * rng.standard_normal((300, 4)) + 1.0
+    plain = LocalCovarianceRandomiser(4, epsilon=1.0, delta=1e-5, data_norm=3.0)
+    centred = LocalCovarianceRandomiser(4, epsilon=1.0, delta=1e-5, data_norm=3.0,
+                                        centre=np.ones(4))
+    for rand, kwargs, match in (
+        (plain, {}, "not centred"),
+        (centred, {"centering": None, "data_norm": 3.0}, "centering=None"),
+        (centred, {"centering": np.zeros(4), "data_norm": 3.0}, "another centre"),
+    ):
+        agg = LocalCovarianceAggregator(rand).add(rand.report_batch(X, rng))
+        ledger = PrivacyLedger()
+        with pytest.raises(ValueError, match=match):
+            LocalGaussianPCA(n_components=2, ledger=ledger, **kwargs).fit_aggregate(agg)
+        assert len(ledger) == 0
+    agg = LocalCovarianceAggregator(centred).add(centred.report_batch(X, rng))
+    est = LocalGaussianPCA(n_components=2, centering=np.ones(4), data_norm=3.0,
+                           ledger=PrivacyLedger()).fit_aggregate(agg)
+    np.testing.assert_array_equal(est.mean_, np.ones(4))

@@ -228,9 +228,30 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
                 f"sensitivity) = {theirs} differs from this estimator's {mine}."
             )
         self._check_params(r.n_features)
+        self._check_collected_centre(r.centre)
         planned = self._reports_record(r, aggregator.n_reports_,
                                        notes=" Clipping, if any, happened on clients.")
         return _LocalPlan(planned=planned, protocol="collected", randomiser=r)
+
+    def _check_collected_centre(self, centre: NDArray[np.float64] | None) -> None:
+        """The reports are centred on the randomiser's public centre (or not at all): refuse
+        a ``centering`` that asks for something else, rather than fit what it did not ask."""
+        if isinstance(self.centering, str):  # "private": the centre the server released
+            if centre is None:
+                raise ValueError(
+                    "centering='private': these reports are not centred (their randomiser has "
+                    "no centre), so their PCA would be of the uncentred second moment. Centre "
+                    "them on the mean the server released (LocalCovarianceRandomiser(..., "
+                    "centre=mean)), or pass centering=None to fit the uncentred second moment.")
+        elif self.centering is None:
+            if centre is not None:
+                raise ValueError(
+                    "centering=None, but these reports are centred on their randomiser's "
+                    "public centre: pass centering='private' (or that centre) to fit them.")
+        elif centre is None or not np.array_equal(
+                np.asarray(self.centering, dtype=np.float64), centre):
+            raise ValueError("The aggregator's randomiser centres the reports on another "
+                             "centre than this estimator's centering array.")
 
     def _collected_reports(self, plan: _LocalPlan,
                            aggregator: LocalCovarianceAggregator) -> _Reports:
