@@ -396,3 +396,23 @@ def test_a_non_finite_streamed_record_withdraws_the_booking(cls, setting):
         est.fit(ArraySource(X, block_rows=1_000))
     assert len(ledger) == 0
     assert not hasattr(est, "components_")
+
+
+def test_local_sparse_variances_are_debiased_for_the_noise_their_components_caught():
+    """The components are chosen from the noisy S̃, so S̃ along them holds noise: raw, four
+    of eight components "explained" the whole trace (noise_variance_ 1e-7, score -4e7 against
+    scikit-learn's -14.5; an outside tester). Debiased, the ratios leave the rest of the trace
+    and the score is near scikit-learn's."""
+    from sklearn.decomposition import PCA as SkPCA
+
+    X = np.random.default_rng(1020).normal(size=(20_000, 8)) * [4, 3, 2, 1, 1, 1, 1, 1]
+    reference = SkPCA(4).fit(X)
+    for seed in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = LocalSparsePCA(4, epsilon=1.0, random_state=seed,
+                                 ledger=PrivacyLedger()).fit(X)
+        assert est.explained_variance_ratio_.sum() < 0.9
+        assert est.total_variance_ >= est.explained_variance_.sum()
+        assert est.explained_variance_[0] < 1.5 * reference.explained_variance_[0]
+        assert abs(est.score(X) - reference.score(X)) < 0.5 * abs(reference.score(X))

@@ -34,6 +34,7 @@ from privpca.decomposition._constraints import LOCAL, N_COMPONENTS, WHITEN, posi
 from privpca.decomposition._local_base import _LocalCovarianceEstimator
 from privpca.decomposition.local_gaussian import LocalGaussianPCA
 from privpca.pipeline.spectrum import (
+    debiased_eigenvalues,
     feasible_spectrum,
     fit_noisy_matrix,
     mean_perturbation_bound,
@@ -111,8 +112,13 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
     mean_, scale_, data_norm_, n_components_
         As in :class:`LocalGaussianPCA`.
     explained_variance_, explained_variance_ratio_ : ndarray of shape (n_components,)
-        Variances along the sparse components in the noisy ``S̃``, and over its trace, made
-        feasible (:func:`~privpca.pipeline.spectrum.feasible_spectrum`).
+        Variances along the sparse components in the noisy ``S̃``, debiased for the noise
+        they caught as eigenvalues of ``S̃`` on their support are
+        (:func:`~privpca.pipeline.spectrum.debiased_eigenvalues`: 0 where not resolved above
+        it), and over its trace, made feasible
+        (:func:`~privpca.pipeline.spectrum.feasible_spectrum`).
+    total_variance_ : float
+        The trace of ``S̃`` (the private total variance), at least the variances' sum.
     noise_level_ : float
         Bound (probability ≥ 95 %) on ``‖S̃ − S‖₂`` in variance units.
     expected_error_ : float
@@ -256,10 +262,17 @@ class LocalSparsePCA(_LocalCovarianceEstimator):
                 )
         self.components_, self.support_ = _sparse_top_eigenvectors(solution, k, S)
         # Variances along the sparse components and their share of the noisy trace
-        # (post-processing of S̃); noise_level_ bounds ‖S̃ − S‖₂ (per-entry std σ₁/√n).
+        # (post-processing of S̃); noise_level_ bounds ‖S̃ − S‖₂ (per-entry std σ₁/√n). The
+        # components were chosen from S̃, so S̃ along them holds the noise they caught:
+        # debiased as the eigenvalues of S̃ on their support (a spiked model of that size),
+        # as LocalGaussianPCA's are. Raw, four of eight components "explained" the whole
+        # trace at the defaults (an outside tester: noise_variance_ 1e-7, score -4e7).
         scale = n / self._denominator(n)
-        self.explained_variance_, self.explained_variance_ratio_, _ = feasible_spectrum(
-            np.einsum("ij,jk,ik->i", self.components_, S, self.components_) * scale,
+        along = np.einsum("ij,jk,ik->i", self.components_, S, self.components_) * scale
+        entry_sd = self.noise_scale_ / math.sqrt(n) * scale
+        (self.explained_variance_, self.explained_variance_ratio_,
+         self.total_variance_) = feasible_spectrum(
+            debiased_eigenvalues(along, entry_sd, max(int(self.support_.size), k)),
             float(np.trace(S)) * scale)
         self.noise_level_ = noise_norm_bound(self.noise_scale_ / math.sqrt(n), p) * scale
         self.expected_error_ = self._sparse_error_bound(S, n)
