@@ -344,8 +344,6 @@ def test_paper_setting_reproduces_the_outputs_from_before_the_pipeline(cls, extr
         if f"{key}|explained_variance" in golden.files:
             # Since 2026-11-29 the variances along the components are debiased for the noise
             # they caught (as eigenvalues of S̃ on the support): the golden raw values, debiased.
-            from privpca.pipeline.spectrum import debiased_eigenvalues
-
             n = X.shape[0]
             entry_sd = est.noise_scale_ / math.sqrt(n) * n / est._denominator(n)
             raw = np.sort(golden[f"{key}|explained_variance"])[::-1]
