@@ -172,3 +172,15 @@ def test_fit_aggregate_refuses_a_centering_the_reports_do_not_have():
     est = LocalGaussianPCA(n_components=2, centering=np.ones(4), data_norm=3.0,
                            ledger=PrivacyLedger()).fit_aggregate(agg)
     np.testing.assert_array_equal(est.mean_, np.ones(4))
+
+
+@pytest.mark.parametrize("delta", [0.1, 0.5, 0.9])
+def test_a_users_randomiser_refuses_a_large_delta_as_the_estimators_do(delta):
+    """δ ≥ 0.1 is refused at the client too (before, any δ < 1 was accepted there and only the
+    server's fit_aggregate noticed), and forced only inside allow_large_delta."""
+    import privpca
+
+    with pytest.raises(ValueError, match="allow_large_delta"):
+        LocalCovarianceRandomiser(3, epsilon=1.0, delta=delta)
+    with privpca.config_context(allow_large_delta=True):
+        assert LocalCovarianceRandomiser(3, epsilon=1.0, delta=delta).delta == delta

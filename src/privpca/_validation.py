@@ -16,6 +16,7 @@ import numpy as np
 import sklearn
 from numpy.typing import ArrayLike, NDArray
 
+from privpca._config import large_delta_allowed
 from privpca.exceptions import NonFiniteInputError, RowClippingWarning
 
 __all__ = [
@@ -125,6 +126,25 @@ def check_norm_bound(value: Any, name: str = "data_norm", *,
 def check_delta(delta: Any, *, owner: object | None = None, name: str = "delta") -> float:
     """Return δ as a float after checking 0 < δ < 1."""
     return check_in_range(delta, name, low=0.0, high=1.0, owner=owner)
+
+
+#: The largest δ a party takes unless forced: δ ≥ 0.1 is refused (δ is the probability that
+#: the guarantee fails outright; it should be well below 1/n).
+LARGE_DELTA = 0.1
+
+
+def check_party_delta(delta: Any, *, owner: str) -> float:
+    """δ of a party's own guarantee (a user's randomiser, a data provider), checked as an
+    estimator's is: in (0, :data:`LARGE_DELTA`), or (0, 1) inside
+    ``privpca.config_context(allow_large_delta=True)``."""
+    value = check_delta(delta, owner=owner)
+    if value >= LARGE_DELTA and not large_delta_allowed():
+        raise ValueError(
+            f"{owner}: delta={value:g} is refused: δ is the probability that the guarantee may "
+            f"fail outright and should be well below 1/n (at most {LARGE_DELTA:g}); a larger "
+            "δ, for a paper's grid or an audit probe, only inside "
+            "privpca.config_context(allow_large_delta=True).")
+    return value
 
 
 def check_options(

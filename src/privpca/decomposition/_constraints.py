@@ -28,7 +28,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Hidden, Interval, RealNotInt, StrOptions
 
 from privpca._config import large_delta_allowed
-from privpca._validation import EPSILON_RANGE, NORM_BOUND_RANGE, caller_stacklevel
+from privpca._validation import EPSILON_RANGE, LARGE_DELTA, NORM_BOUND_RANGE, caller_stacklevel
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.exceptions import LargeDeltaWarning
 
@@ -66,9 +66,6 @@ Constraints = list[Any]
 
 #: ε of the whole fit: ε = ∞ (no privacy) and ε = 0 (nothing released) are refused.
 EPSILON: Constraints = [Interval(Real, EPSILON_RANGE[0], EPSILON_RANGE[1], closed="both")]
-#: The largest δ an estimator takes unless forced: δ ≥ 0.1 is refused (δ is the probability
-#: that the guarantee fails outright; it should be well below 1/n, :func:`warn_if_delta_large`).
-LARGE_DELTA = 0.1
 
 
 class DeltaRange(Interval):

@@ -33,6 +33,7 @@ from privpca._validation import (
     check_data,
     check_in_range,
     check_options,
+    check_party_delta,
     clip_rows,
 )
 from privpca.accounting.neighbouring import Neighbouring
@@ -130,6 +131,7 @@ class LocalCovarianceRandomiser:
             owner="LocalCovarianceRandomiser",
         )
         check_in_range(self.data_norm, "data_norm", low=0.0, owner="LocalCovarianceRandomiser")
+        check_party_delta(self.delta, owner="LocalCovarianceRandomiser")
         delta_sens = covariance_sensitivity(self.data_norm, self.sensitivity)
         mech = GaussianMechanism(
             self.epsilon, self.delta, delta_sens, self.calibration,

@@ -49,7 +49,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import binom
 
-from privpca._validation import check_data, check_delta, check_epsilon, check_in_range
+from privpca._validation import check_data, check_epsilon, check_in_range, check_party_delta
 from privpca.mechanisms.gaussian import analytic_gaussian_sigma
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.randomised_response import RandomisedResponse
@@ -239,7 +239,7 @@ class LocalMeanRandomiser:
 
     def __post_init__(self) -> None:
         check_epsilon(self.epsilon, owner="LocalMeanRandomiser")
-        check_delta(self.delta, owner="LocalMeanRandomiser")
+        check_party_delta(self.delta, owner="LocalMeanRandomiser")
         check_in_range(self.bound, "bound", low=0.0, owner="LocalMeanRandomiser")
 
     @property

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca._validation import check_delta, check_epsilon, check_in_range, check_norm_bound
+from privpca._validation import check_epsilon, check_in_range, check_norm_bound, check_party_delta
 from privpca.federated.protocol.agreement import MEAN_ROUNDS
 from privpca.federated.protocol.counter import ReleaseCounter, _refusal
 from privpca.federated.protocol.messages import (
@@ -47,7 +47,7 @@ def check_settings(provider_id: str, n_features: int, *, n_components: int, epsi
     k = int(check_in_range(n_components, "n_components", low=1, high=n_features,
                            low_closed=True, high_closed=True, integer=True, owner=who))
     epsilon = check_epsilon(epsilon, owner=who)
-    delta = check_delta(delta, owner=who)  # every release is Gaussian: δ > 0
+    delta = check_party_delta(delta, owner=who)  # every release is Gaussian: δ > 0
     T = int(check_in_range(n_rounds, "n_rounds", low=1, low_closed=True, integer=True,
                            owner=who))
     if not (isinstance(data_norm, str) and data_norm == "auto"):
