@@ -128,6 +128,18 @@ def test_groups_of_unequal_size_fit(table):
     assert _multipliers(est.privacy_) == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.parametrize("missing", [np.nan, None])
+def test_a_missing_group_label_is_refused_by_name(table, missing):
+    """A NaN label formed an empty provider ("X is empty", an outside tester)."""
+    groups = np.repeat(np.array([1.0, 2.0, 3.0], dtype=object if missing is None else float),
+                       [5_000, 5_000, 10_000])
+    groups[17] = missing
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="groups holds missing labels"):
+        DPSPCA(n_components=2, random_state=0, ledger=ledger).fit(table, groups=groups)
+    assert len(ledger) == 0
+
+
 def test_a_provider_too_small_for_its_own_plan_is_refused_before_the_booking(table):
     """The union's 20 000 rows are enough, provider 0's 100 are not: refused, nothing booked."""
     ledger = PrivacyLedger()

@@ -56,6 +56,12 @@ def split_providers(table: Any, groups: ArrayLike | None, n_providers: int) -> P
     g = np.asarray(groups)
     if g.shape != (n,):
         raise ValueError(f"groups must have shape ({n},); got {g.shape}.")
+    missing = (np.isnan(g) if g.dtype.kind == "f"
+               else np.array([v is None or v != v for v in g]) if g.dtype.kind == "O"
+               else np.zeros(n, dtype=bool))
+    if missing.any():  # NaN is no label: its rows would form no provider
+        raise ValueError("groups holds missing labels (NaN or None): every row needs the "
+                         "label of the provider that holds it.")
     labels = np.unique(g)
     return Providers([_take(table, g == lab) for lab in labels], [str(lab) for lab in labels])
 
