@@ -182,3 +182,15 @@ def test_one_huge_row_is_clipped_like_any_outlier_in_memory_and_streamed(name, t
             assert len(ledger) == 1 and np.all(np.isfinite(est.components_))
             fits.append(est.components_)
         np.testing.assert_allclose(fits[1], fits[0], atol=1e-9)
+
+
+def test_refusals_of_a_bad_table_print_none_of_its_values():
+    """scikit-learn's messages for a 1-D or complex table print the array: said without it."""
+    from privpca import PCA, PrivacyLedger
+
+    X = np.random.default_rng(1042).normal(size=(2_000, 3)) * 1000 + 123456.789
+    for bad, match in ((X[:, 0], "Reshape your data"), (X + 1j, "Complex data not supported"),
+                       (np.array([["a", "1"], ["2", "3"]], dtype=object), "numeric")):
+        with pytest.raises(ValueError, match=match) as info:
+            PCA(1, ledger=PrivacyLedger()).fit(bad)
+        assert "123" not in str(info.value) and "'a'" not in str(info.value)

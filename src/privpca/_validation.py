@@ -207,8 +207,25 @@ def fit_input(owner: Any, X: ArrayLike, *, finite: bool = False,
     if reset:
         refuse_identifier_columns(X, owner)
         refuse_text_columns(X, owner)
-    return np.asarray(validate_data(owner, X, dtype=np.float64, ensure_all_finite=finite,
-                                    reset=reset))
+    try:
+        return np.asarray(validate_data(owner, X, dtype=np.float64, ensure_all_finite=finite,
+                                        reset=reset))
+    except ValueError as exc:  # scikit-learn's text may print the data: said without it
+        raise ValueError(_without_values(str(exc))) from None
+
+
+def _without_values(message: str) -> str:
+    """scikit-learn's (or NumPy's) refusal of a 1-D, complex or non-numeric table, without
+    the values it prints."""
+    if message.startswith("Complex data not supported"):
+        return "Complex data not supported: X must be real."
+    if message.startswith("could not convert"):  # NumPy quotes the cell
+        return "X must be numeric: a value could not be converted to float64."
+    head, found, tail = message.partition("\narray=")
+    if not found:
+        return message
+    advice = tail[tail.find("Reshape"):] if "Reshape" in tail else ""  # the values end there
+    return f"{head.rstrip(':')}. {advice}".strip()
 
 
 def check_data(X: ArrayLike, *, name: str = "X") -> NDArray[np.float64]:
@@ -224,7 +241,9 @@ def check_data(X: ArrayLike, *, name: str = "X") -> NDArray[np.float64]:
     try:
         arr = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric; could not convert it to float: {exc}") from exc
+        # The conversion's own text may quote a value of the data: not repeated.
+        raise ValueError(f"{name} must be numeric: it could not be converted to float64 "
+                         f"({type(exc).__name__}).") from None
     if arr.ndim != 2:
         raise ValueError(
             f"Expected a 2-D array for {name}, got an array with {arr.ndim} dimension(s); "
