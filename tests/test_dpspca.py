@@ -128,6 +128,13 @@ def test_groups_of_unequal_size_fit(table):
     assert _multipliers(est.privacy_) == pytest.approx(expected, rel=1e-12)
 
 
+def test_n_providers_that_contradicts_the_groups_is_refused(table):
+    groups = np.repeat(["a", "b", "c"], [5_000, 5_000, 10_000])
+    with pytest.raises(ValueError, match="n_providers=5, but groups has 3 labels"):
+        DPSPCA(n_components=2, n_providers=5, random_state=0,
+               ledger=PrivacyLedger()).fit(table, groups=groups)
+
+
 @pytest.mark.parametrize("missing", [np.nan, None])
 def test_a_missing_group_label_is_refused_by_name(table, missing):
     """A NaN label formed an empty provider ("X is empty", an outside tester)."""

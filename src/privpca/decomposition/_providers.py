@@ -63,6 +63,9 @@ def split_providers(table: Any, groups: ArrayLike | None, n_providers: int) -> P
         raise ValueError("groups holds missing labels (NaN or None): every row needs the "
                          "label of the provider that holds it.")
     labels = np.unique(g)
+    if n_providers not in (1, len(labels)):  # 1, the default: the groups decide
+        raise ValueError(f"n_providers={n_providers}, but groups has {len(labels)} labels: the "
+                         "groups decide the providers; pass one or the other.")
     return Providers([_take(table, g == lab) for lab in labels], [str(lab) for lab in labels])
 
 

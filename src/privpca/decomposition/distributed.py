@@ -127,7 +127,8 @@ class DPSPCA(BasePrivatePCA):
     n_providers : int, default=1
         Used by :meth:`fit` without ``groups``: the rows are cut into this many contiguous
         blocks of (nearly) equal size, one per provider. The default treats the data as one
-        provider (the paper's §5 setting).
+        provider (the paper's §5 setting). With ``groups`` it must be 1 or their number of
+        labels.
     aggregation : {"local-noise", "secure"}, default="local-noise"
         ``"local-noise"``: every provider adds its own full noise (no cryptography; the sum
         carries N noises). ``"secure"``: exact answers plus a share each of one noise draw,

@@ -125,8 +125,9 @@ class SparsePCA(BasePrivatePCA):
         the truncation enforces sparsity; λ = 0 starts from the dense top-k eigenvectors.
     center : bool, default=False
         Subtract the column means before forming S (and in ``transform``). Default ``False``:
-        Wang & Xu's real-data ground truth is computed on the data as given, and privpca's
-        private estimators work with the uncentred second moment.
+        Wang & Xu's real-data ground truth is computed on the data as given, as the private
+        estimators' papers' setting (``centering=None``) is; their defaults centre on a
+        private mean.
     max_iter : int, default=100
         Maximum truncated power iterations per run.
     tol : float, default=1e-6
