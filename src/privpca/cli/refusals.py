@@ -24,6 +24,11 @@ MISSING_ADVICE = (
     "the guarantee.")
 
 
+#: The estimators' refusal of more components than columns (public: the table's width).
+_COMPONENTS_ABOVE_COLUMNS = re.compile(r"n_components=(\d+) must be between 1 and "
+                                       r"n_features=(\d+)")
+
+
 @contextlib.contextmanager
 def refusal_says_what_was_spent(show_data_warnings: bool,
                                  what: str = "the fit") -> Iterator[None]:
@@ -56,6 +61,12 @@ def refusal_says_what_was_spent(show_data_warnings: bool,
     except InvalidParameterError as exc:  # a value its declaration refuses: nothing booked
         raise option_refused(exc) from exc
     except (ValueError, BudgetExceededError) as exc:
+        too_many = _COMPONENTS_ABOVE_COLUMNS.match(str(exc))
+        if too_many and len(ledger) == booked:  # -k against the file's public width
+            raise click.BadParameter(
+                f"{too_many[1]} components asked, but the table has {too_many[2]} columns: "
+                f"-k must be between 1 and {too_many[2]}. Nothing was spent.",
+                param_hint="'-k' / '--n-components'") from exc
         if isinstance(exc, BoundNotFoundError) and exc.needed is not None:
             text = _shell_rows_refusal(exc, what)  # public: n, p, ε, δ; before any booking
         elif len(ledger) == booked:  # refused before the booking, or the booking withdrawn
