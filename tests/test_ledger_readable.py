@@ -241,3 +241,23 @@ def test_just_below_a_tenth_and_pure_dp_are_accepted(table):
 def test_allow_large_delta_takes_a_bool():
     with pytest.raises(ValueError, match="allow_large_delta must be True or False"):
         privpca.set_config(allow_large_delta="yes")  # type: ignore[arg-type]
+
+
+def test_the_summary_says_when_a_fits_noise_certifies_less_than_it_states():
+    """Three MOD-SuLQ fits at ε = 0.5 total 0.5: the ledger composes what their noise
+    certifies (MOD-SuLQ's theorem asks for more noise than its ε needs), which an outside
+    tester read as a budget never enforced. The summary now says so, with the figures."""
+    from privpca import ModSuLQPCA
+
+    X = np.random.default_rng(1010).standard_normal((20_000, 8))
+    ledger = PrivacyLedger()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            ModSuLQPCA(2, epsilon=0.5, delta=1e-6, random_state=5, ledger=ledger).fit(X)
+    text = " ".join(ledger.summary().split())
+    assert "#3 states 0.5, its noise certifies" in text
+    certified = float(text.split("#1 states 0.5, its noise certifies ")[1].split(",")[0])
+    assert 0.0 < certified < 0.5
+    # The total is what the three noises certify composed, floored at one fit's 0.5.
+    assert ledger.epsilon() == pytest.approx(0.5)

@@ -142,6 +142,18 @@ class PrivacyLedger:
         if len(records) > 1 and total < naive * (1 - 1e-9):
             lines.append(textwrap.fill(COMPOSITION_SENTENCE, width=100, initial_indent="  ",
                                        subsequent_indent="  ", break_on_hyphens=False))
+        looser = [(i, r.epsilon, rep.certifies) for i, (_, r) in enumerate(records, 1)
+                  if (rep := self._representation(r)) is not None
+                  and math.isfinite(rep.certifies)]
+        if looser:
+            each = ", ".join(f"#{i} states {stated:.4g}, its noise certifies {own:.4g}"
+                             for i, stated, own in looser)
+            lines.append(textwrap.fill(
+                "Some fits' noise certifies less than they state (their releases composed "
+                f"exactly; MOD-SuLQ's theorem asks for more noise than its ε needs): {each}. "
+                "The total composes what the noise certifies, a valid and tighter bound, and "
+                "is never below a fit's stated epsilon.", width=100, initial_indent="  ",
+                subsequent_indent="  ", break_on_hyphens=False))
         if self.epsilon_budget is not None:
             left = self.epsilon_budget - total
             lines.append(f"  left of the budget: epsilon = {max(left, 0.0):.4g}")
@@ -310,6 +322,8 @@ class _Representation:
     events: list[dp_accounting.DpEvent]
     pairs: list[tuple[float, float]]
     tail: float
+    #: What the events certify at the record's own δ, where below its stated ε (else NaN).
+    certifies: float = math.nan
 
 
 def _represent(record: PrivacyRecord, accountant: str) -> _Representation | None:
@@ -331,7 +345,11 @@ def _represent(record: PrivacyRecord, accountant: str) -> _Representation | None
         return rep  # its own claim cannot be the tighter one
     own = compose_epsilon(rep.events, record.delta, accountant=accountant, tail=rep.tail,
                           pairs=rep.pairs)
-    return rep if own <= record.epsilon * (1 + 1e-9) + 1e-12 else as_pair
+    if own > record.epsilon * (1 + 1e-9) + 1e-12:
+        return as_pair
+    if own < record.epsilon * (1 - 1e-6):
+        return _Representation(rep.events, rep.pairs, rep.tail, own)
+    return rep
 
 
 _DEFAULT_LEDGER = PrivacyLedger()
