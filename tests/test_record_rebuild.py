@@ -146,3 +146,25 @@ def test_the_pilots_are_listed_as_one_release_with_its_noise_and_candidates(tabl
     # The planned booking listed the same event: the final record settled it.
     assert len(ledger) == 1 and ledger.records[0][1] is est.privacy_
     assert ledger.epsilon() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("cls", [ModSuLQPCA, BinghamPCA])
+def test_the_notes_split_the_budget_as_the_spends_do(cls, table):
+    """A statistic outside the Gaussian split (MOD-SuLQ's theorem, Bingham's exponential
+    mechanism) is composed by basic composition: the notes said "statistic 0.71" of the
+    Gaussian budget beside a spends table that gave it 6.4 % (an outside tester)."""
+    import re
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = cls(n_components=2, random_state=0, ledger=PrivacyLedger()).fit(table)
+    notes = " ".join(est.privacy_.notes.split())
+    found = re.search(r"composes exactly \(dp-accounting\) to \(epsilon, delta\) = \(([\d.e-]+), "
+                      r"([\d.e-]+)\), shared as (.*?) of its Gaussian budget.*?the statistic "
+                      r"takes the rest, \(([\d.e-]+), ([\d.e-]+)\), by basic composition", notes)
+    assert found, notes
+    shares = [float(part.rsplit(" ", 1)[1]) for part in found[3].split(", ")]
+    assert sum(shares) == pytest.approx(1.0, abs=0.01)
+    statistic = next(s for s in est.privacy_.spends if s.mechanism.startswith("statistic"))
+    assert float(found[4]) == pytest.approx(statistic.epsilon, rel=1e-3)
+    assert float(found[1]) + float(found[4]) == pytest.approx(1.0, rel=1e-3)

@@ -196,12 +196,24 @@ class PrivacyRecording:
         spends = sorted([*pre, statistic_spend],
                         key=lambda s: rank.get(s.mechanism.split(":")[0], len(rank)))
         split = ""
-        if not self.paper_mode:
+        if not self.paper_mode and self.plan.statistic_gaussian:
             shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in self.plan.parts.items())
             split = (
                 f" Budget split (shares of the Gaussian budget 1/m², exact composition; "
                 f"dp-accounting): {shares}; total noise multiplier "
                 f"{self.plan.total_multiplier:.6g}."
+            )
+        elif not self.paper_mode:  # a statistic outside the Gaussian split: basic composition
+            stat = self.plan.parts["statistic"]
+            shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in self.plan.parts.items()
+                               if name != "statistic")
+            split = (
+                f" Budget split: the preprocessing composes exactly (dp-accounting) to "
+                f"(epsilon, delta) = ({self.plan.epsilon - stat.epsilon:.4g}, "
+                f"{self.plan.delta - stat.delta:.3g}), shared as {shares} of its Gaussian "
+                f"budget 1/m² (noise multiplier {self.plan.total_multiplier:.6g}); the "
+                f"statistic takes the rest, ({stat.epsilon:.4g}, {stat.delta:.3g}), by basic "
+                "composition."
             )
             if self.held_plan is not None:
                 held = self.held_plan

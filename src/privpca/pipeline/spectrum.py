@@ -396,10 +396,11 @@ def _read_off(V: NDArray[np.float64], M: NDArray[np.float64], noise_sd: float,
 #: What a fit's record notes say when :func:`variances_off_high_pilot` replaced its variances
 #: (the scree plot draws no band then: :func:`privpca.plot.variances_read_elsewhere`).
 HIGH_PILOT_NOTE = (
-    " The bound chosen was the low candidate: explained_variance_ and its ratio are read off "
-    "the pilot Gram released at the high one (post-processing), the variances of rows clipped "
-    "at a bound above (almost) every norm, not of rows clipped at the median (kept where the "
-    "two differ by less than their noise: privpca.pipeline.spectrum.variances_along).")
+    " The bound chosen was below the ladder's top: explained_variance_ and its ratio are read "
+    "off the pilot Gram released at the robust maximum (post-processing), the variances of "
+    "rows clipped at a bound above (almost) every norm, not of rows clipped at the chosen "
+    "bound (kept where the two differ by less than their noise: "
+    "privpca.pipeline.spectrum.variances_along).")
 
 
 def variances_off_high_pilot(choice: Any, fit: SpectrumFit, final: NDArray[np.float64],
