@@ -218,8 +218,8 @@ def test_a_fit_refused_before_its_booking_says_nothing_was_spent(runner, tmp_pat
     assert result.exit_code == 1 and "NaN or infinity" in result.stderr
     assert "Nothing was spent" in result.stderr and "17" not in result.stderr
     np.save(path, np.nan_to_num(X))
-    result = runner.invoke(main, ["fit", str(path), *FAST[2:], "-k", "4"])  # k > p
-    assert result.exit_code == 1 and "Nothing was spent" in result.stderr, result.output
+    result = runner.invoke(main, ["fit", str(path), *FAST[2:], "-k", "4"])  # k > p: usage
+    assert result.exit_code == 2 and "Nothing was spent" in result.stderr, result.output
 
 
 def test_too_few_rows_for_a_private_bound_are_refused_in_shell_terms_before_any_spend(
