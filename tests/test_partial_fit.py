@@ -139,22 +139,35 @@ def test_the_ledger_pays_one_call_for_the_whole_stream():
     assert [s.mechanism.split(":")[0] for s in record.spends] == ["centre", "statistic"]
 
 
-def test_fit_and_partial_fit_each_start_afresh():
+def test_partial_fit_never_silently_replaces_a_fit_it_cannot_continue(tmp_path):
+    """A fit, or a stream restored by load, copy or pickle, keeps no exact running sums:
+    partial_fit refuses to continue it rather than start a new stream over it (a loaded
+    20 000-row stream became a 10 000-row one without a word: an outside tester). A clone
+    starts a new stream; the live object continues its own."""
+    from sklearn.base import clone
+
+    import privpca
+
     X = make_spiked(4000, 6, 2, random_state=0)[0]
     ledger = PrivacyLedger()
     est = AnalyzeGaussPCA(2, data_norm=1.0, random_state=0, ledger=ledger)
     _in_batches(est, X, 2)
     est.fit(X)
     assert not hasattr(est, "n_samples_seen_") and len(ledger) == 2
-    est.partial_fit(X[:1000])  # after fit: a new stream, a new charge
-    assert est.n_samples_seen_ == 1000 and len(ledger) == 3
-    assert "1 batch (1000 rows)" in est.privacy_.notes
-    twin = copy.deepcopy(est)  # a copy drops the stream: the same noise must not be drawn twice
-    twin.partial_fit(X[1000:2000])
-    assert twin.n_samples_seen_ == 1000 and len(ledger) == 4
-    pickle.loads(pickle.dumps(without_ledger(est)))  # the generator is not pickled
-    est.set_params(n_components=1).partial_fit(X[2000:])  # post-processing may change
-    assert est.components_.shape == (1, 6) and est.n_samples_seen_ == 3000
+    with pytest.raises(ValueError, match="cannot continue this estimator's fit"):
+        est.partial_fit(X[:1000])  # after fit
+    assert len(ledger) == 2
+    fresh = clone(est).partial_fit(X[:1000])  # a new stream, a new charge
+    assert fresh.n_samples_seen_ == 1000 and len(ledger) == 3
+    assert "1 batch (1000 rows)" in fresh.privacy_.notes
+    privpca.save(fresh, tmp_path / "stream.npz")
+    for twin in (copy.deepcopy(fresh), privpca.load(tmp_path / "stream.npz")):
+        with pytest.raises(ValueError, match="cannot continue"):  # no noise drawn twice
+            twin.partial_fit(X[1000:2000])
+    assert len(ledger) == 3
+    pickle.loads(pickle.dumps(without_ledger(fresh)))  # the generator is not pickled
+    fresh.set_params(n_components=1).partial_fit(X[2000:])  # post-processing may change
+    assert fresh.components_.shape == (1, 6) and fresh.n_samples_seen_ == 3000
 
 
 # ------------------------------------------------------------- (4) refusals before a charge
