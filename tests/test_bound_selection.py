@@ -267,7 +267,7 @@ def test_with_the_low_bound_the_variances_are_read_off_the_high_pilot():
     # (Seed 1: under seed 0 the median and the third candidate tie, 0.006 each.)
     est = AnalyzeGaussPCA(2, epsilon=1.0, random_state=1, ledger=PrivacyLedger()).fit(X)
     assert "(low candidate)" in _choice(est)
-    assert "read off the pilot Gram released at the high one" in est.privacy_.notes
+    assert "read off the pilot Gram released at the robust maximum" in est.privacy_.notes
     np.testing.assert_allclose(est.explained_variance_ratio_, ref.explained_variance_ratio_,
                                atol=0.03)
     np.testing.assert_allclose(est.explained_variance_, ref.explained_variance_, rtol=0.1)

@@ -244,7 +244,7 @@ def test_defaults_report_the_tables_variances_not_the_clipped_rows(cls):
     truth = np.linalg.eigvalsh(np.cov(X.T))[::-1][:2]
     est = cls(2, random_state=0, ledger=privpca.PrivacyLedger()).fit(X + 7.0)
     np.testing.assert_allclose(est.explained_variance_, truth, rtol=0.1)
-    assert "read off the pilot Gram released at the high one" in est.privacy_.notes
+    assert "read off the pilot Gram released at the robust maximum" in est.privacy_.notes
 
 
 def test_a_fit_that_resolves_nothing_says_so():

@@ -13,10 +13,10 @@ ledger is charged at the first call, amended after.
 need the whole table). With ``centering="private"`` rows are clipped around the origin (no
 centre is known before the first batch), so ``data_norm`` bounds the raw rows' norms. Under
 add/remove-one neighbours (no private mean, as for ``fit``) ``n_samples_seen_`` is None.
-``fit`` starts afresh. ``partial_fit`` continues only the live stream that made the fit: after
-``fit``, or on a copy, pickle or :func:`privpca.load` of a stream (which drop the stream: two
-copies drawing the same noise would cancel it in a difference), it refuses rather than start a
-new stream over the fit; a clone starts one.
+``fit`` starts afresh, as does ``partial_fit`` after ``fit`` (scikit-learn's checks call one
+after the other). A copy, pickle or :func:`privpca.load` of a stream drops it (two copies
+drawing the same noise would cancel it in a difference): ``partial_fit`` on it refuses rather
+than start a new stream over its fit; a clone starts one.
 
 The summed noise has std σ√T per entry against a signal growing with n: the error grows about
 as √T. ``python benchmarks/bench_partial_fit.py`` (spiked table, n = 20 000, p = 20, k = 2,
@@ -228,14 +228,13 @@ class IncrementalGramMixin(BasePrivatePCA):
                if name not in POST_PROCESSING}
         if stream is None:
             self._validate_params()
-            if hasattr(self, "components_"):  # a fit whose exact sums are not kept
+            if "n_samples_seen_" in vars(self):  # a stream's fit, its exact sums gone
                 raise ValueError(
-                    f"{type(self).__name__}.partial_fit cannot continue this estimator's fit: "
-                    "its exact running sums are never kept outside the stream that made them "
-                    "(a fit, or a stream restored by load, copy or pickle), so a new stream "
-                    "would silently replace it. Start the new stream on an unfitted copy "
-                    "(sklearn.base.clone(estimator)), or keep the streaming object in memory "
-                    "to add batches.")
+                    f"{type(self).__name__}.partial_fit cannot continue this stream: its exact "
+                    "running sums are never kept outside the object that made them (a copy, "
+                    "pickle or privpca.load drops them), so a new stream would silently "
+                    "replace its fit. Add batches to the original object, or start a new "
+                    "stream on sklearn.base.clone(estimator).")
         elif not same_stream_parameters(stream.key, key):
             raise ValueError(f"{type(self).__name__}.partial_fit: {CHANGED}")
         with fit_noise_mode(noise_mode_of(self.random_state)):
