@@ -215,6 +215,7 @@ class PrivacyRecording:
                 f"statistic takes the rest, ({stat.epsilon:.4g}, {stat.delta:.3g}), by basic "
                 "composition."
             )
+        if not self.paper_mode:
             if self.held_plan is not None:
                 held = self.held_plan
                 sizes = self.held_out_sizes()
