@@ -662,6 +662,19 @@ def test_cli_audit_prints_both_levels_the_probe_and_the_family_summary():
     assert "Holm (family-wise error 0.05): no claim rejected." in out
 
 
+def test_cli_audit_takes_the_fit_commands_method_names_too():
+    from click.testing import CliRunner
+
+    from privpca.audit.cli import audit_command
+
+    res = CliRunner().invoke(audit_command, ["analyze-gauss", "--runs", "20", "--no-probe",
+                                             "--seed", "0", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert "| AnalyzeGaussPCA | 1 |" in res.output
+    res = CliRunner().invoke(audit_command, ["analyse-gauss", "--no-progress"])
+    assert res.exit_code == 2 and "--method` names" in res.output
+
+
 def test_cli_audit_mechanisms_control_is_detected_and_secure_mode_is_not():
     from click.testing import CliRunner
 

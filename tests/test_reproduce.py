@@ -147,6 +147,15 @@ def test_overrides_and_unknown_parameters(tmp_path: Path) -> None:
     assert {r["method"] for r in out.result.rows} == {"dps-pca"}
 
 
+@pytest.mark.parametrize("param, says", [("bogus=1", "Unknown parameters"),
+                                         ("repetitions=abc", "takes a number there")])
+def test_a_bad_param_is_a_usage_error_before_anything_runs(param, says, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["reproduce", "wangxu-fig3", "--quick", "-p", param,
+                                       "-o", str(tmp_path)])
+    assert result.exit_code == 2 and says in result.output
+    assert not list(tmp_path.iterdir())  # nothing ran
+
+
 def _toy(params: dict[str, Any], ctx: RunContext) -> ExperimentResult:
     ctx.start(params["repetitions"])
     rows = []
@@ -230,6 +239,6 @@ def test_cli_param_overrides(tmp_path: Path) -> None:
     md = (tmp_path / "ge-table1.md").read_text()
     assert "-p 'dims=(20, 30)'" in md
     res = CliRunner().invoke(main, [*args, "-p", "nonsense=1"])
-    assert res.exit_code == 1 and "Unknown parameters" in res.output
+    assert res.exit_code == 2 and "Unknown parameters" in res.output
     res = CliRunner().invoke(main, [*args, "-p", "novalue"])
     assert res.exit_code == 2 and "KEY=VALUE" in res.output

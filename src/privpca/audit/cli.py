@@ -506,8 +506,8 @@ def format_table(rows: list[dict[str, Any]], levels: Levels | None = None) -> st
 def audit_command(method: str, epsilons: tuple[float, ...], delta: float, runs: int,
                   probe_runs: int, probe: bool, lattice: bool, confidence: float,
                   setting: str, seed: int | None, progress: bool) -> None:
-    """Audit METHOD (an estimator name, "all", or "mechanisms": the noise mechanisms' float
-    probes only) on its built-in worst-case neighbours.
+    """Audit METHOD (an estimator's class or --method name, "all", or "mechanisms": the noise
+    mechanisms' float probes only) on its built-in worst-case neighbours.
 
     Prints the threshold audit (per claimed ε: the ε its runs prove at the per-cell and at the
     Bonferroni family-wise level, and the power), the floating-point probe in default and
@@ -520,13 +520,14 @@ def audit_command(method: str, epsilons: tuple[float, ...], delta: float, runs: 
         probe = True
     elif method == "all":
         methods = list(audited())
-    else:
-        methods = [method]
+    else:  # a class name, or the CLI name `privpca fit --method` takes
+        cls = PRIVATE_ESTIMATORS.get(method)
+        methods = [method if cls is None else cls.__name__]
     for name in methods:
         if name not in audited():
             raise click.BadParameter(f"unknown method {name!r}; choose from "
-                                     f"{', '.join(audited())}, 'all' or 'mechanisms'.",
-                                     param_hint="METHOD")
+                                     f"{', '.join(audited())} (or their `privpca fit --method` "
+                                     "names), 'all' or 'mechanisms'.", param_hint="METHOD")
     if not 0.0 < confidence < 1.0:
         raise click.BadParameter("must be in (0, 1).", param_hint="--confidence")
     mechanisms = method in ("all", "mechanisms")

@@ -54,6 +54,22 @@ def demo(
     )
 
 
+def _check_overrides(exp: Any, quick: bool, overrides: dict[str, Any]) -> None:
+    """Refuse ``-p`` keys the experiment does not take, and text where it takes a number."""
+    hint = "'-p' / '--param'"
+    try:
+        defaults = exp.params(quick=quick)
+        exp.params(quick=quick, **overrides)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=hint) from exc
+    for key, value in overrides.items():
+        default = defaults[key]
+        number = isinstance(default, int | float) and not isinstance(default, bool)
+        if number and not (isinstance(value, int | float) and not isinstance(value, bool)):
+            raise click.BadParameter(f"{key}={value!r}: {exp.name} takes a number there "
+                                     f"(default {default!r}).", param_hint=hint)
+
+
 def _parse_params(params: tuple[str, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in params:
@@ -127,6 +143,8 @@ def reproduce(
         if missing:
             raise click.ClickException(f"{exp.name} needs {', '.join(missing)}.")
     overrides = _parse_params(params)
+    for exp in experiments:  # a bad -p is a usage error, before anything runs
+        _check_overrides(exp, quick, overrides)
     for exp in experiments:
         command = "privpca reproduce " + exp.name + (" --quick" if quick else "")
         command += f" --seed {seed} -o {output}"
