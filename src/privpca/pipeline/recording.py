@@ -180,6 +180,52 @@ class PrivacyRecording:
         )
         return record
 
+    def _split_note(self) -> str:
+        """The notes' sentence on how the (ε, δ) was split (and on the held-out rows)."""
+        if self.plan.statistic_gaussian:
+            shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in self.plan.parts.items())
+            split = (
+                f" Budget split (shares of the Gaussian budget 1/m², exact composition; "
+                f"dp-accounting): {shares}; total noise multiplier "
+                f"{self.plan.total_multiplier:.6g}."
+            )
+        else:  # a statistic outside the Gaussian split: basic composition
+            stat = self.plan.parts["statistic"]
+            shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in self.plan.parts.items()
+                               if name != "statistic")
+            split = (
+                f" Budget split: the preprocessing composes exactly (dp-accounting) to "
+                f"(epsilon, delta) = ({self.plan.epsilon - stat.epsilon:.4g}, "
+                f"{self.plan.delta - stat.delta:.3g}), shared as {shares} of its Gaussian "
+                f"budget 1/m² (noise multiplier {self.plan.total_multiplier:.6g}); the "
+                f"statistic takes the rest, ({stat.epsilon:.4g}, {stat.delta:.3g}), by basic "
+                "composition."
+            )
+        if self.held_plan is not None:
+            held = self.held_plan
+            sizes = self.held_out_sizes()
+            assert sizes is not None
+            n_held = sizes[0]
+            shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in held.parts.items())
+            split += (
+                f" Held-out preprocessing (holdout_fraction={self.holdout_fraction:g}): "
+                f"{', '.join(held.parts)} were released from {n_held} of the "
+                f"{self.n_samples} rows (a uniformly random set of rows drawn secretly from "
+                f"the estimator's own generator, whatever the row order) at the whole "
+                f"(epsilon, delta), split {shares} (total "
+                f"noise multiplier {held.total_multiplier:.6g}"
+                + "); the statistic read only the other "
+                f"{self.n_samples - n_held} rows at the whole (epsilon, delta): each "
+                "record enters one of the two (parallel composition). A ledger composes "
+                "this fit as its (epsilon, delta), not as its parts in sequence."
+            )
+            if self.recentre:
+                split += (" The statistic's pass also released the sum of its clipped rows "
+                          "(the centre part, sensitivity 2D): the statistic is re-centred "
+                          "on its own rows' private mean (post-processing), which is "
+                          "mean_.")
+        return split
+
     def _record_from(
         self,
         pre: list[PrivacySpend],
@@ -195,50 +241,7 @@ class PrivacyRecording:
         rank = {name: i for i, name in enumerate(PART_NAMES)}
         spends = sorted([*pre, statistic_spend],
                         key=lambda s: rank.get(s.mechanism.split(":")[0], len(rank)))
-        split = ""
-        if not self.paper_mode and self.plan.statistic_gaussian:
-            shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in self.plan.parts.items())
-            split = (
-                f" Budget split (shares of the Gaussian budget 1/m², exact composition; "
-                f"dp-accounting): {shares}; total noise multiplier "
-                f"{self.plan.total_multiplier:.6g}."
-            )
-        elif not self.paper_mode:  # a statistic outside the Gaussian split: basic composition
-            stat = self.plan.parts["statistic"]
-            shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in self.plan.parts.items()
-                               if name != "statistic")
-            split = (
-                f" Budget split: the preprocessing composes exactly (dp-accounting) to "
-                f"(epsilon, delta) = ({self.plan.epsilon - stat.epsilon:.4g}, "
-                f"{self.plan.delta - stat.delta:.3g}), shared as {shares} of its Gaussian "
-                f"budget 1/m² (noise multiplier {self.plan.total_multiplier:.6g}); the "
-                f"statistic takes the rest, ({stat.epsilon:.4g}, {stat.delta:.3g}), by basic "
-                "composition."
-            )
-        if not self.paper_mode:
-            if self.held_plan is not None:
-                held = self.held_plan
-                sizes = self.held_out_sizes()
-                assert sizes is not None
-                n_held = sizes[0]
-                shares = ", ".join(f"{name} {p.weight:.3g}" for name, p in held.parts.items())
-                split += (
-                    f" Held-out preprocessing (holdout_fraction={self.holdout_fraction:g}): "
-                    f"{', '.join(held.parts)} were released from {n_held} of the "
-                    f"{self.n_samples} rows (a uniformly random set of rows drawn secretly from "
-                    f"the estimator's own generator, whatever the row order) at the whole "
-                    f"(epsilon, delta), split {shares} (total "
-                    f"noise multiplier {held.total_multiplier:.6g}"
-                    + "); the statistic read only the other "
-                    f"{self.n_samples - n_held} rows at the whole (epsilon, delta): each "
-                    "record enters one of the two (parallel composition). A ledger composes "
-                    "this fit as its (epsilon, delta), not as its parts in sequence."
-                )
-                if self.recentre:
-                    split += (" The statistic's pass also released the sum of its clipped rows "
-                              "(the centre part, sensitivity 2D): the statistic is re-centred "
-                              "on its own rows' private mean (post-processing), which is "
-                              "mean_.")
+        split = "" if self.paper_mode else self._split_note()
         return PrivacyRecord(
             epsilon=self.epsilon if epsilon is None else float(epsilon),
             delta=self.delta if delta is None else float(delta),
