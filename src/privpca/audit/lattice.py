@@ -371,12 +371,6 @@ class BinghamGuess:
     index: int
     scores: tuple[float, ...]
 
-    @property
-    def margin(self) -> float:
-        """How much lower the kept score is than the next one (bits)."""
-        s = sorted(self.scores)
-        return s[1] - s[0] if len(s) > 1 else math.inf
-
 
 def bingham_distinguisher(
     v: ArrayLike,

@@ -171,8 +171,6 @@ class FantopeState:
         bound described in :func:`fantope_projection` for the capped path.
     last_tail_estimate : float
         Capped path: estimate of the largest eigenvalue left out (NaN on other paths).
-    n_partial, n_subset, n_full, n_capped : int
-        Projections served by each path.
     n_failed, n_subset_failed : int
         Krylov attempts and LAPACK subset attempts abandoned for a later path.
     """
@@ -193,10 +191,6 @@ class FantopeState:
     last_theta: float = float("nan")
     last_matvec_cols: int = 0
     lambda_min: float | None = None
-    n_partial: int = 0
-    n_subset: int = 0
-    n_full: int = 0
-    n_capped: int = 0
     last_error_bound: float = 0.0
     last_tail_estimate: float = float("nan")
     n_failed: int = 0
@@ -220,14 +214,6 @@ def _finish(
     """Update counters and the warm start after a successful projection."""
     n_contrib = int(np.count_nonzero(w > theta))
     _record(state, path, w.size, n_contrib, theta, state.last_matvec_cols)
-    if path == "partial":
-        state.n_partial += 1
-    elif path == "subset":
-        state.n_subset += 1
-    elif path == "capped":
-        state.n_capped += 1
-    else:
-        state.n_full += 1
     state.n_contrib = n_contrib
     b_next = _initial_block(k, n_contrib)
     if b_next <= int(p * MAX_PARTIAL_FRACTION):

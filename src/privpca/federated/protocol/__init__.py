@@ -68,14 +68,13 @@ from privpca.federated.protocol.privacy import merge_provider_spends as merge_pr
 from privpca.federated.protocol.privacy import provider_privacy_record as provider_privacy_record
 from privpca.federated.protocol.provider import ProviderState, provider_noise_rng
 from privpca.federated.protocol.server import INITS as INITS
-from privpca.federated.protocol.server import ProviderDropoutError, ServerState, select_replies
+from privpca.federated.protocol.server import ServerState, select_replies
 
 __all__ = [
     "PROVIDER_FAILURES",
     "FileReleaseCounter",
     "ProviderConfigError",
     "ProviderInputError",
-    "ProviderDropoutError",
     "ProviderState",
     "ReleaseCounter",
     "ServerState",

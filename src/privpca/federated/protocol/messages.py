@@ -21,6 +21,7 @@ __all__ = [
     "MeanReply",
     "PrepareMessage",
     "PrepareReply",
+    "ProviderDropoutError",
     "Query",
     "QueryRefusedError",
     "Reply",
@@ -35,6 +36,10 @@ ORTHONORMALITY_TOL = 1e-8
 
 class QueryRefusedError(ValueError):
     """A provider refused a malformed message (wrong shape, NaN, non-orthonormal Q, ...)."""
+
+
+class ProviderDropoutError(RuntimeError):
+    """A provider did not answer a round (dropped out, timed out, or refused)."""
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from privpca.federated.protocol.messages import (
     Message,
     PrepareMessage,
     PrepareReply,
+    ProviderDropoutError,
     Query,
     Reply,
     VarianceQuery,
@@ -33,10 +34,6 @@ from privpca.solvers.power import random_orthonormal_basis, thin_qr, top_row_sup
 
 ON_DROPOUT: tuple[str, ...] = ("error", "continue")
 INITS: tuple[str, ...] = ("random", "random-sparse")
-
-
-class ProviderDropoutError(RuntimeError):
-    """A provider did not answer a round (dropped out, timed out, or refused)."""
 
 
 @dataclass

@@ -23,8 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca.federated.protocol.messages import QueryRefusedError
-from privpca.federated.protocol.server import ProviderDropoutError
+from privpca.federated.protocol.messages import ProviderDropoutError, QueryRefusedError
 from privpca.federated.secure.masking import DOMAIN, check_bits
 
 __all__ = [
