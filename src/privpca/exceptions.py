@@ -15,6 +15,8 @@ __all__ = [
     "NonPrivatePreprocessingWarning",
     "PrivacyLeakWarning",
     "PrivacyWarning",
+    "ProviderDropoutError",
+    "QueryRefusedError",
     "RowClippingWarning",
     "UnresolvedComponentsWarning",
 ]
@@ -115,3 +117,12 @@ class NonFiniteInputError(ValueError):
     A ``ValueError``. Raised before anything computed from the data is released, and
     without a count or position of the offending entries (that would be an exact statistic).
     """
+
+
+class QueryRefusedError(ValueError):
+    """A data provider refused a malformed message of the distributed protocol (wrong shape,
+    NaN, non-orthonormal Q, out of order)."""
+
+
+class ProviderDropoutError(RuntimeError):
+    """A data provider did not answer a round (dropped out, timed out, or refused)."""

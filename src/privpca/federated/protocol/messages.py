@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from privpca.exceptions import ProviderDropoutError, QueryRefusedError
+
 __all__ = [
     "MeanQuery",
     "MeanReply",
@@ -32,14 +34,6 @@ __all__ = [
 
 #: Largest deviation of QᵀQ from I that a provider accepts (rounding of a ThinQR is ~1e-15).
 ORTHONORMALITY_TOL = 1e-8
-
-
-class QueryRefusedError(ValueError):
-    """A provider refused a malformed message (wrong shape, NaN, non-orthonormal Q, ...)."""
-
-
-class ProviderDropoutError(RuntimeError):
-    """A provider did not answer a round (dropped out, timed out, or refused)."""
 
 
 @dataclass(frozen=True)

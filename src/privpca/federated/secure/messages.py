@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privpca.federated.protocol.messages import ProviderDropoutError, QueryRefusedError
+from privpca.exceptions import ProviderDropoutError, QueryRefusedError
 from privpca.federated.secure.masking import DOMAIN, check_bits
 
 __all__ = [
