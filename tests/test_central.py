@@ -178,6 +178,9 @@ def test_dppca_refuses_too_little_data_clearly(rng):
     # refused before any charge, like the papers' setting.
     X, _ = gaussian(2_500, 5, rng)
     with pytest.raises(ValueError, match=r"holds out 250 records .* need at least"):
+        DPPCA(delta=1e-8, ledger=ledger, holdout_fraction=0.1).fit(X)
+    # "auto" holds out what the quantiles need (417 rows here); the stream is then too short.
+    with pytest.raises(ValueError, match=r"minibatch .* got m \(records\)=2083"):
         DPPCA(delta=1e-8, ledger=ledger).fit(X)
     X, _ = gaussian(5_000, 5, rng)
     with pytest.raises(ValueError, match=r"minibatch .* got m \(pair differences\)=2250"):
@@ -442,6 +445,23 @@ def test_table_mode_parameter_errors(cls, params, match):
         cls(amplification="none", ledger=ledger, **params).fit(X) if cls is PrivateOjaPCA \
             else cls(ledger=ledger, **params).fit(X)
     assert len(ledger) == 0
+
+
+def test_auto_holdout_holds_out_what_the_quantiles_need():
+    """``holdout_fraction="auto"``: 0.1 of the rows, raised to the rows the held-out searches
+    need (public n, p, ε, δ) up to half the table: 1 030 rows fit, where 0.1 (103) refuses."""
+    X, _ = shifted(1_030, 4, seed=3)
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match=r"holds out 103 records .* need at least (\d+)") as e:
+        PrivateOjaPCA(holdout_fraction=0.1, ledger=ledger, random_state=0).fit(X)
+    assert len(ledger) == 0
+    need = e.value.needed
+    est = PrivateOjaPCA(ledger=ledger, random_state=0).fit(X)
+    assert f" {need} of n=1030 records" in est.privacy_.notes and len(ledger) == 1
+    assert est.privacy_.epsilon == pytest.approx(1.0)
+    with pytest.raises(ValueError, match=r"'auto' holds out at most half"):
+        PrivateOjaPCA(ledger=ledger).fit(X[: 2 * need - 2])
+    assert len(ledger) == 1
 
 
 @pytest.mark.parametrize("cls", [DPPCA, PrivateOjaPCA])

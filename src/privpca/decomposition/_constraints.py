@@ -215,7 +215,7 @@ STOCHASTIC: dict[str, Constraints] = {
     "n_components": N_COMPONENTS,
     "learning_rate": LEARNING_RATE,
     "shuffle": SHUFFLE,
-    "holdout_fraction": [Interval(Real, 0.0, 1.0, closed="neither")],
+    "holdout_fraction": [StrOptions({"auto"}), Interval(Real, 0.0, 1.0, closed="neither")],
     "stream_centering": [StrOptions({"mean", "pairs"})],
     "budget_shares": BUDGET_SHARES,
 }

@@ -35,7 +35,7 @@ from privpca.pipeline.release import MAX_SEARCH_SHARE, ReleasePipeline
 from privpca.pipeline.rows import Statistic
 from privpca.pipeline.settings import PipelineSettings, check_centering
 from privpca.solvers.eigen import fix_signs
-from privpca.streaming.holdout import held_out_size, random_row_split
+from privpca.streaming.holdout import RowSplit, held_out_size, random_subset
 from privpca.streaming.selection import drop_rows, take_rows
 from privpca.streaming.sources import RowSource
 
@@ -84,8 +84,17 @@ class HeldOutTable(BasePrivatePCA):
         epsilon, delta = float(self.epsilon), float(self.delta)  # declared: checked
         centering = check_centering(getattr(self, "centering", None), p, self)
         n_held, m, pairs = self._split(n, centering)
-        run = self._held_out_pipeline(n_held, p, epsilon, delta, centering,
-                                      Neighbouring.REPLACE_ONE_CENTRAL)
+        try:
+            run = self._held_out_pipeline(n_held, p, epsilon, delta, centering,
+                                          Neighbouring.REPLACE_ONE_CENTRAL)
+        except BoundNotFoundError as exc:
+            # "auto": hold out the rows the searches need (public: n, p, ε, δ), up to half.
+            if getattr(self, "holdout_fraction", "auto") != "auto" or exc.needed is None \
+                    or exc.needed > n // 2:
+                raise
+            n_held, m, pairs = self._split(n, centering, n_held=int(exc.needed))
+            run = self._held_out_pipeline(n_held, p, epsilon, delta, centering,
+                                          Neighbouring.REPLACE_ONE_CENTRAL)
         # Refuses (before any charge) what the stream cannot guarantee on m records.
         stream, spend, calibration = self._table_stream_plan(m, p, pairs=pairs,
                                                              streamed=data.mode.streamed)
@@ -143,7 +152,8 @@ class HeldOutTable(BasePrivatePCA):
                                                 notes=notes))
 
     def _holdout_fraction(self) -> float:
-        return float(getattr(self, "holdout_fraction", DEFAULT_HOLDOUT_FRACTION))
+        fraction = getattr(self, "holdout_fraction", "auto")
+        return DEFAULT_HOLDOUT_FRACTION if fraction == "auto" else float(fraction)
 
     def _holdout_weights(self, active: tuple[str, ...]) -> dict[str, float]:
         """``budget_shares`` merged into :data:`HOLDOUT_SHARES`, normalised over ``active``."""
@@ -162,13 +172,14 @@ class HeldOutTable(BasePrivatePCA):
         total = sum(used.values())
         return {part: w / total for part, w in used.items()}
 
-    def _split(self, n: int, centering: Any) -> tuple[int, int, bool]:
+    def _split(self, n: int, centering: Any, *, n_held: int | None = None,
+               ) -> tuple[int, int, bool]:
         """``(n_held, m, pairs)``: held-out size, stream size, whether pairs are formed.
 
         ``n_held = ⌈holdout_fraction·n⌉`` (:func:`~privpca.streaming.holdout.held_out_size`,
-        in memory and streamed alike)."""
+        in memory and streamed alike) unless given."""
         frac = self._holdout_fraction()
-        n_held = held_out_size(n, frac)
+        n_held = held_out_size(n, frac) if n_held is None else n_held
         mode = getattr(self, "stream_centering", "mean")
         if mode not in ("mean", "pairs"):
             raise ValueError(
@@ -220,11 +231,12 @@ class HeldOutTable(BasePrivatePCA):
         except BoundNotFoundError as exc:
             raise BoundNotFoundError(
                 f"{type(self).__name__} holds out {n_held} records (holdout_fraction="
-                f"{self._holdout_fraction():g}) for its private mean, bound and explained "
-                f"variance; its private norm quantiles need at least {exc.needed} at "
-                f"epsilon={epsilon:g}, delta={delta:g}. Nothing was charged. Raise "
-                "holdout_fraction, use more data or a larger epsilon, or use the papers' "
-                f"setting ({self._papers_setting()}).", rows=n_held, needed=exc.needed,
+                f"{getattr(self, 'holdout_fraction', 'auto')!r}: 'auto' holds out at most "
+                "half the table) for its private mean, bound and explained variance; its "
+                f"private norm quantiles need at least {exc.needed} at epsilon={epsilon:g}, "
+                f"delta={delta:g}. Nothing was charged. Use more data or a larger epsilon, "
+                f"or the papers' setting ({self._papers_setting()}).", rows=n_held,
+                needed=exc.needed,
                 epsilon_needed=exc.epsilon_needed, holdout_fraction=self._holdout_fraction()
             ) from exc
         parts = {name: b for name, b in run.plan.parts.items() if name != "statistic"}
@@ -264,8 +276,7 @@ class HeldOutTable(BasePrivatePCA):
         storage order, :mod:`privpca.decomposition._stochastic`), gathered in one pass; the
         stream reads the other rows in order (their pair differences, or minus the released or
         public centre) when it is read."""
-        split = random_row_split(table.n_samples, self._holdout_fraction(), rng)
-        assert split.n_held == n_held
+        split = RowSplit(table.n_samples, random_subset(table.n_samples, n_held, rng))
         held = self._prepare_held_out(run, take_rows(table, split.held), rng)
         centre = None if pairs else held.stream_centre(centering)
         return held, RecordStream.streamed(drop_rows(table, split.held), pairs=pairs,

@@ -98,7 +98,6 @@ from privpca.decomposition._dppca_plan import (
 from privpca.decomposition._dppca_steps import _fallback_eigenvalue, _noise_level, _Plan, _run
 from privpca.decomposition._records import RecordStream
 from privpca.decomposition._stochastic import (
-    DEFAULT_HOLDOUT_FRACTION,
     HeldOutRelease,
     StreamInput,
     StreamPlan,
@@ -185,9 +184,11 @@ class DPPCA(DPPCACalibration):
         any order (each record enters one mechanism call); the accuracy suffers if the rows
         are sorted. ``learning_rate="search"`` is not available on streamed tables. See
         :mod:`privpca.decomposition._stochastic` (streamed tables).
-    holdout_fraction : float, default=0.1
+    holdout_fraction : "auto" or float, default="auto"
         Share of the records held out (outside the papers' setting) for the private mean,
-        bound and explained variance, at the full (ε, δ) (parallel composition).
+        bound and explained variance, at the full (ε, δ) (parallel composition). ``"auto"``:
+        0.1, raised to the fewest rows the held-out searches need at these settings (a
+        function of n, p, ε and δ only), up to half the table.
     stream_centering : {"mean", "pairs"}, default="mean"
         As in :class:`~privpca.PrivateOjaPCA` (measured for DP-PCA at n = 10⁶, d = 20:
         "mean" 0.19 against 0.31 for "pairs", docs/DP_PCA.md).
@@ -323,7 +324,7 @@ class DPPCA(DPPCACalibration):
         search_fraction: float = 0.1,
         keep_history: bool = False,
         shuffle: Any = "auto",
-        holdout_fraction: float = DEFAULT_HOLDOUT_FRACTION,
+        holdout_fraction: float | str = "auto",
         stream_centering: str = "mean",
         budget_shares: dict[str, float] | None = None,
         whiten: bool = False,

@@ -82,7 +82,6 @@ from privpca.accounting.record import PrivacyRecord, PrivacySpend
 from privpca.decomposition._constraints import DATA_NORM, STOCHASTIC, WHITEN
 from privpca.decomposition._records import RecordStream
 from privpca.decomposition._stochastic import (
-    DEFAULT_HOLDOUT_FRACTION,
     HeldOutRelease,
     StochasticPCA,
     StreamInput,
@@ -172,9 +171,11 @@ class PrivateOjaPCA(StochasticPCA):
         theorem needs one. ``"none"`` holds in any order.
     learning_rate : "auto", float or (float, float), default="auto"
         As in :class:`~privpca.OjaPCA`.
-    holdout_fraction : float, default=0.1
+    holdout_fraction : "auto" or float, default="auto"
         Share of the records held out (outside the papers' setting) for the private mean, β
-        and the explained variance, at the full (ε, δ) (parallel composition).
+        and the explained variance, at the full (ε, δ) (parallel composition). ``"auto"``:
+        0.1, raised to the fewest rows the held-out searches need at these settings (a
+        function of n, p, ε and δ only), up to half the table.
     shuffle : "auto" or bool, default="auto"
         Read the records in a uniformly random order (Algorithm 2, line 1; ``"auto"`` for
         in-memory arrays) or in their order (``False``; ``"auto"`` for streamed tables,
@@ -277,7 +278,7 @@ class PrivateOjaPCA(StochasticPCA):
         clip_norm: float | str = "auto",
         amplification: str = "shuffle",
         learning_rate: Any = "auto",
-        holdout_fraction: float = DEFAULT_HOLDOUT_FRACTION,
+        holdout_fraction: float | str = "auto",
         shuffle: Any = "auto",
         stream_centering: str = "mean",
         budget_shares: dict[str, float] | None = None,
