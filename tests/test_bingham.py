@@ -533,3 +533,26 @@ def test_exact_sampler_exhaustion_is_not_published():
     assert a.privacy_.to_dict() == b.privacy_.to_dict()
     assert sorted(vars(a)) == sorted(vars(b))
     assert "exhaust" not in a.privacy_.notes and "fall" not in a.privacy_.notes.lower()
+
+
+@pytest.mark.parametrize("sampler, k, condition", [
+    ("exact", 1, "failure probability"), ("auto", 1, "Gibbs fallback is uncertified"),
+    ("gibbs", 2, "Gibbs chain has reached"), ("auto", 4, None)])
+def test_the_headline_states_what_the_guarantee_rests_on(sampler, k, condition, tmp_path):
+    """An exact sampler's failure is an output and a Gibbs chain's law is uncertified: the
+    record's headline says the guarantee rests on them; the Haar draw (k = p) rests on nothing.
+    The condition survives saving and loading."""
+    import privpca
+
+    X = np.random.default_rng(11).standard_normal((400, 4))
+    est = BinghamPCA(n_components=k, sampler=sampler, random_state=0,
+                     ledger=PrivacyLedger(), **PAPER).fit(X)
+    record = est.privacy_
+    if condition is None:
+        assert record.conditions == () and "provided" not in record.headline()
+        return
+    assert len(record.conditions) == 1 and condition in record.conditions[0]
+    assert record.headline().endswith(f"; provided {record.conditions[0]}")
+    assert f"provided {record.conditions[0]}" in str(record).splitlines()[1]
+    path = privpca.save(est, tmp_path / "fit.npz")
+    assert privpca.load(path).privacy_.conditions == record.conditions

@@ -78,6 +78,10 @@ class PrivacySpend:
         that of ``dp_event``'s mechanism under a coupling (stability histograms: an empty bin
         being released); added to δ as ``(1 + e^ε)·tail`` when composing. 0 for plain
         Gaussian mechanisms.
+    condition : str
+        What this call's guarantee rests on that the code cannot certify (an approximate
+        sampler's law, a failure probability with no known bound); empty when certified. The
+        record's headline states every condition (:attr:`PrivacyRecord.conditions`).
     """
 
     mechanism: str
@@ -88,6 +92,7 @@ class PrivacySpend:
     count: int = 1
     dp_event: dp_accounting.DpEvent | None = field(default=None, compare=False)
     tail: float = 0.0
+    condition: str = ""
 
     def event(self) -> dp_accounting.DpEvent:
         """The composed event of all ``count`` releases."""
@@ -288,7 +293,8 @@ class PrivacyRecord:
         lines = [self.headline()]
         model = MODEL_WORDS.get(self.model, self.model)
         lines.append(f"  guarantee:   epsilon = {self.epsilon:.4g}, delta = {self.delta:.3g} for "
-                     f"everything released under this record ({self.model} model: {model})")
+                     f"everything released under this record ({self.model} model: {model})"
+                     + self._provided())
         lines.append(f"  neighbours:  {self.neighbouring}")
         lines.append(f"  bound:       {self._bound_words()}")
         if self.n_samples is not None:
@@ -376,8 +382,18 @@ class PrivacyRecord:
         except Exception:  # an event dp-accounting cannot compose: infer nothing
             return -math.inf
 
+    @property
+    def conditions(self) -> tuple[str, ...]:
+        """What the guarantee rests on that the code cannot certify (the spends' distinct
+        :attr:`PrivacySpend.condition`): empty when (ε, δ) is certified outright."""
+        return tuple(dict.fromkeys(s.condition for s in self.spends if s.condition))
+
+    def _provided(self) -> str:
+        return "".join(f"; provided {c}" for c in self.conditions)
+
     def headline(self) -> str:
-        """The guarantee in one line: (ε, δ), model, neighbours, sensitivity and noise, n."""
+        """The guarantee in one line: (ε, δ), model, neighbours, sensitivity and noise, n, and
+        any condition the guarantee rests on (:attr:`conditions`)."""
         kind = self.noise_kind
         if kind == "none":
             noise = "no noise"
@@ -390,7 +406,7 @@ class PrivacyRecord:
         return (
             f"({self.epsilon:.4g}, {self.delta:.3g})-DP, {self.model} model, neighbours: "
             f"{self.neighbouring}; {noise} ({self.calibration})"
-            + ("" if self.n_samples is None else f"; n={self.n_samples}")
+            + ("" if self.n_samples is None else f"; n={self.n_samples}") + self._provided()
         )
 
 

@@ -62,6 +62,18 @@ SAMPLERS = ("auto", "gibbs", "exact")
 _ONE_THREAD_EIGH = 1024  # largest p whose eigh of B runs on one BLAS thread
 
 
+#: What each sampler's guarantee rests on that the code cannot certify (the record's headline
+#: states it; the notes say why): no closed-form bound on the exact sampler's acceptance rate a
+#: is known, nor on the Gibbs chain's distance to the Bingham law after finitely many sweeps.
+SAMPLER_CONDITIONS: dict[str, str] = {
+    "exact": "the exact sampler's failure probability (1 - a)^max_proposals is negligible "
+             "(its error is an output; see notes)",
+    "exact-or-gibbs": "the exact sampler's failure probability (1 - a)^max_proposals is "
+                      "negligible (the Gibbs fallback is uncertified; see notes)",
+    "gibbs": "the Gibbs chain has reached the Bingham law (uncertified; see notes)",
+}
+
+
 class BinghamPCA(PipelinePCA):
     """Private PCA by the exponential mechanism (Chaudhuri, Sarwate & Sinha's PPCA).
 
@@ -337,6 +349,7 @@ class BinghamPCA(PipelinePCA):
             sensitivity=D2,
             noise_scale=temperature,
             dp_event=None,  # dp-accounting has no event for a generic pure ε-DP mechanism
+            condition=SAMPLER_CONDITIONS.get(sampler, ""),
         )
         gibbs = (f"Hoff's Gibbs sampler ({self.update} updates, "
                  f"{int(self.burn_in) + int(self.n_iter)} sweeps from a data-independent "
