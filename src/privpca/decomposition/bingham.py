@@ -132,10 +132,9 @@ class BinghamPCA(PipelinePCA):
         Bound D on every (centred, scaled) row's L2 norm: chosen for the table by two pilot
         Grams (``"auto"``, ``"select"``; ``"quantile"`` is a private 99 % quantile of the
         norms, and so is ``"auto"`` above 256 features: as in
-        :class:`~privpca.AnalyzeGaussPCA`),
-        or a public
-        float (longer rows are clipped, with a :class:`~privpca.exceptions.RowClippingWarning`
-        saying how many).
+        :class:`~privpca.AnalyzeGaussPCA`), or a public float (longer rows are clipped, with
+        a :class:`~privpca.exceptions.RowClippingWarning` for the data holder that does not
+        say how many: that count is not private).
     scale : bool or array of shape (n_features,), default=False
         As in :class:`~privpca.AnalyzeGaussPCA`.
     budget_shares : dict or None, default=None
