@@ -73,8 +73,25 @@ def analytic_multiplier(epsilon: float, delta: float) -> float:
     multiplier : float
         ``σ₁``: the noise for a query of L2 sensitivity Δ is ``σ₁·Δ``, (ε, δ)-DP under the
         neighbouring relation Δ was derived for.
+
+    Notes
+    -----
+    Above ε = :data:`TAIL_EPSILON` the root's absolute tolerance is no longer small beside σ₁
+    (an outside tester measured δ 8× the target at ε = 10¹²), so the multiplier is raised to
+    the closed-form tail bound: the privacy loss is ``N(μ, 2μ)`` with ``μ = 1/(2σ₁²)`` and
+    ``δ(ε) ≤ P(loss > ε)``, which is δ at ``1/σ₁ = √(z² + 2ε) − z``, ``z = Φ⁻¹(1 − δ)``
+    (at most 5·10⁻⁴ more noise at ε = 10³, 5·10⁻⁷ at 10⁶). Below it the root overshoots δ by at most
+    ~10⁻¹² of δ (rounding: measured at 60 digits).
     """
-    return float(dp_accounting.get_sigma_gaussian(epsilon, delta))
+    multiplier = float(dp_accounting.get_sigma_gaussian(epsilon, delta))
+    if epsilon > TAIL_EPSILON and math.isfinite(epsilon):
+        z = float(norm.isf(delta))
+        multiplier = max(multiplier, 1.0 / (math.sqrt(z * z + 2.0 * epsilon) - z))
+    return multiplier
+
+
+#: Above this ε :func:`analytic_multiplier` takes the closed-form tail bound where it is larger.
+TAIL_EPSILON = 1e3
 
 
 def classic_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
