@@ -236,9 +236,14 @@ def test_a_held_out_share_too_small_is_named_and_the_epsilon_that_works_given(ru
     said "The table has 300 rows" and "no --epsilon up to 64", though --epsilon 1.25 fits
     (an outside tester)."""
     err = _refused(runner, tmp_path / "t.csv", _rows(3000, 4),
-                   ["--method", "dp-pca", "--epsilon", "1", "--seed", "0"])
+                   ["--method", "dp-pca", "--epsilon", "1", "--seed", "0",
+                    "--holdout-fraction", "0.1"])
     assert "held-out share (--holdout-fraction 0.1) has 300 rows" in err
     assert "--epsilon 1.25 or more" in err and "--holdout-fraction" in err
+    # The default, "auto", holds out the rows the searches need: the same table fits.
+    fitted = runner.invoke(main, ["fit", str(tmp_path / "t.csv"), "--method", "dp-pca",
+                                  "--epsilon", "1", "--seed", "0", "--holdout-fraction", "auto"])
+    assert fitted.exit_code == 0 and "n = 3000" in fitted.output, fitted.output
 
 
 def test_an_r_export_with_row_names_is_read_with_its_names_kept_out(runner, tmp_path):

@@ -36,7 +36,8 @@ def test_a_refused_parameter_comes_first_and_spends_nothing(cls):
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("name, value", [("epsilon", -1.0), ("epsilon", 0.0), ("delta", 0.0),
-                                         ("delta", 1.5), ("n_components", 0)])
+                                         ("delta", 1.5), ("delta", 5e-324),
+                                         ("n_components", 0)])
 def test_the_guarantee_is_checked_even_when_scikit_learn_skips_validation(cls, name, value):
     """``skip_parameter_validation`` is a switch for speed: ε, δ and k are still refused
     with the parameter's name, and nothing is spent."""
@@ -59,3 +60,13 @@ def _accepts_pure_dp(cls) -> bool:
     except InvalidParameterError:
         return False
     return True
+
+
+@pytest.mark.parametrize("cls", [c for c in ESTIMATORS if "delta" in c().get_params()],
+                         ids=lambda c: c.__name__)
+def test_a_delta_below_the_smallest_is_refused_and_the_smallest_fits(cls):
+    """δ below 10⁻¹⁰⁰ is refused by the declaration (5·10⁻³²⁴ overflowed ModSuLQ's β and the
+    searches' noise: an outside tester); 10⁻¹⁰⁰ itself calibrates."""
+    with pytest.raises(InvalidParameterError, match="at least 1e-100"):
+        cls(delta=1e-101)._validate_params()
+    cls(delta=1e-100)._validate_params()

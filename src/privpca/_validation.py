@@ -123,8 +123,14 @@ def check_norm_bound(value: Any, name: str = "data_norm", *,
                           owner=owner)
 
 
+#: The smallest δ taken: the parts' shares of δ (over 1 + e^ε) must stay normal floats, and
+#: 10⁻¹⁰⁰ is below 1/n² for every n a table can have (5·10⁻³²⁴ crashed the calibrations).
+SMALLEST_DELTA = 1e-100
+
+
 def check_delta(delta: Any, *, owner: object | None = None, name: str = "delta") -> float:
-    """Return δ as a float after checking 0 < δ < 1."""
+    """Return δ as a float after checking 0 < δ < 1 (a part's share of a δ: a user's δ is
+    also at least :data:`SMALLEST_DELTA`, checked where it is declared)."""
     return check_in_range(delta, name, low=0.0, high=1.0, owner=owner)
 
 
@@ -137,7 +143,8 @@ def check_party_delta(delta: Any, *, owner: str) -> float:
     """δ of a party's own guarantee (a user's randomiser, a data provider), checked as an
     estimator's is: in (0, :data:`LARGE_DELTA`), or (0, 1) inside
     ``privpca.config_context(allow_large_delta=True)``."""
-    value = check_delta(delta, owner=owner)
+    value = check_in_range(delta, "delta", low=SMALLEST_DELTA, low_closed=True, high=1.0,
+                           owner=owner)
     if value >= LARGE_DELTA and not large_delta_allowed():
         raise ValueError(
             f"{owner}: delta={value:g} is refused: δ is the probability that the guarantee may "

@@ -28,7 +28,13 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Hidden, Interval, RealNotInt, StrOptions
 
 from privpca._config import large_delta_allowed
-from privpca._validation import EPSILON_RANGE, LARGE_DELTA, NORM_BOUND_RANGE, caller_stacklevel
+from privpca._validation import (
+    EPSILON_RANGE,
+    LARGE_DELTA,
+    NORM_BOUND_RANGE,
+    SMALLEST_DELTA,
+    caller_stacklevel,
+)
 from privpca.accounting.ledger import PrivacyLedger
 from privpca.exceptions import LargeDeltaWarning
 
@@ -81,14 +87,16 @@ class DeltaRange(Interval):
         super().__init__(Real, 0.0, LARGE_DELTA, closed=closed)
 
     def __contains__(self, val: Any) -> bool:
-        if large_delta_allowed():
-            return bool(Interval(Real, 0.0, 1.0, closed=self.closed).__contains__(val))
-        return bool(super().__contains__(val))
+        inside = (Interval(Real, 0.0, 1.0, closed=self.closed).__contains__(val)
+                  if large_delta_allowed() else super().__contains__(val))
+        return bool(inside) and (val == 0 or val >= SMALLEST_DELTA)
 
     def __str__(self) -> str:
+        floor = f", and 0 or at least {SMALLEST_DELTA:g}" if self.closed == "left" else \
+            f", at least {SMALLEST_DELTA:g}"
         if large_delta_allowed():
-            return str(Interval(Real, 0.0, 1.0, closed=self.closed))
-        return (f"{super().__str__()} (δ is the probability that the guarantee may fail "
+            return str(Interval(Real, 0.0, 1.0, closed=self.closed)) + floor
+        return (f"{super().__str__()}{floor} (δ is the probability that the guarantee may fail "
                 "outright and should be well below 1/n; a larger δ, for a paper's grid or an "
                 "audit probe, only inside privpca.config_context(allow_large_delta=True))")
 
