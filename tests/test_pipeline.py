@@ -512,3 +512,18 @@ def test_units_inside_the_grid_fit_the_same_subspace():
     for est in fits[1:]:
         np.testing.assert_allclose(np.abs(est.components_), np.abs(fits[0].components_),
                                    atol=1e-9)
+
+
+def test_a_share_too_small_to_say_anything_is_refused_before_any_charge():
+    """``budget_shares={"mean": 1e-30}`` gave the mean noise 10¹⁵ times its sensitivity and
+    failed mid-fit, after the charge, in the secure grid's sampler (an outside tester): the
+    split refuses it, naming the part."""
+    X = np.random.default_rng(4).normal(size=(4000, 5)) * [3, 2, 1, 1, 1] + 10
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match=r"gives mean noise more than 1e\+12 times"):
+        AnalyzeGaussPCA(2, budget_shares={"mean": 1e-30}, ledger=ledger).fit(X)
+    assert len(ledger) == 0
+    with pytest.raises(ValueError, match="Raise its budget_shares entry or epsilon"):
+        BudgetPlan.split(1.0, 1e-5, ("mean",), shares={"mean": 1e-30})
+    assert BudgetPlan.split(1.0, 1e-5, ("mean",), shares={"mean": 1e-6})["mean"].multiplier \
+        < 1e4

@@ -310,6 +310,12 @@ class BudgetPlan:
         delta_noise = gauss_delta
         m = calibration.analytic_multiplier(gauss_eps, delta_noise)
         parts = _gaussian_parts(weights, m, delta_noise, int(statistic_count))
+        drowned = [name for name, b in parts.items() if b.multiplier > MAX_MULTIPLIER]
+        if drowned:  # refused before anything is charged, not mid-fit by the noise's grid
+            raise ValueError(
+                f"The budget gives {', '.join(drowned)} noise more than {MAX_MULTIPLIER:.0e} "
+                "times its sensitivity: nothing could be learned from it, and secure noise "
+                "cannot be drawn at that scale. Raise its budget_shares entry or epsilon.")
         if not statistic_gaussian:
             parts["statistic"] = PartBudget(
                 "statistic", 1.0 - pre, math.inf, int(statistic_count),
@@ -370,6 +376,11 @@ def _preprocessing_weights(active: tuple[str, ...], shares: Mapping[str, float] 
             "share (1 - sum) for the estimator's statistic."
         )
     return weights, pre
+
+
+#: The largest noise multiplier σ/Δ a part may get (a tiny share, a tiny ε): beyond it a
+#: release says nothing, and the secure grid's integer scale (below 2⁵²) fails for wide releases.
+MAX_MULTIPLIER = 1e12
 
 
 def _gaussian_parts(weights: Mapping[str, float], multiplier: float, delta_noise: float,
