@@ -155,3 +155,20 @@ def test_the_scales_share_follows_the_public_n(n):
     assert (share == DEFAULT_SHARES["scale"]) == (n == 5_000)
     assert (share == MIN_SCALE_SHARE) == (n == 200_000)
     assert "scale 0.3," in fits[False][1]
+
+
+def test_a_table_too_small_for_private_scales_is_told_of_public_ones():
+    """The refusal's advice names public scales beside scale=False when the scales are
+    private (an outside tester: it offered a public centre and bound only); without scales
+    it says nothing of them. Nothing is charged."""
+    from privpca import PrivacyLedger
+    from privpca.pipeline.preprocessing import BoundNotFoundError
+
+    X = np.random.default_rng(5).normal(size=(1030, 9)) * np.arange(1, 10)
+    ledger = PrivacyLedger()
+    with pytest.raises(BoundNotFoundError, match="per-feature scale bounds") as refused:
+        AnalyzeGaussPCA(2, scale=True, ledger=ledger).fit(X)
+    assert "public scales (scale=array" in str(refused.value) and len(ledger) == 0
+    with pytest.raises(BoundNotFoundError) as small:
+        AnalyzeGaussPCA(2, ledger=ledger).fit(X[:200])
+    assert "scale=" not in str(small.value) and len(ledger) == 0

@@ -311,7 +311,7 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
             f"its counts carry noise of {search.noise:.0f} rows. At these settings the fit "
             f"needs at least {needed} rows (every search's, with the shares planned for "
             "that many). Nothing was released or charged. What works: "
-            + self._what_works(eps),
+            + self._what_works(eps, scaled='scale' in self.active),
             rows=search.n_records, needed=needed, epsilon_needed=eps)
 
     def _rows_that_work(self, start: int) -> int:
@@ -348,12 +348,14 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
         return None
 
     @staticmethod
-    def _what_works(eps: float | None) -> str:
+    def _what_works(eps: float | None, *, scaled: bool) -> str:
         larger = (f"epsilon >= {eps:.3g}" if eps is not None else "no epsilon up to 64 does")
         return (f"{larger}; or public quantities in place of the private ones: a public "
                 "centre (centering=array of the feature means, or None for data already "
                 "centred) and a public data_norm (a number that bounds every row's norm, "
-                "never read off this table), and scale=False.")
+                "never read off this table)"
+                + (", and public scales (scale=array of the features' standard deviations "
+                   "from another source) or scale=False." if scaled else "."))
 
     def _resolve_holdout(self, value: Any, held_parts: tuple[str, ...]) -> float | None:
         """The held-out fraction in use: None without preprocessing or with ``None``;
