@@ -715,3 +715,23 @@ def test_cli_fit_dps_pca(tmp_path):
     payload = json.loads(out.read_text())
     assert payload["privacy"]["model"] == "distributed"
     assert np.array(payload["components"]).shape == (2, 12)
+
+
+def test_the_server_publishes_a_feasible_spectrum_whoever_reads_it():
+    """Noise can make the summed ``QᵀΣQ``'s eigenvalues negative: the server makes them
+    feasible itself, so a Flower run's result (``finish_result``) publishes what the
+    in-process fit does (an outside tester: -0.06 in result.json, 0 in process)."""
+    from privpca.federated.flower_result import finish_result
+
+    X = np.random.default_rng(8).standard_normal((3000, 8))  # isotropic: nothing resolved
+    server = ServerState(8, 4, 8, 2, random_orthonormal_basis(8, 4, np.random.default_rng(1)),
+                         centering="private", table_mode=True)
+    provider = _table_provider(X, n_components=4, n_rounds=2, epsilon=0.3)
+    while not server.finished:
+        server.receive([provider.handle(server.next_message())])
+    assert server.raw_variances is not None and server.raw_variances.min() < 0
+    result = {"providers": {}}
+    finish_result(result, server, None)
+    ev, ratio = np.array(result["explained_variance"]), np.array(result["explained_variance_ratio"])
+    assert ev.min() >= 0 and ratio.min() >= 0 and ratio.sum() <= 1 + 1e-12
+    np.testing.assert_array_equal(ev, np.maximum(server.raw_variances, 0))

@@ -71,8 +71,6 @@ from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import PreparedRows, warn_if_standardised
 from privpca.pipeline.settings import PipelineSettings
 from privpca.pipeline.spectrum import (
-    feasible_spectrum,
-    released_total,
     summed_error_bound,
 )
 
@@ -537,14 +535,11 @@ default="random"
         self.mean_ = np.zeros(p) if mean is None else mean
         self.scale_ = scale
         self.data_norm_ = float(bounds.max())
-        assert server.explained_variance is not None
-        assert server.explained_variance_ratio is not None
-        values = server.explained_variance
-        total = released_total(values, server.explained_variance_ratio)
-        self.explained_variance_, self.explained_variance_ratio_, _ = feasible_spectrum(
-            values, total)
+        assert server.raw_variances is not None
+        self.explained_variance_ = server.explained_variance
+        self.explained_variance_ratio_ = server.explained_variance_ratio
         self.expected_error_ = summed_error_bound(
-            values, total, [spends for spends, _ in per_provider],
+            server.raw_variances, server.total_variance, [spends for spends, _ in per_provider],
             int(self.provider_n_samples_.sum()), run.centering is not None, p)
         return dataclasses.replace(run.record(
             summary, statistic,

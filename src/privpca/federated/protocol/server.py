@@ -29,6 +29,7 @@ from privpca.federated.protocol.messages import (
     VarianceReply,
 )
 from privpca.federated.protocol.secure_sums import OpenedSum, secure_preparation
+from privpca.pipeline.spectrum import feasible_spectrum
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.power import random_orthonormal_basis, thin_qr, top_row_support
 
@@ -77,7 +78,13 @@ class ServerState:
     provider_bounds : dict
         provider id → its bound ``Rᵢ`` per mean round and its ``Dᵢ`` (released values).
     explained_variance, explained_variance_ratio : ndarray of shape (n_components,) or None
-        After the variance round.
+        After the variance round: the released spectrum made feasible (variances ≥ 0,
+        ratios in [0, 1]; :func:`~privpca.pipeline.spectrum.feasible_spectrum`), what every
+        reader of the run publishes.
+    raw_variances : ndarray of shape (n_components,) or None
+        The eigenvalues of the summed noisy ``QᵀΣQ`` before that (the error bound reads them).
+    total_variance : float
+        The summed noisy total over the same denominator (NaN before the variance round).
     dropped : dict
         provider id → power round at which it stopped answering (0 during the mean and
         prepare steps, T + 1 at the variances; ``on_dropout="continue"``).
@@ -103,6 +110,8 @@ class ServerState:
     provider_bounds: dict[str, dict[str, float]] = field(init=False, default_factory=dict)
     explained_variance: NDArray[np.float64] | None = field(init=False, default=None)
     explained_variance_ratio: NDArray[np.float64] | None = field(init=False, default=None)
+    raw_variances: NDArray[np.float64] | None = field(init=False, default=None)
+    total_variance: float = field(init=False, default=math.nan)
     variance_noise_scale: float = field(init=False, default=math.nan)
     _rotated: NDArray[np.float64] | None = field(init=False, default=None)
     data_norm: float | None = field(init=False, default=None)
@@ -333,9 +342,10 @@ class ServerState:
         values, vectors = values[::-1], vectors[:, ::-1]
         components = fix_signs(self.Q).T
         self._rotated = np.ascontiguousarray(fix_signs((vectors.T @ components).T).T)
-        self.explained_variance = values
-        self.explained_variance_ratio = (values / (total / denom) if total > 0
-                                         else np.full(k, np.nan))
+        self.raw_variances, self.total_variance = values, total / denom
+        # Made feasible here, so the in-process fit and a Flower run publish the same numbers.
+        self.explained_variance, self.explained_variance_ratio, _ = feasible_spectrum(
+            values, self.total_variance if total > 0 else math.nan)
         self.variances_done = True
 
     def components(self) -> NDArray[np.float64]:
