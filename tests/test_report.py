@@ -428,3 +428,20 @@ def test_secure_mode_and_the_band_are_said_as_they_are(released):
         assert ("no noise band is drawn" in text) is elsewhere
         assert ("the noise's 95 % range" in text) is not elsewhere
         assert "secure mode: on" in text and "NOT A RELEASE" not in text
+
+
+def test_the_mean_band_is_the_central_means_noise_and_absent_where_the_record_cannot_say():
+    """Central model: ± 1.96·σ/n of the refined mean, and the true means of most columns lie
+    inside it. Local model: each user adds their own noise, so σ/n would be 270× too narrow
+    (an outside tester: no column inside it); the band is not shown."""
+    from privpca import LocalGaussianPCA
+    from privpca._report_words import mean_noise_sd
+
+    X = np.random.default_rng(12).normal(size=(20_000, 4)) * [3, 2, 1, 1] + 5
+    central = AnalyzeGaussPCA(2, random_state=1, ledger=PrivacyLedger()).fit(X)
+    sd = mean_noise_sd(central, central.privacy_)
+    assert sd is not None and 'id="mean-noise"' in render_release_report(central)
+    assert np.mean(np.abs(central.mean_ - X.mean(axis=0)) <= 1.96 * sd + 1e-12) >= 0.5
+    local = LocalGaussianPCA(2, epsilon=2.0, random_state=1, ledger=PrivacyLedger()).fit(X)
+    assert mean_noise_sd(local, local.privacy_) is None
+    assert 'id="mean-noise"' not in render_release_report(local)

@@ -309,10 +309,13 @@ def accuracy(est: Any) -> str:
 
 def mean_noise_sd(est: Any, record: PrivacyRecord) -> float | None:
     """The released mean's noise standard deviation per coordinate, where the record states
-    it plainly: the refined mean's noise on the sum over n rows (public), with no held-out
-    rows, scales or re-centring (then the mean is that sum over n). None otherwise."""
+    it plainly: in the central model, the refined mean's noise on the sum over n rows
+    (public), with no held-out rows, scales or re-centring (then the mean is that sum over
+    n). None otherwise: in the local model each user of a group adds their own noise, and a
+    distributed run sums the providers' (σ/n was 270× too narrow there: an outside tester)."""
     n = record.n_samples
-    if not n or getattr(est, "scale_", None) is not None or "held-out" in record.notes.lower():
+    if not n or record.model != "central" or getattr(est, "scale_", None) is not None \
+            or "held-out" in record.notes.lower():
         return None
     parts = {s.mechanism.split(":")[0]: s for s in record.spends}
     if "mean_refine" not in parts or {"scale", "scale_bound", "centre"} & parts.keys():
