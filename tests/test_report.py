@@ -445,3 +445,18 @@ def test_the_mean_band_is_the_central_means_noise_and_absent_where_the_record_ca
     local = LocalGaussianPCA(2, epsilon=2.0, random_state=1, ledger=PrivacyLedger()).fit(X)
     assert mean_noise_sd(local, local.privacy_) is None
     assert 'id="mean-noise"' not in render_release_report(local)
+
+
+def test_a_score_plot_on_a_local_fit_says_its_trust_model_is_not_the_fits(tmp_path):
+    """The score plot projects raw rows (a central release): on a local fit's page it says so,
+    instead of standing under "the server never sees a raw row" alone."""
+    from privpca import LocalGaussianPCA
+
+    X = np.random.default_rng(13).normal(size=(20_000, 4)) * [3, 2, 1, 1]
+    local = LocalGaussianPCA(2, epsilon=2.0, random_state=1, ledger=PrivacyLedger()).fit(X)
+    ax = scores(local, X, epsilon=0.5, random_state=0, ledger=PrivacyLedger())
+    text = " ".join(render_release_report(local, scores=ax).split())
+    assert "Its trust model is not the fit's: it is a central release" in text
+    central = AnalyzeGaussPCA(2, random_state=1, ledger=PrivacyLedger()).fit(X)
+    ax = scores(central, X, epsilon=0.5, random_state=0, ledger=PrivacyLedger())
+    assert "Its trust model is not" not in render_release_report(central, scores=ax)

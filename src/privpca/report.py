@@ -322,7 +322,19 @@ def _score_words(est: Any, fit: PrivacyRecord, scores: Axes) -> str:
         "isolated bright cell may be noise, not rows. Negative noisy counts are drawn as 0. "
         f"Scores outside the public box [{_num(x0, '.4g')}, {_num(x1, '.4g')}] × "
         f"[{_num(y0, '.4g')}, {_num(y1, '.4g')}]{_e(how)} were moved to its edge before "
-        "counting.</p>")
+        "counting." + _score_trust(record, fit) + "</p>")
+
+
+def _score_trust(record: PrivacyRecord, fit: PrivacyRecord) -> str:
+    """The score plot's trust model where it is not the fit's: it projects raw rows, so
+    whoever draws it sees them (an outside tester: a local fit's page read "the server never
+    sees a raw row" above a plot drawn from the raw rows)."""
+    if record.model == fit.model:
+        return ""
+    return (f" Its trust model is not the fit's: it is a {_e(record.model)} release, drawn from "
+            "the raw rows by whoever holds them (“"
+            f"{_e(TRUST_MODELS.get(record.model, record.model))}”); what the page says of "
+            f"the {_e(fit.model)} model holds for the fit only.")
 
 
 def _score_section(est: Any, fit: PrivacyRecord,
