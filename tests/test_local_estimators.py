@@ -432,3 +432,19 @@ def test_the_support_is_the_columns_the_components_use_and_their_variance_is_res
     assert set(np.flatnonzero(V[:, 0])) <= set(used) and used.size < 40
     assert subspace_distance(est.components_.T, V) < 0.3
     assert est.explained_variance_[0] > 0
+
+
+def test_a_local_fit_whose_group_mean_is_noisy_says_so():
+    """The local model's mean comes from a group of users, far noisier than a curator's: on
+    an isotropic table with an offset its error was reported as a resolved component (PC1
+    variance 25 against a table's 1) with no word (an outside tester). The central rule now
+    holds here: NoisyCentreWarning when the mean's noise is half the bound or more."""
+    from privpca import NoisyCentreWarning
+
+    X = np.random.default_rng(21).standard_normal((20_000, 6))
+    with pytest.warns(NoisyCentreWarning, match="private mean's noise"):
+        LocalGaussianPCA(2, epsilon=1.0, random_state=2, ledger=PrivacyLedger()).fit(X + 5.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoisyCentreWarning)
+        LocalGaussianPCA(2, epsilon=1.0, random_state=0, ledger=PrivacyLedger(),
+                         centering=np.full(6, 5.0), data_norm=6.0).fit(X + 5.0)

@@ -279,7 +279,9 @@ class BasePrivatePCA(ProbabilisticPCAMixin, ClassNamePrefixFeaturesOutMixin, Tra
         self.mean_ = np.zeros(p) if mean is None else np.asarray(mean)
         self.scale_ = None if prepared.scale is None else np.asarray(prepared.scale)
         self.data_norm_ = float(prepared.data_norm)
-        _warn_if_centre_noisy(self, prepared)
+        if prepared.scale is None:  # scale=True refines the means per feature, in their units
+            warn_if_centre_noisy(self, prepared.details.get("mean_noise_scale"), p,
+                                 float(prepared.data_norm))
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -409,20 +411,20 @@ def _warn_if_nothing_resolved(owner: Any) -> None:
             UnresolvedComponentsWarning, stacklevel=caller_stacklevel())
 
 
-def _warn_if_centre_noisy(owner: object, prepared: Any) -> None:
-    """Warn when the private mean's noise (released level, per coordinate) is large next to
-    the released bound D on the centred rows (unscaled rows only: scale=True refines the
-    means per feature, in each feature's units)."""
-    sd = prepared.details.get("mean_noise_scale")
-    if not sd or prepared.scale is not None or not prepared.data_norm > 0:
+def warn_if_centre_noisy(owner: object, sd: float | None, n_features: int,
+                         data_norm: float) -> None:
+    """Warn when the private mean's noise ``sd`` (released level, per coordinate) is large
+    next to the released bound D on the centred rows: central fits and the local model's
+    groups alike (post-processing of public levels)."""
+    if not sd or not data_norm > 0:
         return
-    noise = float(sd) * math.sqrt(prepared.n_features)
-    ratio = noise / float(prepared.data_norm)
+    noise = float(sd) * math.sqrt(n_features)
+    ratio = noise / float(data_norm)
     if ratio < NOISY_CENTRE_RATIO:
         return
     warnings.warn(
         f"{type(owner).__name__}: the private mean's noise (about {noise:.3g} in norm) is "
-        f"{ratio:.0%} of the bound on the centred rows ({float(prepared.data_norm):.3g}): "
+        f"{ratio:.0%} of the bound on the centred rows ({float(data_norm):.3g}): "
         "centring on it can turn the components toward the noise. A column with a large "
         "offset (a year, a code, a timestamp) beside columns of small spread causes this, as "
         "does a small table. What helps: subtract a public offset from such columns, pass a "

@@ -21,7 +21,7 @@ from privpca._validation import RowClippingWarning, caller_stacklevel, clip_rows
 from privpca.accounting.calibration import analytic_multiplier, unary_encoding_flip_probability
 from privpca.accounting.neighbouring import Neighbouring
 from privpca.accounting.record import PrivacyRecord, PrivacySpend
-from privpca.decomposition._base import BasePrivatePCA, Plan, Release
+from privpca.decomposition._base import BasePrivatePCA, Plan, Release, warn_if_centre_noisy
 from privpca.decomposition._constraints import private_fit_context
 from privpca.local_protocol.local_covariance import (
     LocalCovarianceAggregator,
@@ -164,6 +164,8 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
         self.scale_ = None
         self.data_norm_ = float(r.data_norm)
         self._mean_sd = prepared.mean_sd
+        # The groups' mean is far noisier than a curator's: it can be read as a component.
+        warn_if_centre_noisy(self, prepared.mean_sd, r.n_features, float(r.data_norm))
         total, m = prepared.total, prepared.n_reports
         if not prepared.noisy:  # the m users' noise sums to one Gaussian of per-entry std √m·σ₁
             total = symmetric_gaussian_release(total, math.sqrt(m) * r.noise_scale, rng,
