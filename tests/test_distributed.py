@@ -735,3 +735,24 @@ def test_the_server_publishes_a_feasible_spectrum_whoever_reads_it():
     ev, ratio = np.array(result["explained_variance"]), np.array(result["explained_variance_ratio"])
     assert ev.min() >= 0 and ratio.min() >= 0 and ratio.sum() <= 1 + 1e-12
     np.testing.assert_array_equal(ev, np.maximum(server.raw_variances, 0))
+
+
+@pytest.mark.parametrize("settings", [{"colluders": 1}, {"min_providers": 2}])
+def test_secure_aggregations_settings_are_refused_with_local_noise(settings):
+    """``colluders`` and ``min_providers`` size secure aggregation's noise shares: with local
+    noise they were ignored without a word (an outside tester); now refused, before any
+    charge."""
+    X = np.random.default_rng(2).standard_normal((3000, 5))
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="aggregation='secure'"):
+        DPSPCA(2, n_providers=3, ledger=ledger, **settings).fit(X)
+    assert len(ledger) == 0
+
+
+def test_a_bad_provider_table_is_named():
+    """scikit-learn's messages name only "X": fit_providers says whose table it is."""
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match=r"Provider 1's table: X has 3 features"):
+        DPSPCA(2).fit_providers([rng.standard_normal((100, 4)), rng.standard_normal((100, 3))])
+    with pytest.raises(ValueError, match=r"Provider 1's table: Found array with 0 sample"):
+        DPSPCA(2).fit_providers([rng.standard_normal((100, 4)), np.empty((0, 4))])

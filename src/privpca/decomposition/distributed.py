@@ -131,7 +131,7 @@ class DPSPCA(BasePrivatePCA):
         ``"local-noise"``: every provider adds its own full noise (no cryptography; the sum
         carries N noises). ``"secure"``: exact answers plus a share each of one noise draw,
         summed by SecAgg (Flower's primitives): the server opens only the sum, which carries
-        one central noise; needs N ≥ 2, a public ``data_norm``, no private centring.
+        one central noise; needs N ≥ 2 (the private centre and bounds are secure sums too).
     min_providers : int or None, default=None
         ``"secure"`` only: the fewest survivors whose sum may be opened (a strict majority);
         the noise shares are sized for it, so the opened sum carries ``N/m`` times one central
@@ -349,7 +349,12 @@ default="random"
                         f"has {self.n_features_in_}. Every provider must hold the same features.")
                 parts.append(source)
             else:
-                parts.append(fit_input(self, Xi, reset=i == 0))
+                try:
+                    parts.append(fit_input(self, Xi, reset=i == 0))
+                except ValueError as exc:  # say whose table: the message names only "X"
+                    if type(exc) is not ValueError:
+                        raise
+                    raise ValueError(f"Provider {i}'s table: {exc}") from exc
         return self._fit(Providers(parts, [str(i) for i in range(len(parts))]))
 
     def _set_streamed_features(self, n_features: int) -> None:

@@ -76,6 +76,12 @@ def secure_agreement(aggregation: str, centering: Any, data_norm: Any,
     """The public agreement of a secure run (None for ``"local-noise"``), refused before
     anything is charged when this version cannot honour it."""
     if aggregation != "secure":
+        if min_providers is not None or colluders:
+            raise ValueError(
+                "min_providers and colluders size the noise shares of aggregation='secure'; "
+                "with 'local-noise' every provider adds its own full noise, which protects it "
+                "whoever drops out or colludes: leave them at None and 0, or choose "
+                "aggregation='secure'.")
         return None
     from privpca.federated.protocol.provider_checks import check_secure
 
