@@ -445,8 +445,9 @@ def _provider(tmp_path, X=None):
         X /= 1.01 * np.linalg.norm(X, axis=1, keepdims=True)  # the papers' rows of norm < 1
     path = tmp_path / "data.npy"
     np.save(path, X)
-    return load_provider({"data-path": str(path), "n-components": 2, "epsilon": 1.0,
-                          "delta": 1e-5, "n-rounds": 3, "data-norm": 1.0, "centering": "none",
+    return load_provider({"data-path": str(path), "provider-id": "a", "n-components": 2,
+                          "epsilon": 1.0, "delta": 1e-5, "n-rounds": 3, "data-norm": 1.0,
+                          "centering": "none",
                           "state-path": str(tmp_path / "state.json"), "noise-seed": 3})
 
 
@@ -558,8 +559,8 @@ def test_provider_answers_drop_data_dependent_warnings(tmp_path, monkeypatch):
     np.save(tmp_path / "data.npy", X)
 
     def config(state):
-        return {"data-path": str(tmp_path / "data.npy"), "n-components": 2, "epsilon": 1.0,
-                "delta": 1e-5, "n-rounds": 3, "data-norm": 1.0, "centering": "none",
+        return {"data-path": str(tmp_path / "data.npy"), "provider-id": "a", "n-components": 2,
+                "epsilon": 1.0, "delta": 1e-5, "n-rounds": 3, "data-norm": 1.0, "centering": "none",
                 "state-path": str(tmp_path / state), "noise-seed": 3}
 
     query = Query(round=1, support=np.arange(6), block=np.eye(6)[:, :2], n_features=6)

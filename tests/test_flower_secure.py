@@ -412,6 +412,7 @@ def test_cli_passes_and_refuses_secure_settings(tmp_path, monkeypatch):
     data = tmp_path / "x.npy"
     np.save(data, np.zeros((3, 2)))
     base = ["provider", str(data), "--superlink", "127.0.0.1:1", "--insecure", "-k", "1",
+            "--provider-id", "a",
             "--epsilon", "1", "--aggregation", "secure"]
     result = CliRunner().invoke(main, [*base, "--min-providers", "3", "--colluders", "1"])
     assert result.exit_code == 0, result.output

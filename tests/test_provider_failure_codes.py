@@ -45,8 +45,8 @@ def _csv(path, secret_at=(6, 2), n=20, p=4):
 
 
 def _config(tmp_path, data, **extra):
-    return {"data-path": str(data), "n-components": 2, "epsilon": 1.0, "delta": 1e-5,
-            "n-rounds": 2, "data-norm": 1.0, "centering": "none",
+    return {"data-path": str(data), "provider-id": "a", "n-components": 2, "epsilon": 1.0,
+            "delta": 1e-5, "n-rounds": 2, "data-norm": 1.0, "centering": "none",
             "state-path": str(tmp_path / "state.json"), "noise-seed": 3, **extra}
 
 
@@ -178,10 +178,31 @@ def test_provider_command_passes_show_data_warnings_to_the_node(tmp_path, monkey
     data = tmp_path / "x.npy"
     np.save(data, np.zeros((3, 2)))
     base = ["provider", str(data), "--superlink", "127.0.0.1:1", "--insecure", "-k", "1",
-            "--epsilon", "1"]
+            "--provider-id", "a", "--epsilon", "1"]
     for flag, expected in (([], False), (["--show-data-warnings"], True)):
         seen.clear()
         result = CliRunner().invoke(main, [*base, *flag])
         assert result.exit_code == 0, result.output
         node_config = seen["args"][seen["args"].index("--node-config") + 1]
         assert ("show-data-warnings=true" in node_config) is expected
+
+
+def test_the_provider_names_itself_never_by_its_files_name(tmp_path):
+    """The server and the other providers see the provider's id: it was DATA's file stem by
+    default ("patients_hiv_2024" reached the server: an outside tester); now it is asked for,
+    and the node config refuses to start without one."""
+    from click.testing import CliRunner
+
+    from privpca.cli import main
+    from privpca.federated.flower_provider import load_provider
+    from privpca.federated.protocol import ProviderConfigError
+
+    data = tmp_path / "patients_hiv_2024.npy"
+    np.save(data, np.zeros((3, 2)))
+    result = CliRunner().invoke(main, ["provider", str(data), "--superlink", "127.0.0.1:1",
+                                       "--insecure", "-k", "1", "--epsilon", "1"])
+    assert result.exit_code == 2 and "--provider-id" in result.output
+    config = _config(tmp_path, data)
+    del config["provider-id"]
+    with pytest.raises(ProviderConfigError, match="provider-id"):
+        load_provider(config)

@@ -293,7 +293,7 @@ def test_a_flower_provider_streams_parquet_and_npy_on_request(table, tmp_path):
     np.save(tmp_path / "p.npy", X)
     pq.write_table(pa.table({f"c{j}": X[:, j] for j in range(9)}), tmp_path / "p.parquet")
     Q = random_orthonormal_basis(9, 2, np.random.default_rng(4))
-    config = {"n-components": 2, "epsilon": 1.0, "delta": 1e-5, "n-rounds": 3,
+    config = {"provider-id": "a", "n-components": 2, "epsilon": 1.0, "delta": 1e-5, "n-rounds": 3,
               "data-norm": "auto", "centering": "private", "noise-seed": 7}
     ref = _drive(_provider(X), Q)
     for name, extra, streamed in (("p.parquet", {}, True), ("p.npy", {"stream": True}, True),

@@ -93,7 +93,9 @@ def _tls_args(insecure: bool, root_certificates: Path | None) -> list[str]:
 @click.command()
 @click.argument("data", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--superlink", required=True, help="HOST:PORT of the Flower SuperLink.")
-@click.option("--provider-id", default=None, help="Public name (default: DATA's file stem).")
+@click.option("--provider-id", required=True,
+              help="The public name the server and the other providers see (no default: "
+              "DATA's file name can say what the data are).")
 @click.option("--n-components", "-k", type=click.IntRange(min=1), required=True)
 @click.option("--epsilon", type=click.FloatRange(min=0, min_open=True), required=True,
               help="This provider's ε for all its releases together.")
@@ -138,7 +140,7 @@ def _tls_args(insecure: bool, root_certificates: Path | None) -> list[str]:
               "each failure's code only. The server never gets more than the code.")
 @_aggregation_options
 def provider(
-    data: Path, superlink: str, provider_id: str | None, n_components: int, epsilon: float,
+    data: Path, superlink: str, provider_id: str, n_components: int, epsilon: float,
     delta: float, n_rounds: int, centering: str, data_norm: float | str,
     budget_shares: str | None, state_path: Path | None,
     noise_seed: int | None, stream: bool, port: int, insecure: bool,
@@ -162,14 +164,14 @@ def provider(
             raise click.UsageError(_SECURE_NEEDS_PROCESS)
         _check_secure_options(None, min_providers, colluders)
         try:
-            check_secure(provider_id or data.stem, True,
+            check_secure(provider_id, True,
                          None if centering == "none" else centering, data_norm,
                          stream or data.suffix == ".parquet")
         except ValueError as exc:
             raise click.UsageError(str(exc)) from exc
     state = state_path or data.with_name(data.name + ".privpca-state.json")
     cfg: dict[str, Any] = {
-        "data-path": str(data.resolve()), "provider-id": provider_id or data.stem,
+        "data-path": str(data.resolve()), "provider-id": provider_id,
         "n-components": n_components, "epsilon": epsilon, "delta": delta, "n-rounds": n_rounds,
         "data-norm": data_norm, "centering": centering, "state-path": str(state.resolve()),
     }

@@ -208,7 +208,7 @@ def load_provider(node_config: dict[str, Any], header: SecureHeader | None = Non
         centering = _centering_setting(node_config.get("centering", "none"))
         shares_text = node_config.get("budget-shares")
         shares = None if shares_text in (None, "") else json.loads(str(shares_text))
-        pid = str(node_config.get("provider-id", Path(data_path).stem))
+        pid = str(node_config["provider-id"])  # never the file's name: it can say what it holds
         state_path = str(node_config["state-path"])
         secure_settings = aggregation_settings(node_config)
     except KeyError as exc:
