@@ -218,13 +218,14 @@ def test_processes_match_in_process_estimator_bitwise(federation, split, tmp_pat
         assert rec["epsilon"] == pytest.approx(EPS, rel=1e-3)
         assert rec["model"] == "distributed"
         assert json.loads((tmp_path / f"state-{pid}.json").read_text())["releases"] == T
-    # The release counters persist: a second run finds every provider's budget spent.
+    # The release counters persist: a second run finds every provider's budget spent, at the
+    # free handshake (public release counts), before anyone is charged.
     out2 = tmp_path / "second.json"
     proc = federation.run_server(3, seed, out2, "--round-timeout", "60")
     result2 = json.loads(out2.read_text())
     assert result2["status"] == "error"
-    # A fixed code reaches the server, never the provider's error text (issue 35, item 4).
-    assert "over-budget: refused" in result2["error"]
+    assert "already made releases" in result2["error"] and "Nothing was released" in \
+        result2["error"]
     assert "state-" not in result2["error"] and "agreed to 3" not in result2["error"]
     assert proc.returncode != 0
 
@@ -347,12 +348,12 @@ def test_release_pipeline_over_flower_matches_in_process_estimator_bitwise(feder
         assert "n_clipped" not in rec  # a count of the provider's data: never sent
         state = json.loads((tmp_path / f"state-{pid}.json").read_text())
         assert state["by-kind"] == {"mean": 2, "bound": 1, "query": T, "variance": 1}
-    # The counters persist: a second run is refused at its first message (the mean).
+    # The counters persist: a second run is refused at the handshake, before any message.
     config["output-path"] = str(tmp_path / "second.json")
     federation.run_app(config)
     result2 = json.loads((tmp_path / "second.json").read_text())
     assert result2["status"] == "error"
-    assert "over-budget: refused" in result2["error"]
+    assert "already made releases" in result2["error"]
     assert "agreed to 2" not in result2["error"] and "state-" not in result2["error"]
 
 

@@ -214,6 +214,11 @@ def test_server_queries_only_the_nodes_that_answered_the_handshake(monkeypatch):
                              _AGREED, poll=0.01)
     with pytest.raises(TimeoutError, match="Only 0 of 1"):
         flower_app.handshake(_FakeGrid([3], {}), 1, 0.1, _AGREED, poll=0.01)
+    # A provider that released part of a stopped run would refuse this one part-way, after
+    # the others were charged (an outside tester: they were then stuck too): refused here.
+    with pytest.raises(ValueError, match=r"\{'b': 1\} .* Nothing was released"):
+        flower_app.handshake(_FakeGrid([1, 2], {1: live[1], 2: {**live[2], "releases-all": 1}}),
+                             2, 5.0, _AGREED, poll=0.01)
 
 
 def test_dppca_table_record_carries_no_held_out_count():

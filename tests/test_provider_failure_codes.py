@@ -175,8 +175,8 @@ def test_provider_command_passes_show_data_warnings_to_the_node(tmp_path, monkey
     seen = {}
     monkeypatch.setattr(flower_node, "run_provider_node",
                         lambda args, address, poll: seen.setdefault("args", args))
-    data = tmp_path / "x.npy"
-    np.save(data, np.zeros((3, 2)))
+    data = tmp_path / "x.npy"  # enough rows for the provider the command builds first
+    np.save(data, np.random.default_rng(0).standard_normal((400, 2)))
     base = ["provider", str(data), "--superlink", "127.0.0.1:1", "--insecure", "-k", "1",
             "--provider-id", "a", "--epsilon", "1"]
     for flag, expected in (([], False), (["--show-data-warnings"], True)):
@@ -202,7 +202,32 @@ def test_the_provider_names_itself_never_by_its_files_name(tmp_path):
     result = CliRunner().invoke(main, ["provider", str(data), "--superlink", "127.0.0.1:1",
                                        "--insecure", "-k", "1", "--epsilon", "1"])
     assert result.exit_code == 2 and "--provider-id" in result.output
+    # Settings no query could be answered under are refused at start, not at the first query
+    # (an outside tester: -k 7 on 6 columns started), and the refused trial pins nothing.
+    state = tmp_path / "s.json"
+    too_many = CliRunner().invoke(main, ["provider", str(data), "--superlink", "127.0.0.1:1",
+                                         "--insecure", "-k", "3", "--epsilon", "1",
+                                         "--provider-id", "a", "--state", str(state)])
+    assert too_many.exit_code == 2 and "make no provider" in too_many.output
+    assert not state.exists()
     config = _config(tmp_path, data)
     del config["provider-id"]
     with pytest.raises(ProviderConfigError, match="provider-id"):
         load_provider(config)
+
+
+def test_the_server_command_refuses_what_no_run_could_honour():
+    """k above d, and secure aggregation's settings without it, were passed on to the
+    SuperLink (an outside tester); secure with one provider now speaks in flags."""
+    from click.testing import CliRunner
+
+    from privpca.cli import main
+
+    base = ["server", "--superlink", "127.0.0.1:1", "--insecure", "-o", "r.json"]
+    for args, words in ((["-d", "6", "-k", "7", "-N", "2"], "at most -d"),
+                        (["-d", "6", "-k", "2", "-N", "3", "--min-providers", "2"],
+                         "with --aggregation secure"),
+                        (["-d", "6", "-k", "2", "-N", "1", "--aggregation", "secure"],
+                         "Use --aggregation local-noise")):
+        result = CliRunner().invoke(main, [*base, *args])
+        assert result.exit_code == 2 and words in " ".join(result.output.split()), result.output

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +67,18 @@ def _aggregation_options(command: Any) -> Any:
 
 
 def _check_secure_options(n_providers: int | None, min_providers: int | None,
-                          colluders: int) -> None:
-    """Refuse secure settings no run could honour (the agreement's own checks)."""
+                          colluders: int, aggregation: str = "secure") -> None:
+    """Refuse secure settings no run could honour (the agreement's own checks), and secure
+    aggregation's settings without it (they were dropped without a word)."""
     from privpca.federated.protocol.secure_sums import SecureAgreement
+
+    if aggregation != "secure":
+        if min_providers is not None or colluders:
+            raise click.UsageError(
+                "--min-providers and --colluders size secure aggregation's noise shares: give "
+                "them with --aggregation secure (with local noise every provider's own noise "
+                "protects it whoever drops out or colludes).")
+        return
 
     m = min_providers
     if n_providers is None:  # a provider: N is the server's; check what does not need it
@@ -78,8 +88,9 @@ def _check_secure_options(n_providers: int | None, min_providers: int | None,
         return
     try:
         SecureAgreement(n_providers, n_providers if m is None else m, colluders, 1, 1)
-    except ValueError as exc:
-        raise click.UsageError(f"--aggregation secure: {exc}") from exc
+    except ValueError as exc:  # the agreement's words, with the shell's flags
+        words = str(exc).replace("aggregation='local-noise'", "--aggregation local-noise")
+        raise click.UsageError(f"--aggregation secure: {words}") from exc
 
 
 def _tls_args(insecure: bool, root_certificates: Path | None) -> list[str]:
@@ -157,12 +168,12 @@ def provider(
     if data.suffix not in {".npy", ".csv", ".txt", ".parquet"}:
         raise click.BadParameter(f"{data}: expected a .npy, .parquet or .csv file",
                                  param_hint="DATA")
+    _check_secure_options(None, min_providers, colluders, aggregation)
     if aggregation == "secure":  # refused before anything runs, let alone is released
         from privpca.federated.protocol.provider_checks import check_secure
 
         if isolation != "process":
             raise click.UsageError(_SECURE_NEEDS_PROCESS)
-        _check_secure_options(None, min_providers, colluders)
         try:
             check_secure(provider_id, True,
                          None if centering == "none" else centering, data_norm,
@@ -193,6 +204,8 @@ def provider(
             raise click.BadParameter(str(exc), param_hint="--budget-shares") from exc
         # Single quotes: Flower's node-config parser refuses double-quoted values with quotes.
         node_config += " budget-shares='" + json.dumps(shares, separators=(",", ":")) + "'"
+        cfg["budget-shares"] = json.dumps(shares)
+    _check_provider(cfg)
     args = [_flower_tool("flower-supernode"), *_tls_args(insecure, root_certificates),
             "--superlink", superlink, "--port", str(port), "--node-config", node_config]
     if isolation == "process":
@@ -204,6 +217,25 @@ def provider(
         return
     click.echo(f"privpca provider: {' '.join(args[1:])}", err=True)
     os.execve(args[0], args, _flower_env())
+
+
+def _check_provider(node_config: dict[str, Any]) -> None:
+    """Build the provider its SuperNode will build, before it registers: settings that no
+    query could be answered under (-k above DATA's columns, bad --budget-shares, a state
+    file of another agreement) are refused here, not at the first query. Nothing is
+    released; the error is for this machine's shell only."""
+    from privpca.federated.flower_provider import load_provider
+
+    try:  # on a copy of the state file: a refused trial must not pin its settings in it
+        with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp:
+            warnings.simplefilter("ignore")
+            state, trial = Path(node_config["state-path"]), Path(tmp) / "state.json"
+            if state.exists():
+                shutil.copyfile(state, trial)
+            load_provider({**node_config, "state-path": str(trial)})
+    except Exception as exc:  # its own shell: the whole reason
+        raise click.UsageError(f"DATA and these options make no provider: {exc} Nothing was "
+                               "released.") from exc
 
 
 @click.command()
@@ -248,8 +280,11 @@ def server(
     from privpca.federated.flower_app import write_app_dir  # Flower: imported only to run
 
     _tls_args(insecure, root_certificates)
-    if aggregation == "secure":  # refused before any provider is asked
-        _check_secure_options(n_providers, min_providers, colluders)
+    if n_components > n_features:
+        raise click.BadParameter(f"{n_components} components of {n_features} features: give "
+                                 "at most -d.", param_hint="-k")
+    # Refused before any provider is asked.
+    _check_secure_options(n_providers, min_providers, colluders, aggregation)
     run_config = {
         "n-features": n_features, "n-components": n_components,
         "n-nonzero": n_nonzero or n_features, "n-rounds": n_rounds, "n-providers": n_providers,

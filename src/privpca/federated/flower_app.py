@@ -512,6 +512,17 @@ def _handshake(grid: Grid, n: int, timeout: float, expected: dict[str, Any],
         if wrong:
             raise ValueError(f"Provider {meta.get('provider-id')!r} agreed to other settings "
                              f"than this run (theirs, ours): {wrong}. Nothing was released.")
+    # An agreement covers one run, from its first release: a provider that released anything
+    # already (a run that stopped, or one that finished) would refuse this run part-way,
+    # after the others were charged, and leave them stuck in turn. Refused here, for free.
+    used = {str(meta.get("provider-id")): int(meta.get("releases-all", 0))
+            for meta in answered.values() if int(meta.get("releases-all", 0))}
+    if used:
+        raise ValueError(
+            f"Provider(s) {used} (id: releases made) already made releases of their agreement "
+            "(a run that stopped, or one that finished); an agreement covers one run, which "
+            "cannot start again. Nothing was released. Such a provider's data holder may join a "
+            "new run with a new --state file: a new budget, which they choose to spend.")
     return answered
 
 
