@@ -422,3 +422,19 @@ def test_the_discrete_laplace_is_not_truncated():
     # b = 0 (accepted: 0 < e^0), 100 quotient successes, one failure, then a + sign.
     k = discrete_laplace_kernel(words, SecureGenerator(), t, 1)
     assert k[0] == 100 * 3
+
+
+def test_the_servers_public_start_is_the_estimators_stream_without_its_warning():
+    """``privpca server --seed`` seeds only Q⁽⁰⁾, which is public: it warned that its noise
+    could be rebuilt (an outside tester). Same draws as ``check_random_state``, no warning,
+    and strict secure mode does not refuse it."""
+    from privpca.mechanisms.randomness import check_random_state, public_start_generator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = check_random_state(3).standard_normal(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(public_start_generator(3).standard_normal(5), expected)
+        with privpca.config_context(secure_mode=True):
+            public_start_generator(3)

@@ -122,7 +122,7 @@ from privpca.federated.protocol import (
 )
 from privpca.federated.protocol.messages import CountQuery, SumQuery
 from privpca.federated.protocol.secure_sums import SecureAgreement, ShareReply
-from privpca.mechanisms.randomness import check_random_state
+from privpca.mechanisms.randomness import public_start_generator
 
 __all__ = [
     "client_app",
@@ -355,7 +355,7 @@ def run_server(grid: Grid, config: dict[str, Any]) -> dict[str, Any]:
             settings.min_providers, settings.colluders, settings.max_rows, N, hellos)
         run = _Run(grid, round_timeout, poll, on_dropout, secure,
                    f"privpca-dpspca-{secrets.token_hex(8)}", node_to_pid)
-        rng = check_random_state(seed)  # the same Q⁽⁰⁾ as DPSPCA(random_state=seed)
+        rng = public_start_generator(seed)  # the same Q⁽⁰⁾ as DPSPCA(random_state=seed)
         table_mode = is_table_mode(centering, data_norm)
         preparation: dict[str, Any] = {}
         if secure is not None and table_mode:  # the union's mean and bound, by opened sums

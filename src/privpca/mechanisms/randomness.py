@@ -14,7 +14,7 @@ from privpca._validation import _owner, caller_stacklevel
 from privpca.mechanisms.secure_noise import SecureGenerator, is_os_keyed
 
 __all__ = ["RANDOM_STREAM_KEYS", "check_noise_rng", "check_random_state",
-           "check_secure_random_state", "noise_mode_of"]
+           "check_secure_random_state", "noise_mode_of", "public_start_generator"]
 
 
 # Integer seeds are mapped to tagged SeedSequences so that one integer never gives two
@@ -91,6 +91,17 @@ def check_random_state(random_state: Any, *, stream: str = "estimator") -> np.ra
         "random_state must be None, an int, a numpy SeedSequence or a numpy Generator. "
         f"Got {random_state!r} instead."
     )
+
+
+def public_start_generator(seed: int | None) -> np.random.Generator:
+    """The estimator stream's generator for a draw that is public and data-independent (DPS-PCA
+    server's start Q⁽⁰⁾): the draws of ``check_random_state(seed)``, so a Flower server
+    seeded ``s`` starts where ``DPSPCA(random_state=s)`` does, without its warning or strict
+    secure mode's refusal: nothing private is drawn from it."""
+    if seed is None:
+        return np.random.default_rng()
+    return np.random.default_rng(np.random.SeedSequence(
+        int(seed), spawn_key=(RANDOM_STREAM_KEYS["estimator"],)))
 
 
 def check_secure_random_state(random_state: Any, *, what: str = "random_state",
