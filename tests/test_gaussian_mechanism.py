@@ -111,3 +111,14 @@ def test_the_analytic_multiplier_certifies_delta_at_every_epsilon(epsilon, delta
     a, b = 1 / (2 * m), mpf(epsilon) * m
     achieved = ncdf(a - b) - exp(mpf(epsilon)) * ncdf(-a - b)
     assert float(achieved / mpf(delta)) <= 1.0 + 1e-11
+
+
+def test_the_classic_warning_says_what_its_noise_certifies():
+    """Above ε = 1 the classic calibration is unproven; its warning states the ε the noise
+    certifies by the exact analysis and whether that is stronger or weaker than asked (at
+    ε = 4 it is stronger: the warning read as a failure, an outside tester)."""
+    with pytest.warns(PrivacyLeakWarning, match=r"certifies \(3\.596, 1e-07\).*at least as "
+                                                 "strong as asked"):
+        classic_gaussian_sigma(4.0, 1e-7, math.sqrt(2))
+    with pytest.warns(PrivacyLeakWarning, match="WEAKER than asked"):
+        classic_gaussian_sigma(1000.0, 1e-7)

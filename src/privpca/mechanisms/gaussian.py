@@ -89,16 +89,21 @@ def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     sensitivity = check_in_range(sensitivity, "sensitivity", low=0.0)
+    sigma = classic_sigma(epsilon, delta, sensitivity)
     if epsilon >= 1.0:
+        # Say what the noise does certify: at ε = 4 it is often stronger than asked.
+        certified = certified_epsilon(sigma, delta, sensitivity)
+        how = ("at least as strong as asked" if certified <= epsilon
+               else "WEAKER than asked")
         warnings.warn(
             f"The classic Gaussian calibration is proven only for epsilon < 1; got "
-            f"epsilon={epsilon:g}. The noise added may not give ({epsilon:g}, {delta:g})-DP; "
-            "the privacy record reports the epsilon it does certify. Use "
+            f"epsilon={epsilon:g}. Its noise certifies ({certified:.4g}, {delta:g})-DP by the "
+            f"exact analysis, {how}; the privacy record reports that epsilon. Use "
             "calibration='analytic' for an exact calibration at any epsilon.",
             PrivacyLeakWarning,
             stacklevel=caller_stacklevel(),
         )
-    return classic_sigma(epsilon, delta, sensitivity)
+    return sigma
 
 
 def gaussian_sigma(
