@@ -320,8 +320,9 @@ class _LocalCovarianceEstimator(BasePrivatePCA):
             raise ValueError(
                 f"{type(self).__name__}: n_samples={n} users are too few for the local "
                 f"protocol's groups {sizes} (each norm group needs at least "
-                f"{len(THRESHOLDS)} users to locate the norms). Use more users, or the papers' "
-                "setting (centering=None and a public data_norm)."
+                f"{len(THRESHOLDS)} users to locate the norms). Nothing was released or "
+                "charged. Use more users, or the papers' setting (centering=None and a public "
+                "data_norm)."
             )
         return sizes
 
