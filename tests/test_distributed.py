@@ -756,3 +756,18 @@ def test_a_bad_provider_table_is_named():
         DPSPCA(2).fit_providers([rng.standard_normal((100, 4)), rng.standard_normal((100, 3))])
     with pytest.raises(ValueError, match=r"Provider 1's table: Found array with 0 sample"):
         DPSPCA(2).fit_providers([rng.standard_normal((100, 4)), np.empty((0, 4))])
+
+
+def test_the_record_of_providers_of_different_sizes_pairs_its_bound_and_sensitivity():
+    """The record lists the spends of the providers of the booked plan: its bound is theirs,
+    so the sensitivity it states is √2·D² of that bound (it stated the largest provider's
+    bound beside the smaller one's sensitivity: an outside tester)."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((5400, 8)) @ np.diag([5, 3, 1, 1, 0.5, 0.5, 0.3, 0.2]) + 10
+    groups = np.r_[np.zeros(400, int), np.ones(5000, int)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = DPSPCA(2, random_state=0, ledger=PrivacyLedger()).fit(X, groups=groups)
+    record = est.privacy_
+    assert record.sensitivity == pytest.approx(math.sqrt(2) * record.data_norm**2)
+    assert record.data_norm in est.provider_data_norms_

@@ -535,7 +535,11 @@ default="random"
         pre = merge_provider_spends([spends for spends, _ in listed])
         statistic = max((stat for _, stat in listed), key=lambda s: s.sensitivity)
         mean = None if server.mean is None else np.asarray(server.mean)
-        summary = PreparedRows(np.empty((0, p)), float(bounds.max()), mean, scale, 0, pre)
+        # The record's bound is that of the providers whose spends it lists, so that its
+        # sensitivity (√2·D² of their statistic) is the bound's (an outside tester: 11.3 beside
+        # a sensitivity of 64, the smaller provider's); every Dᵢ is in the notes.
+        listed_bound = max(pr.data_norm_ for pr in providers if pr.plan == run.plan)
+        summary = PreparedRows(np.empty((0, p)), float(listed_bound), mean, scale, 0, pre)
         self._set_server(server, providers, run.statistic_multiplier(), plan.settings["secure"])
         self.mean_ = np.zeros(p) if mean is None else mean
         self.scale_ = scale
