@@ -231,3 +231,21 @@ def test_the_server_command_refuses_what_no_run_could_honour():
                          "Use --aggregation local-noise")):
         result = CliRunner().invoke(main, [*base, *args])
         assert result.exit_code == 2 and words in " ".join(result.output.split()), result.output
+
+
+def test_the_start_check_shows_a_code_unless_the_data_holder_asks(tmp_path):
+    """The provider command's start check reads DATA: a CSV's text cell is quoted by the
+    reader's error, so, as in the provider's log, only the fixed code is shown unless
+    --show-data-warnings (then the whole reason, for the data holder)."""
+    from click.testing import CliRunner
+
+    from privpca.cli import main
+
+    data = _csv(tmp_path / "d.csv")
+    args = ["provider", str(data), "--superlink", "127.0.0.1:1", "--insecure", "-k", "1",
+            "--epsilon", "1", "--provider-id", "a", "--state", str(tmp_path / "s.json")]
+    quiet = CliRunner().invoke(main, args)
+    assert quiet.exit_code == 2 and "input-refused" in quiet.output
+    assert SECRET not in quiet.output
+    loud = CliRunner().invoke(main, [*args, "--show-data-warnings"])
+    assert loud.exit_code == 2 and SECRET in loud.output

@@ -223,8 +223,10 @@ def _check_provider(node_config: dict[str, Any]) -> None:
     """Build the provider its SuperNode will build, before it registers: settings that no
     query could be answered under (-k above DATA's columns, bad --budget-shares, a state
     file of another agreement) are refused here, not at the first query. Nothing is
-    released; the error is for this machine's shell only."""
+    released. The error's text can quote DATA (a cell of a CSV): as in the provider's log,
+    only its fixed code is shown unless --show-data-warnings."""
     from privpca.federated.flower_provider import load_provider
+    from privpca.federated.protocol import failure_reply
 
     try:  # on a copy of the state file: a refused trial must not pin its settings in it
         with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp:
@@ -233,9 +235,12 @@ def _check_provider(node_config: dict[str, Any]) -> None:
             if state.exists():
                 shutil.copyfile(state, trial)
             load_provider({**node_config, "state-path": str(trial)})
-    except Exception as exc:  # its own shell: the whole reason
-        raise click.UsageError(f"DATA and these options make no provider: {exc} Nothing was "
-                               "released.") from exc
+    except Exception as exc:
+        reason = (f"{str(exc).rstrip('.')}. Nothing was released."
+                  if node_config.get("show-data-warnings") else
+                  f"{failure_reply(exc)[1]} (the reason: --show-data-warnings, for the data "
+                  "holder only).")
+        raise click.UsageError(f"DATA and these options make no provider: {reason}") from exc
 
 
 @click.command()
