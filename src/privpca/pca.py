@@ -340,14 +340,13 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 f"n_components={self.n_components!r}: the mechanism chosen for this table, "
                 f"{name!r} ({reason.rstrip('.')}), takes only a whole number of components: "
                 "it releases no spectrum to choose k from. Pass an int, e.g. n_components=2.")
-        options = self._options(name)
-        unknown = sorted(set(options) - set(cls().get_params()))
-        if unknown:
+        options, params = self._options(name), set(cls().get_params())
+        if unknown := sorted(set(options) - params):
             raise ValueError(
                 f"options {unknown} are not parameters of the mechanism chosen for this "
                 f"table, {name!r} ({cls.__name__}: {reason.rstrip('.')}); its parameters: "
-                f"{sorted(set(cls().get_params()) - set(OWN_PARAMETERS))}. Fix the mechanism "
-                "with mechanism=... to pass options of another one.")
+                f"{sorted(params - set(OWN_PARAMETERS))}. Fix the mechanism with "
+                "mechanism=... to pass options of another one.")
         estimator = cls(
             n_components=self.n_components, epsilon=self.epsilon, delta=self.delta,
             random_state=self.random_state, ledger=self.ledger, **whiten, **options,

@@ -530,16 +530,16 @@ default="random"
         per_provider = [pr.spends() for pr in providers]
         # The parts of the booked plan only: another provider's plan may split differently
         # (local_noise_pipeline), and mixing the two splits' events would state neither.
-        listed = [spent for pr, spent in zip(providers, per_provider, strict=True)
-                  if pr.plan == run.plan]
+        on_plan = [pr.plan == run.plan for pr in providers]
+        listed = [spent for spent, on in zip(per_provider, on_plan, strict=True) if on]
         pre = merge_provider_spends([spends for spends, _ in listed])
         statistic = max((stat for _, stat in listed), key=lambda s: s.sensitivity)
         mean = None if server.mean is None else np.asarray(server.mean)
         # The record's bound is that of the providers whose spends it lists, so that its
         # sensitivity (√2·D² of their statistic) is the bound's (an outside tester: 11.3 beside
         # a sensitivity of 64, the smaller provider's); every Dᵢ is in the notes.
-        listed_bound = max(pr.data_norm_ for pr in providers if pr.plan == run.plan)
-        summary = PreparedRows(np.empty((0, p)), float(listed_bound), mean, scale, 0, pre)
+        summary = PreparedRows(np.empty((0, p)), float(bounds[on_plan].max()), mean, scale, 0,
+                               pre)
         self._set_server(server, providers, run.statistic_multiplier(), plan.settings["secure"])
         self.mean_ = np.zeros(p) if mean is None else mean
         self.scale_ = scale

@@ -81,8 +81,7 @@ def check_random_state(random_state: Any, *, stream: str = "estimator") -> np.ra
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         if random_state < 0:
             raise ValueError(f"random_state must be a non-negative int; got {random_state}.")
-        seed = np.random.SeedSequence(int(random_state), spawn_key=(RANDOM_STREAM_KEYS[stream],))
-        return np.random.default_rng(seed)
+        return _stream_generator(int(random_state), stream)
     if isinstance(random_state, np.random.SeedSequence):
         return np.random.default_rng(random_state)
     if isinstance(random_state, np.random.Generator):
@@ -98,10 +97,12 @@ def public_start_generator(seed: int | None) -> np.random.Generator:
     server's start Q⁽⁰⁾): the draws of ``check_random_state(seed)``, so a Flower server
     seeded ``s`` starts where ``DPSPCA(random_state=s)`` does, without its warning or strict
     secure mode's refusal: nothing private is drawn from it."""
-    if seed is None:
-        return np.random.default_rng()
-    return np.random.default_rng(np.random.SeedSequence(
-        int(seed), spawn_key=(RANDOM_STREAM_KEYS["estimator"],)))
+    return np.random.default_rng() if seed is None else _stream_generator(int(seed), "estimator")
+
+
+def _stream_generator(seed: int, stream: str) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(seed,
+                                                        spawn_key=(RANDOM_STREAM_KEYS[stream],)))
 
 
 def check_secure_random_state(random_state: Any, *, what: str = "random_state",
