@@ -169,3 +169,26 @@ def test_every_fit_reads_its_table_through_one_door():
                 if not (reset and isinstance(reset[0], ast.Constant) and reset[0].value is False):
                     offenders.append(f"{_module_name(path)}:{node.lineno}")
     assert offenders == [], offenders
+
+
+#: The compiled kernels are written as flat loops for numba; every other room stays small.
+KERNELS = {"_kernels.py", "_bingham_kernels.py"}
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 600, 100
+
+
+def test_every_room_is_small():
+    """No module over 600 lines and no function over 100, outside the numba kernels: a size a
+    reader takes in at once (issue 37)."""
+    too_long = []
+    for path in SRC.rglob("*.py"):
+        if path.name in KERNELS:
+            continue
+        text = path.read_text()
+        if text.count("\n") > MAX_MODULE_LINES:
+            too_long.append(f"{path.relative_to(SRC)}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    too_long.append(f"{path.relative_to(SRC)}:{node.name}: {length} lines")
+    assert not too_long, too_long

@@ -52,7 +52,6 @@ from privpca.mechanisms.bingham_sampler import (
 )
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import Statistic, Table
-from privpca.pipeline.spectrum import HIGH_PILOT_NOTE
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.gram import gram_matrix
 
@@ -196,10 +195,10 @@ class BinghamPCA(PipelinePCA):
     noise_level_ : float
         NaN: the exponential mechanism has no additive noise to report.
     expected_error_ : float or None
-        The Ky Fan bound ``√(2r/λ)`` from the released variances (r outside the components, λ the
-        smallest component's), w.p. ≥ 95 %, capped at √(2k): derivation and assumptions in
-        :func:`~privpca.pipeline.spectrum.component_error_bound`, raised to the rotation
-        clipping may cause as in :class:`~privpca.AnalyzeGaussPCA`. None in the papers' setting: the
+        The smaller of the Ky Fan and the Davis–Kahan residual bounds from the released
+        variances and residual pair, w.p. ≥ 95 %, capped at √(2k), against the rows clipped
+        at the bound selection's robust maximum (so it covers the rotation clipping at a lower
+        chosen bound causes): :mod:`privpca.pipeline.basis_error`. None in the papers' setting: the
         exponential mechanism's utility bound (the sampled basis's Rayleigh trace is within
         ``O(kp·T)`` of the top-k sum at temperature T) turns into a distance only through ``XᵀX``'s
         eigengap, not released.
@@ -500,8 +499,6 @@ class BinghamPCA(PipelinePCA):
         if not run.paper_mode:
             notes += (" The Gaussian preprocessing parts and the exponential mechanism compose "
                       "by basic composition to the requested (epsilon, delta).")
-        if spectrum.read_off_high_pilot:
-            notes += HIGH_PILOT_NOTE
         self.components_ = components
         return Release(spend, "exponential mechanism", notes)
 

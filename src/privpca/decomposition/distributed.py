@@ -1,10 +1,9 @@
 """DPS-PCA (Ge, Wang, Wang, Liu 2018): distributed private sparse PCA, simulated in one process.
 
-:class:`DPSPCA` runs :mod:`privpca.federated.protocol` with N providers in this process, each
-a :class:`~privpca.federated.protocol.ProviderState` (its own noise, budget plan and release
-counter), the server a :class:`~privpca.federated.protocol.ServerState`. The Flower app
-(:mod:`privpca.federated.flower_app`) runs the same two classes in separate processes or
-machines: the same seeds and split give bitwise the same components.
+:class:`DPSPCA` runs :mod:`privpca.federated.protocol` in this process: N providers (each a
+:class:`~privpca.federated.protocol.ProviderState`, with its own noise, budget plan and
+release counter) and a :class:`~privpca.federated.protocol.ServerState`; the Flower app runs
+them apart (:mod:`privpca.federated.flower_app`), bitwise the same for the same seeds.
 
 Privacy (distributed model; replace one record of one provider, nᵢ public)
 ---------------------------------------------------------------------------
@@ -67,12 +66,10 @@ from privpca.federated.protocol.secure_sums import (
 )
 from privpca.mechanisms.secure_noise import is_os_keyed
 from privpca.metrics import sin_theta
+from privpca.pipeline.basis_error import summed_error_bound
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import PreparedRows, warn_if_standardised
 from privpca.pipeline.settings import PipelineSettings
-from privpca.pipeline.spectrum import (
-    summed_error_bound,
-)
 
 __all__ = ["DPSPCA", "dpspca_provider_seeds"]
 
@@ -187,10 +184,11 @@ default="random"
         resolved.
     expected_error_ : float or None
         The Ky Fan bound ``√(2r/λ)`` from the released variances (r outside the components, λ the
-        smallest component's), w.p. ≥ 95 %, capped at √(2k): derivation and assumptions in
-        :func:`~privpca.pipeline.spectrum.component_error_bound`. The noise is the providers' summed
-        variance releases (std ``√Σσᵢ²``), the centring term the last private-mean round's. None in
-        the paper's setting (only the T answers are released; the (k+1)-th eigenvalue is not).
+        smallest component's), w.p. ≥ 95 %, capped at √(2k): derivation in
+        :func:`~privpca.pipeline.basis_error.component_error_bound`. The noise is the
+        providers' summed variance releases (std ``√Σσᵢ²``), the centring term the last
+        private-mean round's. None in the paper's setting (only the T answers are released;
+        the (k+1)-th eigenvalue is not).
     history_ : ndarray of shape (n_iter + 1, n_components, n_features)
         ``Q⁽¹⁾`` (the start) and every iterate, as rows (post-processing: free). Use
         :meth:`sin_theta_path` for the error per iteration (the paper's Figure 3).
@@ -535,9 +533,8 @@ default="random"
         pre = merge_provider_spends([spends for spends, _ in listed])
         statistic = max((stat for _, stat in listed), key=lambda s: s.sensitivity)
         mean = None if server.mean is None else np.asarray(server.mean)
-        # The record's bound is that of the providers whose spends it lists, so that its
-        # sensitivity (√2·D² of their statistic) is the bound's (an outside tester: 11.3 beside
-        # a sensitivity of 64, the smaller provider's); every Dᵢ is in the notes.
+        # The record's bound is that of the providers whose spends it lists, so that it and
+        # its sensitivity (√2·D² of their statistic) agree; every Dᵢ is in the notes.
         summary = PreparedRows(np.empty((0, p)), float(bounds[on_plan].max()), mean, scale, 0,
                                pre)
         self._set_server(server, providers, run.statistic_multiplier(), plan.settings["secure"])

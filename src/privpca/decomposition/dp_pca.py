@@ -227,12 +227,12 @@ class DPPCA(DPPCACalibration):
         of the Gaussian noise added to the mean gradients (``history_["noise_scale"]``), in
         the units of ``explained_variance_``. An indicator, not a bound.
     expected_error_ : float or None
-        The Ky Fan bound ``√(2r/λ)`` from the released variances (r outside the components, λ the
-        smallest component's), w.p. ≥ 95 %, capped at √(2k): derivation and assumptions in
-        :func:`~privpca.pipeline.spectrum.component_error_bound`. It bounds the distance to the PCA
-        of the *held-out* rows (a uniformly random share of the table). None in the papers' setting:
-        the released noise scales (``history_``) bound the gradient noise, but DP-PCA's guarantee
-        needs the eigengap of the data, which is not released.
+        The smaller of the Ky Fan and the Davis–Kahan residual bounds from the released
+        variances and residual pair, w.p. ≥ 95 %, capped at √(2k): derivation in
+        :func:`~privpca.pipeline.basis_error.component_error_bound`. It bounds the distance
+        to the PCA of the *held-out* rows (a uniformly random share of the table). None in
+        the papers' setting: the released noise scales (``history_``) bound the gradient
+        noise, but DP-PCA's guarantee needs the eigengap of the data, which is not released.
     batch_size_ : int
     n_iter_ : int
         T, the number of steps.

@@ -61,7 +61,6 @@ from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import Statistic, Table
-from privpca.pipeline.spectrum import HIGH_PILOT_NOTE
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.gram import gram_matrix
 from privpca.solvers.power import power_step, random_orthonormal_basis
@@ -175,10 +174,10 @@ class NoisyPowerPCA(PipelinePCA):
     noise_level_ : float
         σ over the variance denominator: the noise std of each entry of ``XᵀX Q`` per record.
     expected_error_ : float or None
-        The Ky Fan bound ``√(2r/λ)`` from the released variances (r outside the components, λ the
-        smallest component's), w.p. ≥ 95 %, capped at √(2k): derivation and assumptions in
-        :func:`~privpca.pipeline.spectrum.component_error_bound`, raised to the rotation
-        clipping may cause as in :class:`~privpca.AnalyzeGaussPCA`. None in the papers'
+        The smaller of the Ky Fan and the Davis–Kahan residual bounds from the released
+        variances and residual pair, w.p. ≥ 95 %, capped at √(2k), against the rows clipped
+        at the bound selection's robust maximum (so it covers the rotation clipping at a lower
+        chosen bound causes): :mod:`privpca.pipeline.basis_error`. None in the papers'
         setting: only ``Q_T`` is released, and the Hardt–Price bound needs ``XᵀX``'s eigengap,
         which is not.
     n_iter_ : int
@@ -321,8 +320,6 @@ class NoisyPowerPCA(PipelinePCA):
             "post-processing. For comparison, Hardt & Price's entry-level calibration "
             f"would use sigma = {paper_sigma:.4g}·‖Q‖_∞ (not a row-level guarantee)."
         )
-        if spectrum.read_off_high_pilot:
-            notes += HIGH_PILOT_NOTE
         self.components_ = components
         self.n_iter_ = T
         self.noise_scale_ = sigma

@@ -43,8 +43,8 @@ from privpca.decomposition._stochastic import (
     StreamPlan,
     StreamPrepared,
 )
+from privpca.pipeline.basis_error import rotate_component_spectrum
 from privpca.pipeline.settings import check_centering
-from privpca.pipeline.spectrum import rotate_component_spectrum
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.oja import (
     OJA_LEARNING_RATE,
@@ -138,7 +138,7 @@ class OjaPCA(StochasticPCA):
         0.0: no privacy noise.
     expected_error_ : float or None
         With a table: the Ky Fan bound ``√(2r/λ)`` on the distance to the exact PCA, from the
-        exact variances (:func:`~privpca.pipeline.spectrum.component_error_bound`, no noise:
+        exact variances (:func:`~privpca.pipeline.basis_error.component_error_bound`, no noise:
         deterministic). None in the papers' setting (the basis is not rotated to its
         variances there).
     n_iter_ : int
@@ -287,10 +287,10 @@ class OjaPCA(StochasticPCA):
         """Rotate the basis to the eigenvectors of the exact ``VᵀCV`` (free: not private).
 
         ``expected_error_`` is the Ky Fan bound with no noise
-        (:func:`~privpca.pipeline.spectrum.component_error_bound`): the residual variance over
+        (:func:`~privpca.pipeline.basis_error.component_error_bound`): the residual variance over
         the smallest component variance, deterministic.
         """
-        spectrum = rotate_component_spectrum(self.components_, (matrix, total, 0.0))
+        spectrum = rotate_component_spectrum(self.components_, (matrix, total))
         self.components_ = spectrum.components
         self.explained_variance_ = spectrum.explained_variance
         self.explained_variance_ratio_ = spectrum.explained_variance_ratio

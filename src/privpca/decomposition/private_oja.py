@@ -223,11 +223,11 @@ class PrivateOjaPCA(StochasticPCA):
         indicator of the noise the stream averages (Oja's error grows with it over the
         eigengap), not a bound.
     expected_error_ : float or None
-        The Ky Fan bound ``√(2r/λ)`` from the released variances (r outside the components, λ the
-        smallest component's), w.p. ≥ 95 %, capped at √(2k): derivation and assumptions in
-        :func:`~privpca.pipeline.spectrum.component_error_bound`. It bounds the distance to the PCA
-        of the *held-out* rows (a uniformly random share of the table). None in the papers' setting
-        (only W is released).
+        The smaller of the Ky Fan and the Davis–Kahan residual bounds from the released
+        variances and residual pair, w.p. ≥ 95 %, capped at √(2k): derivation in
+        :func:`~privpca.pipeline.basis_error.component_error_bound`. It bounds the distance
+        to the PCA of the *held-out* rows (a uniformly random share of the table). None in
+        the papers' setting (only W is released).
     noise_multiplier_ : float
         α (noise std over the per-step sensitivity 2ηβ).
     local_epsilon_ : float

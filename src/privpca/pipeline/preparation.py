@@ -135,9 +135,6 @@ class RowPreparation:
                                     scale=scale)
             over = norms > D
             n_clipped = int(over.sum())
-            if rows is None:
-                return PreparedRows(None, float(D), mean, scale, n_clipped, spends, details,
-                                    source=X)
             if n_clipped:
                 if rows is X:
                     rows = X.copy()
@@ -147,7 +144,9 @@ class RowPreparation:
             assert rows is not None
             rows, n_clipped = clip_rows(rows, D, owner=owner, norms=np.sqrt(row_sq),
                                         copy=rows is X)
-        return PreparedRows(rows, float(D), mean, scale, n_clipped, spends, details)
+        # With a private bound the table stays the source: a later part may clip it elsewhere.
+        return PreparedRows(rows, float(D), mean, scale, n_clipped, spends, details,
+                            source=X if isinstance(self.data_norm, str) else None)
 
     def _private_mean(
         self,

@@ -46,6 +46,12 @@ from numpy.typing import NDArray
 from privpca.accounting.neighbouring import Neighbouring
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.quantile import PrivateQuantile
+from privpca.pipeline.basis_error import (
+    ComponentSpectrum,
+    basis_moments,
+    rotate_component_spectrum,
+    unpack_moments,
+)
 from privpca.pipeline.bound_selection import MAX_FEATURES as SELECT_MAX_FEATURES
 from privpca.pipeline.budget import (
     DEFAULT_SHARES,
@@ -74,13 +80,7 @@ from privpca.pipeline.settings import (
     check_centering,
     check_scale,
 )
-from privpca.pipeline.spectrum import (
-    ERROR_ALPHA,
-    ComponentSpectrum,
-    mean_perturbation_bound,
-    rotate_component_spectrum,
-    spectrum_off_high_pilot,
-)
+from privpca.pipeline.spectrum import ERROR_ALPHA, mean_perturbation_bound
 from privpca.streaming.holdout import held_out_size, random_row_split
 from privpca.streaming.reductions import (
     clipped_gram_and_sum,
@@ -488,66 +488,48 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
         return self.plan["statistic"].multiplier
 
     # ------------------------------------------------------------------ variances
-    def release_component_spectrum(
-        self,
-        prepared: PreparedRows,
-        components: NDArray[np.float64],
-        rng: np.random.Generator,
-    ) -> tuple[NDArray[np.float64], float, float] | None:
-        """The "variance" part: ``VᵀGV`` (k×k) and ``tr G`` with Gaussian noise.
+    def rotate_to_spectrum(self, prepared: PreparedRows, components: NDArray[np.float64],
+                           rng: np.random.Generator) -> ComponentSpectrum:
+        """The "variance" part, then ``components`` rotated to the eigenvectors of the private
+        ``VᵀGV``, with feasible variances, ratios and the bar
+        (:func:`~privpca.pipeline.basis_error.rotate_component_spectrum`); in the papers'
+        setting (part not active) the components unchanged, NaN variances and no bar.
 
-        Each record contributes ``(u(Vᵀx xᵀV), ‖x‖²)`` (``u``: packed upper triangle). With
-        ``A = ‖x‖² ≤ D²``, ``‖u(Vᵀx xᵀV)‖ ≤ ‖Vᵀx‖² ≤ A``, and two records' vectors have a
-        non-negative inner product (``⟨u(aaᵀ), u(bbᵀ)⟩ ≥ 0``, see
-        :mod:`privpca.local_protocol.local_covariance`), so replacing a record moves the release by
-        at most ``√(2A² + 2B² − 2AB) ≤ √2·D²``: **Δ = √2·D²**. Its eigenvectors rotate ``V``
-        into ordered components and its eigenvalues are their variances (post-processing).
-        Returns ``(k×k matrix, total, noise std)`` in variance units (over the denominator),
-        or None when the part is not active.
+        The part releases :func:`~privpca.pipeline.basis_error.basis_moments` of
+        :meth:`_variance_rows` in one Gaussian release of **Δ = √2·D²** for the whole vector
+        (the proof is in :mod:`privpca.pipeline.basis_error`).
         """
         if "variance" not in self.plan:
-            return None
+            return rotate_component_spectrum(components, None)
         k = components.shape[0]
-        b = self.plan["variance"]
-        matrix, total = prepared.projected_moments(components)
-        if prepared.centre_sum is not None:  # re-centred on the released Σ y (free)
-            v = components @ prepared.centre_sum
-            matrix -= np.outer(v, v) / prepared.n_samples
-            total -= float(prepared.centre_sum @ prepared.centre_sum) / prepared.n_samples
-        sensitivity = math.sqrt(2.0) * prepared.data_norm**2
-        sigma = b.multiplier * sensitivity
-        iu = np.triu_indices(k)
-        # One Gaussian release of k(k+1)/2 + 1 coordinates: the packed matrix, then the total.
-        packed = gaussian_release(np.append(matrix[iu], total), sigma, rng,
-                                  sensitivity=sensitivity)
-        matrix = np.zeros((k, k))
-        matrix[iu] = packed[:-1]
-        matrix = matrix + np.triu(matrix, 1).T
-        total = float(packed[-1])
+        rows = self._variance_rows(prepared)
+        exact = basis_moments(rows, components)
+        sensitivity = math.sqrt(2.0) * rows.data_norm**2
+        sigma = self.plan["variance"].multiplier * sensitivity
+        packed = gaussian_release(exact, sigma, rng, sensitivity=sensitivity)
         prepared.spends.append(self._spend(
             "variance", "gaussian: packed VᵀGV and tr G (explained variance along the "
-            "components)", sensitivity, sigma))
+            "components)" + (", ‖(I − VVᵀ)GV‖_F and λ_max((I − VVᵀ)G(I − VVᵀ)) (the error "
+                             "bar)" if exact.size > k * (k + 1) // 2 + 1 else "")
+            + f" of the rows clipped at D = {rows.data_norm:.6g}", sensitivity, sigma))
         denom = self.denominator(prepared)
-        return matrix / denom, total / denom, sigma / denom
+        extra = self.mean_perturbation(prepared) / denom
+        return rotate_component_spectrum(components, unpack_moments(packed / denom, k),
+                                         sigma / denom, extra_perturbation=extra)
 
-    def rotate_to_spectrum(
-        self,
-        prepared: PreparedRows,
-        components: NDArray[np.float64],
-        rng: np.random.Generator,
-    ) -> ComponentSpectrum:
-        """Components rotated to the eigenvectors of the private ``VᵀGV``, with variances.
-
-        A :class:`~privpca.pipeline.spectrum.ComponentSpectrum`: feasible variances and ratios
-        and the error bound from the released ``VᵀGV`` and ``tr G``; in the papers' setting
-        (part not active) the components unchanged, NaN variances and no bound (None).
-        """
-        out = self.release_component_spectrum(prepared, components, rng)
-        extra = self.mean_perturbation(prepared) / self.denominator(prepared)
-        spectrum = rotate_component_spectrum(components, out, extra_perturbation=extra)
-        high = None if out is None else spectrum_off_high_pilot(
-            self.bound_choice(prepared), spectrum, out[2], self.denominator(prepared))
-        return spectrum if high is None else high
+    def _variance_rows(self, prepared: PreparedRows) -> PreparedRows:
+        """The rows the "variance" part reads: where the bound selection chose below its
+        robust maximum, the same rows clipped at that maximum (a view; spends shared), so
+        that its bar covers the rotation clipping at the chosen bound causes and the
+        variances are those of rows clipped above (almost) every norm. Rows above the robust
+        maximum (about 4.5 noise deviations of the search's counts) are not covered: no
+        release at a bound below them sees them. Else the statistic's rows."""
+        choice = self.bound_choice(prepared)
+        if choice is None or len(choice.candidates) < 2 or prepared.source is None \
+                or choice.candidates[-2] <= prepared.data_norm:
+            return prepared
+        return replace(prepared, data_norm=choice.candidates[-2], stored_rows=None,
+                       n_clipped=0)
 
     def mean_perturbation(self, prepared: PreparedRows) -> float:
         """Spectral-norm bound (w.p. ≈ 95 %) of ``n(x̄ − μ̂)(x̄ − μ̂)ᵀ`` in the prepared rows' units.
@@ -582,8 +564,8 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
         pilots). After a scale ``refinement`` the pilots' units are the private scales': the
         rotation is measured there and grown by the refinement's condition number."""
         choice = self.bound_choice(prepared)
-        if choice is None or noise_error is None:
-            return noise_error
+        if choice is None or noise_error is None or "variance" in self.plan:
+            return noise_error  # the "variance" part's bar covers it (_variance_rows)
         if refinement is None or refinement.is_identity:
             return choice.clipping_error(components, float(noise_error))
         bar = choice.clipping_error(refinement.components_before(components), noise_error)

@@ -137,6 +137,13 @@ class PreparedRows:
         self._warn_if_clipped()
         return gram
 
+    def exact_gram(self) -> NDArray[np.float64]:
+        """``Σᵢ rowᵢ rowᵢᵀ`` by one pass, leaving the statistic's state alone (its kept pilot
+        and its clipping count and warning): a later part's private input."""
+        if self.stored_rows is not None or self.source is None:
+            return gram_matrix(self.rows)
+        return clipped_gram(self._pass_source(), self.mean, self.scale, self.data_norm)[0]
+
     @property
     def streamed(self) -> bool:
         """Whether the rows live in a :class:`~privpca.streaming.RowSource` (read by passes)."""

@@ -50,26 +50,8 @@ total, raised to the released variances when noise pushed it below them: the tot
 private), ratios the variances over that total (each in [0, 1], summing to at most 1). It reads
 released values only: post-processing, no budget. NaN stays NaN: it marks "nothing released".
 
-Components with released variances
-----------------------------------
-The iterative and sampling estimators (noisy power, Bingham, Oja's, DP-PCA, DPS-PCA) release a
-basis ``Q`` (k×p) and then, in a separate Gaussian release, ``M̃ = QᵀGQ + E_k`` (k×k, entries
-of std τ) and ``t̃ = tr G + e``. :func:`component_error_bound` bounds the distance of ``Q`` to the
-top-k eigenvectors ``V`` of ``G`` from these alone, whatever produced ``Q``:
-
-* **Ky Fan residual.** With ``G``'s eigenpairs ``(λᵢ, uᵢ)``, ``cᵢ = ‖Quᵢ‖²`` and
-  ``s = ‖sin Θ‖²_F = Σ_{i≤k}(1 − cᵢ)``, the energy ``G`` keeps outside ``Q``,
-  ``r = tr G − tr QᵀGQ = Σᵢ λᵢ(1 − cᵢ) ≥ λ_k·s`` (G is PSD). So ``s ≤ r/λ_k``, and
-  ``λ_k ≥ λ_min(QᵀGQ)`` (Courant–Fischer).
-* **Noise.** ``Q`` is fixed before ``E_k`` and ``e`` are drawn, so with probability ≥ 1 − α
-  (α/3 each): ``‖E_k‖₂ ≤`` :func:`noise_norm_bound` ``(τ, k)``, ``|tr E_k| ≤ τ√k·z`` and
-  ``|e| ≤ τz`` with ``z = √(2 ln(6/α))``. A further perturbation ``c`` of ``G`` in spectral
-  norm and of rank ≤ 2 (the private centring) moves a trace by at most ``2c``.
-* Hence ``‖V̂V̂ᵀ − VVᵀ‖_F = √(2s) ≤ √(2 r⁺/λ⁻)`` with ``r⁺ = t̃ − tr M̃ + τz(1 + √k) + 4c``
-  and ``λ⁻ = λ_min(M̃) − ‖E_k‖ − c``, capped at ``√(2·min(k, p − k))`` ("no information"),
-  which is also reported when ``λ⁻ ≤ 0``. No eigengap of ``G`` is assumed; the bound is
-  tight when little of the total variance lies outside the top k, and vacuous when the tail
-  energy exceeds ``λ_k``: a basis and its own variances cannot tell the true ``λ_{k+1}``.
+The bar of a released basis (noisy power, Bingham, the stochastic family, DPS-PCA) is
+:mod:`privpca.pipeline.basis_error`.
 """
 
 from __future__ import annotations
@@ -81,11 +63,12 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg
+import scipy.stats
 from numpy.typing import NDArray
 
 from privpca._validation import check_n_components
 from privpca.mechanisms.noise import symmetric_noise
-from privpca.solvers.eigen import fix_signs, top_eigenvectors
+from privpca.solvers.eigen import top_eigenvectors
 
 __all__ = [
     "BOOTSTRAP_DRAWS",
@@ -95,11 +78,9 @@ __all__ = [
     "HIGH_PILOT_NOTE",
     "NOISE_DOMINATED",
     "TRACY_WIDOM_99",
-    "ComponentSpectrum",
     "SpectrumFit",
     "bootstrap_error_bound",
     "check_n_components_spec",
-    "component_error_bound",
     "debiased_eigenvalues",
     "feasible_spectrum",
     "fit_noisy_matrix",
@@ -107,10 +88,7 @@ __all__ = [
     "noisy_eigenvalues",
     "projected_noise_bound",
     "released_total",
-    "rotate_component_spectrum",
-    "spectrum_off_high_pilot",
     "subspace_error_bound",
-    "summed_error_bound",
     "variances_off_high_pilot",
 ]
 
@@ -212,78 +190,6 @@ def noisy_eigenvalues(debiased: NDArray[np.float64], noise_sd: float,
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(t > 0, t + n_features * float(noise_sd) ** 2 / t,
                         np.where(t == 0, 2.0 * float(noise_sd) * math.sqrt(n_features), t))
-
-
-def component_error_bound(
-    matrix: NDArray[np.float64], total: float, noise_sd: float, n_features: int,
-    extra_perturbation: float = 0.0, alpha: float = ERROR_ALPHA,
-) -> float:
-    """Ky Fan bound on ‖V̂V̂ᵀ − VVᵀ‖_F from a basis's released ``QᵀGQ + E_k`` and ``tr G + e``.
-
-    ``matrix`` (k×k), ``total`` and ``noise_sd`` (τ, the std of each released entry) in the
-    same units; ``extra_perturbation`` bounds, in those units, a rank-≤ 2 perturbation of
-    ``G`` in spectral norm. Valid w.p. ≥ 1 − α; derivation in the module docstring. With r
-    the variance outside the components (private total minus private component variances)
-    and λ the smallest component variance, ‖V̂V̂ᵀ − VVᵀ‖_F ≤ √(2r/λ) after the noise margins.
-    It assumes only that ``G`` is positive semidefinite: no eigengap, no convergence of the
-    method that produced the basis. Tight when little variance lies outside the top k; at its
-    cap √(2k) when the tail variance exceeds λ_k (a basis and its own variances cannot see
-    λ_{k+1}).
-    """
-    k = matrix.shape[0]
-    if k >= n_features:
-        return 0.0
-    cap = math.sqrt(2.0 * min(k, n_features - k))
-    if not (np.all(np.isfinite(matrix)) and math.isfinite(total)):
-        return cap
-    z = math.sqrt(2.0 * math.log(6.0 / alpha))
-    tau, c = float(noise_sd), float(extra_perturbation)
-    lowest = float(np.linalg.eigvalsh(matrix)[0]) - noise_norm_bound(tau, k, alpha / 3.0) - c
-    residual = float(total) - float(np.trace(matrix)) + tau * z * (1.0 + math.sqrt(k)) + 4.0 * c
-    if not lowest > 0:
-        return cap
-    return min(cap, math.sqrt(2.0 * max(residual, 0.0) / lowest))
-
-
-@dataclass(frozen=True)
-class ComponentSpectrum:
-    """A basis rotated to its released variances (:func:`rotate_component_spectrum`)."""
-
-    components: NDArray[np.float64]
-    explained_variance: NDArray[np.float64]
-    explained_variance_ratio: NDArray[np.float64]
-    total_variance: float
-    expected_error: float | None
-    #: The variances were read off the bound selection's high pilot
-    #: (:func:`spectrum_off_high_pilot`; the record's notes say so with
-    #: :data:`HIGH_PILOT_NOTE`).
-    read_off_high_pilot: bool = False
-
-
-def rotate_component_spectrum(
-    components: NDArray[np.float64],
-    released: tuple[NDArray[np.float64], float, float] | None,
-    *,
-    extra_perturbation: float = 0.0,
-) -> ComponentSpectrum:
-    """Rotate ``components`` (k×p) to the eigenvectors of the released ``QᵀGQ``.
-
-    ``released`` is ``(k×k matrix, total, noise std)`` in variance units, or None when nothing
-    beyond the basis is released (then NaN variances and ``expected_error`` None: no released
-    quantity bounds the distance). The span is unchanged; the variances are made feasible
-    (:func:`feasible_spectrum`) and the error bounded by :func:`component_error_bound`.
-    """
-    k, p = components.shape
-    if released is None:
-        nan = np.full(k, np.nan)
-        return ComponentSpectrum(components, nan, nan.copy(), math.nan, None)
-    matrix, total, sd = released
-    error = component_error_bound(matrix, total, sd, p, extra_perturbation)
-    values, vectors = np.linalg.eigh(matrix)
-    values, vectors = values[::-1], vectors[:, ::-1]
-    rotated = fix_signs((vectors.T @ components).T).T.copy()
-    values, ratio, feasible_total = feasible_spectrum(values, total)
-    return ComponentSpectrum(rotated, values, ratio, feasible_total, error)
 
 
 def check_n_components_spec(n_components: object, n_features: int, owner: object) -> int | float:
@@ -422,28 +328,6 @@ def variances_off_high_pilot(choice: Any, fit: SpectrumFit, final: NDArray[np.fl
                            shares_noise=shares_noise)
 
 
-def spectrum_off_high_pilot(choice: Any, spectrum: ComponentSpectrum, noise_sd: float,
-                            denominator: float) -> ComponentSpectrum | None:
-    """:func:`variances_off_high_pilot` for a basis with released variances (noisy power,
-    Bingham, …): ``spectrum``'s variances (noise std ``noise_sd``, variance units) are
-    replaced by ``vᵀM'v`` along its components when the two differ by more than their noise.
-    The basis was chosen without ``M'``'s noise, so its readings need no debias; a reading
-    within :data:`VARIANCE_SHIFT_SDS` of its own noise is 0 (not resolved)."""
-    if (choice is None or choice.chosen == choice.high or choice.high_pilot is None
-            or not np.all(np.isfinite(spectrum.explained_variance))):
-        return None
-    V = spectrum.components
-    read = _read_off(V, choice.high_pilot, choice.high_sigma,
-                     spectrum.explained_variance * denominator,
-                     spectrum.total_variance * denominator, noise_sd * denominator, denominator)
-    if read is None:
-        return None
-    order, variance, ratio, feasible_total = read
-    return replace(spectrum, components=V[order], explained_variance=variance,
-                   explained_variance_ratio=ratio, total_variance=feasible_total,
-                   read_off_high_pilot=True)
-
-
 #: Draws of the parametric bootstrap of the noise-only error bar.
 BOOTSTRAP_DRAWS = 20
 #: The bootstrap bar is this factor times the draws' 0.95 quantile (the draws perturb the
@@ -569,24 +453,3 @@ def released_total(values: NDArray[np.float64], ratio: NDArray[np.float64]) -> f
     """The server's private total variance, ``λ̂ᵢ/ratioᵢ`` (NaN when it was not positive)."""
     i = int(np.argmax(np.abs(ratio))) if np.all(np.isfinite(ratio)) else -1
     return float(values[i] / ratio[i]) if i >= 0 and ratio[i] != 0 else math.nan
-
-
-def summed_error_bound(values: NDArray[np.float64], total: float,
-                        spends: list[list[Any]], n: int, centred: bool, p: int) -> float:
-    """:func:`component_error_bound` for a spectrum summed over parties (DPS-PCA's server):
-    eigenvalues of the summed ``QᵀXᵢᵀXᵢQ + Eᵢ`` and the summed
-    totals, each provider's noise independent (std ``√Σσᵢ²`` over the denominator); the
-    private mean's term from the last mean round's summed noise (a rank-one PSD term, the
-    assumption of :func:`mean_perturbation_bound`)."""
-    denom = float(n - 1 if centred and n > 1 else n)
-    sd = _summed_scale(spends, "variance")
-    mean_sd = _summed_scale(spends, "mean_refine") or _summed_scale(spends, "mean")
-    extra = mean_perturbation_bound(n, mean_sd / n, p) / denom if mean_sd else 0.0
-    return component_error_bound(np.diag(values), total, sd / denom, p, extra)
-
-
-def _summed_scale(spends: list[list[Any]], part: str) -> float:
-    """``√Σσᵢ²`` of one part's noise over the providers (its spends' ``"part: …"`` names)."""
-    scales = [s.noise_scale for provider in spends for s in provider
-              if s.mechanism.startswith(f"{part}:")]
-    return math.sqrt(sum(x * x for x in scales))
