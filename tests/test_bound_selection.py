@@ -279,39 +279,11 @@ def test_with_the_low_bound_the_variances_are_read_off_the_high_pilot():
 
 
 # ------------------------------------------------------------------ the error bar's clipping
-def _choice_at(chosen: int, robust: np.ndarray, top: np.ndarray, *, robust_noise: float = 0.1,
-               top_noise: float = 0.1, tail: float = 0.05):
-    candidates = (1.0, 2.0, 4.0, 8.0)
-    return bound_selection.BoundChoice(
-        candidates, candidates[chosen], (0.1, 0.1, 0.1), (0.0, 0.0, 0.0), (0.0,) * 4,
-        robust_basis=robust, robust_noise=robust_noise, top_basis=top, top_noise=top_noise,
-        tail_rotation=tail, resolvable=1.0)
-
-
-def test_the_clipping_term_goes_through_the_released_top_pilots():
-    p = 6
-    e = np.eye(p)
-    same, turned = e[:, :2], e[:, [0, 2]]
-    V = e[[0, 1]]  # components_ (k×p) in the plane of features 0 and 1
-    # Chosen at the top: the noise bar alone; at the robust maximum: plus the top shell's.
-    assert _choice_at(3, same, same).clipping_error(V, 0.2) == 0.2
-    assert _choice_at(2, same, same).clipping_error(V, 0.2) == pytest.approx(0.25)
-    # Below: the smaller of the two triangle inequalities, at least the noise bar.
-    assert _choice_at(0, same, turned).clipping_error(V, 0.01) == pytest.approx(0.15)
-    assert _choice_at(0, turned, same).clipping_error(V, 0.01) == pytest.approx(0.1)
-    assert _choice_at(0, same, same).clipping_error(V, 0.5) == 0.5
-    # A robust maximum's pilot that cannot see its subspace says nothing of the top shell,
-    # and a turn neither pilot can rule out is not bounded (the cap √(2k)).
-    assert _choice_at(2, same, same, robust_noise=1.5).clipping_error(V, 0.2) == 2.0
-    assert _choice_at(0, turned, turned, robust_noise=0.7,
-                      top_noise=0.8).clipping_error(V, 0.1) == 2.0
-
-
 def test_the_bar_covers_a_rotation_clipping_caused_or_says_it_cannot(seen):
     # 5 % of rows far out along feature 2 at n = 20 000: the pilots resolve the rotation in
     # some seeds only, and some fits keep a bound that clips it away. The bar covers the
-    # distance to the raw table's PCA (scikit-learn's) in every seed, by its clipping term
-    # where the bound sits below the reference.
+    # distance to the raw table's PCA (scikit-learn's) in every seed: where the bound sits
+    # below the robust maximum, the "variance" part reads the rows clipped there.
     X = _skewed_tail(n=20_000)
     ref = PCA(2).fit(X).components_
     below = 0

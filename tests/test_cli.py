@@ -125,7 +125,7 @@ def test_fit_defaults_on_a_mixed_unit_table_match_sklearn(runner, customers_csv,
     assert privacy["epsilon"] == pytest.approx(1.0) and privacy["delta"] == pytest.approx(1e-5)
     assert privacy["n_samples"] == 20_000 and privacy["data_norm"] == payload["data_norm"]
     parts = [s["mechanism"].split(":")[0] for s in privacy["spends"]]
-    assert "mean" in parts and "bound" in parts and parts[-1] == "statistic"
+    assert "mean" in parts and "bound" in parts and parts[-2:] == ["statistic", "variance"]
     # A human summary on stderr; the plots written.
     assert "explained variance ratio (private)" in result.stderr
     assert "(1, 1e-05)-DP" in result.stderr

@@ -181,12 +181,10 @@ def test_record_lists_every_part_and_totals_the_request(cls, shifted):
     est = cls(2, epsilon=1.0, random_state=0, ledger=ledger).fit(shifted)
     parts = [s.mechanism.split(":")[0] for s in est.privacy_.spends]
     # data_norm="auto": the bound is chosen for the table by the pilot Grams of a ladder of
-    # candidates, one release (bound_select; its σ and Δ: tests/test_record_rebuild.py)
-    expected = ["bound_raw", "mean", "bound_residual", "mean_refine", "bound", "bound_select",
-                "statistic"]
-    if cls in (NoisyPowerPCA, BinghamPCA):
-        expected.append("variance")
-    assert parts == expected
+    # candidates, one release (bound_select; its σ and Δ: tests/test_record_rebuild.py); the
+    # "variance" part gives a basis its variances and every estimator its bar.
+    assert parts == ["bound_raw", "mean", "bound_residual", "mean_refine", "bound",
+                     "bound_select", "statistic", "variance"]
     assert (est.privacy_.epsilon, est.privacy_.delta) == (1.0, 1e-5)
     assert len(ledger) == 1 and ledger.records[0][1] is est.privacy_
     assert ledger.epsilon() == pytest.approx(1.0)

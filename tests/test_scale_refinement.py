@@ -64,14 +64,15 @@ def _distances(X: np.ndarray, seeds: range) -> list[float]:
 
 def test_the_refinement_brings_a_binary_survey_closer_to_the_correlation_pca(monkeypatch):
     # survey_binary (5 000 x 24 binary answers): the private scales miss by up to 2x at
-    # epsilon = 1; measured 0.246 (worst 0.254) without the refinement, 0.193 (0.215) with it.
+    # epsilon = 1; measured 0.246 (worst 0.254) without the refinement, 0.193 (0.215) with
+    # it; 0.205 (0.231) since the bar's "variance" part takes 2 % of the budget.
     X = make_survey_binary()
     refined = _distances(X, range(3))
     monkeypatch.setattr(scale_refinement_module, "refine_scales",
                         lambda M, sd, scale: refine_scales(M, sd, scale=False))
     plain = _distances(X, range(3))
     assert np.mean(refined) < 0.85 * np.mean(plain), (refined, plain)
-    assert max(refined) < 0.23
+    assert max(refined) < 0.24
 
 
 @pytest.mark.parametrize("estimator", [AnalyzeGaussPCA, ModSuLQPCA])

@@ -374,10 +374,6 @@ class PipelinePCA(BasePrivatePCA):
         if (self.scale_ is not None and release.refinement is not None
                 and not release.refinement.is_identity):
             self.scale_ = self.scale_ * release.refinement.factors
-        # Every estimator on the pipeline: the bar includes what clipping may have turned.
-        self.expected_error_ = plan.run.clipping_error(prepared, self.components_,
-                                                       self.expected_error_,
-                                                       refinement=release.refinement)
         return plan.run.record(prepared, release.spend, calibration=release.calibration,
                                notes=release.notes, **release.record)
 

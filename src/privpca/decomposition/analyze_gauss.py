@@ -335,6 +335,8 @@ class AnalyzeGaussPCA(IncrementalGramMixin, PipelinePCA):
             extra_perturbation=run.mean_perturbation(prepared), rng=fast_stream(rng),
             choice=run.bound_choice(prepared), shares_noise=sigma != released_sigma)
         self._set_spectrum(fit)
+        self.expected_error_ = run.spectrum_bar(prepared, self.components_, self.expected_error_,
+                                                rng, refinement)
         self.noise_scale_ = sigma
         spend = run.statistic_spend(
             prepared.data_norm, released_sigma,

@@ -276,6 +276,8 @@ class ModSuLQPCA(PipelinePCA):
         if high:
             notes += HIGH_PILOT_NOTE
         self._set_spectrum(fit)
+        self.expected_error_ = run.spectrum_bar(prepared, self.components_, self.expected_error_,
+                                                rng, refinement)
         self.beta_ = beta
         self.noise_scale_ = scale
         self.certified_epsilon_ = eps_gauss

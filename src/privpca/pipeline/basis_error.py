@@ -147,18 +147,22 @@ def residual_moments(gram: NDArray[np.float64], components: NDArray[np.float64]
             (float(np.linalg.norm(GQ - Q @ matrix)), float(top[0])))
 
 
-def basis_moments(rows: PreparedRows, components: NDArray[np.float64]) -> NDArray[np.float64]:
+def basis_moments(rows: PreparedRows, components: NDArray[np.float64],
+                  factors: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
     """What the ``variance`` part releases about ``rows`` (exact, private): the packed upper
     triangle of ``VᵀGV``, ``tr G`` and, up to :data:`RESIDUAL_MAX_FEATURES` features, the
     residual pair; re-centred on the rows' released ``Σ y`` where the held-out layout
-    released one (a public term: post-processing)."""
+    released one (a public term: post-processing). With ``factors`` (a scale refinement's,
+    public), of the rows divided by them: ``G`` becomes ``R⁻¹GR⁻¹``."""
     k, p = components.shape
     c, n = rows.centre_sum, rows.n_samples
     residual: tuple[float, ...] = ()
-    if p <= RESIDUAL_MAX_FEATURES:
+    if p <= RESIDUAL_MAX_FEATURES or factors is not None:
         gram = rows.exact_gram()
         if c is not None:
             gram -= np.outer(c, c) / n
+        if factors is not None:
+            gram /= np.outer(factors, factors)
         matrix, total, residual = residual_moments(gram, components)
     else:
         matrix, total = rows.projected_moments(components)

@@ -73,13 +73,9 @@ grows (norms spread over octaves with the components in the large rows).
 
 The error bar
 -------------
-Clipping may turn the subspace by more than the rule resolved. :meth:`BoundChoice.clipping_error`
-raises the estimators' bar (``expected_error_``) to cover it, against the rows clipped at the
-top candidate: the top shell's possible rotation (its step's distance plus its own noise's),
-and below the robust maximum the smaller of two triangle inequalities through the released
-top pilots (distance to the pilot plus that pilot's own noise effect, the
-:data:`REFERENCE_LEVEL` quantile of its bootstrap). Where the pilots are too noisy to resolve
-a rotation the bar is the cap ``√(2k)``: it cannot be bounded from what was released.
+The estimators' bar covers the rotation clipping at the chosen bound causes by a release of
+its own on the rows clipped at the robust maximum (the ``variance`` part,
+:mod:`privpca.pipeline.basis_error`), not by the pilots.
 
 Measured on the suite's tuning half (docs/REAL_DATA.md; ``AnalyzeGaussPCA``, ε = 1, five
 seeds): within 1.25× + 0.01 of the oracle on Covertype, RAND, the binary survey and anes96,
@@ -113,7 +109,6 @@ __all__ = [
     "MAX_FEATURES",
     "NOISE_DRAWS",
     "NOISE_LEVEL",
-    "REFERENCE_LEVEL",
     "RESOLVABLE",
     "BoundChoice",
     "candidate_ladder",
@@ -137,8 +132,6 @@ MAX_CANDIDATES = 6
 TOP_FACTOR = 2.0
 #: Bootstrap draws per noise level.
 NOISE_DRAWS = 10
-#: A top pilot's own noise effect enters the error bar at this quantile.
-REFERENCE_LEVEL = 0.95
 #: The pilots' noise distances are taken at their ``1 − NOISE_LEVEL`` quantile.
 NOISE_LEVEL = 0.1
 #: Up to this many features the pilots run (``2 + 4·NOISE_DRAWS`` top-k eigenpairs of a p×p
@@ -187,12 +180,6 @@ class BoundChoice:
     pilot_sigma: float = math.nan
     high_pilot: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
     high_sigma: float = math.nan
-    robust_basis: NDArray[np.float64] | None = field(default=None, repr=False,
-                                                       compare=False)
-    robust_noise: float = math.nan
-    top_basis: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
-    top_noise: float = math.nan
-    tail_rotation: float = math.nan
 
     @property
     def low(self) -> float:
@@ -228,44 +215,6 @@ class BoundChoice:
     def errors(self) -> tuple[float, ...]:
         """``e_j = b̂_j + f_j``."""
         return tuple(b + f for b, f in zip(self.biases, self.finals, strict=True))
-
-    def clipping_error(self, components: NDArray[np.float64], noise_error: float) -> float:
-        """The error bar of ``components`` (k×p, fitted at the chosen bound, whose noise
-        alone moves them by at most ``noise_error``) against the top-k subspace of the rows
-        clipped at the top candidate: the rotation clipping may cause, included.
-
-        With ``P`` the projector on a top-k subspace, ``G_c`` the Gram of the rows clipped at
-        ``c``, ``Ĝ`` its released pilot and ``u`` the :data:`REFERENCE_LEVEL` quantile of
-        that pilot's own noise effect (a parametric bootstrap, assumption A2):
-
-        * the top shell (the rows between the robust maximum ``c_{L−1}`` and the top ``c_L``)
-          turns the subspace by at most ``t = d_{L−1} + ν_{L−1}``: its step's distance and its
-          own noise's (the pilots' common noise cancels in the step) — or by anything when
-          the robust maximum's pilot cannot see its own subspace (``t = √(2k)``);
-        * chosen at the top: ``noise_error``; at the robust maximum: ``noise_error + t``;
-        * below it, the smaller of ``‖P(V̂) − P(Ĝ_{L−1})‖ + u_{L−1} + t`` and
-          ``‖P(V̂) − P(Ĝ_L)‖ + u_L`` (each a triangle inequality through a released pilot),
-          and at least ``noise_error``.
-
-        Capped at ``√(2k)``: a rotation the pilots cannot resolve is not bounded. Rows above
-        the top candidate are not covered: no release at a bound below them sees them.
-        """
-        k = components.shape[0]
-        cap = math.sqrt(2.0 * min(k, components.shape[1] - k))
-        j, last = self.candidates.index(self.chosen), len(self.candidates) - 1
-        if j == last or self.top_basis is None or self.robust_basis is None:
-            return noise_error
-        if self.robust_basis.shape[1] != k:
-            return cap
-        tail = self.tail_rotation if self.robust_noise < self.resolvable else cap
-        if j == last - 1:
-            return min(cap, noise_error + tail)
-        V = components.T
-        P = V @ V.T
-        robust, top = self.robust_basis, self.top_basis
-        via_robust = float(np.linalg.norm(P - robust @ robust.T)) + self.robust_noise + tail
-        via_top = float(np.linalg.norm(P - top @ top.T)) + self.top_noise
-        return min(cap, max(noise_error, min(via_robust, via_top)))
 
     def describe(self) -> str:
         """One sentence for the record's notes."""
@@ -423,7 +372,7 @@ def choose_bound(
     sees = [float(np.quantile(d, 1.0 - NOISE_LEVEL)) < RESOLVABLE * cap for d in own]
     choice = BoundChoice(candidates, candidates[0], distances, nus,
                          _guarded_finals(raw, sees), resolvable=RESOLVABLE * cap)
-    return _with_pilots(choice, released, sigmas, own, k)
+    return _with_pilots(choice, released, sigmas)
 
 
 def _stacked_shells(grams: Sequence[NDArray[np.float64]],
@@ -468,23 +417,13 @@ def _guarded_finals(raw: Sequence[float], sees: Sequence[bool]) -> tuple[float, 
 
 
 def _with_pilots(choice: BoundChoice, released: Sequence[NDArray[np.float64]],
-                 sigmas: Sequence[float], own: Sequence[NDArray[np.float64]],
-                 k: int) -> BoundChoice:
+                 sigmas: Sequence[float]) -> BoundChoice:
     """``choice`` with the smallest-error candidate chosen, and the pilots (and their noise)
-    that the statistic and the error bar read."""
+    that the statistic and the variances read."""
     candidates = choice.candidates
     j = int(np.argmin(choice.errors))
     # The variances are read off the pilot at the robust maximum (the ladder's last but one):
     # it clips only ~4.5σ rows and has a third of the top one's noise.
     top = max(len(candidates) - 2, 0)
-    # The error bar (clipping_error): the top shell's possible rotation and the top two
-    # pilots' subspaces and own noise effects.
-    last = len(candidates) - 1
-    tail = choice.distances[top] + choice.noise[top]
     return replace(choice, chosen=candidates[j], pilot=released[j], pilot_sigma=sigmas[j],
-                   high_pilot=released[top], high_sigma=sigmas[top],
-                   robust_basis=top_vectors(released[top], k),
-                   robust_noise=float(np.quantile(own[top], REFERENCE_LEVEL)),
-                   top_basis=top_vectors(released[last], k),
-                   top_noise=float(np.quantile(own[last], REFERENCE_LEVEL)),
-                   tail_rotation=float(tail))
+                   high_pilot=released[top], high_sigma=sigmas[top])

@@ -49,6 +49,7 @@ from privpca.mechanisms.quantile import PrivateQuantile
 from privpca.pipeline.basis_error import (
     ComponentSpectrum,
     basis_moments,
+    component_error_bound,
     rotate_component_spectrum,
     unpack_moments,
 )
@@ -173,8 +174,11 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
                     and self.n_features <= SELECT_MAX_FEATURES):
                 active.append("bound_select")
         self.table_mode = bool(active) or self.scale is not False or self.centering is not None
-        if not statistic.releases_spectrum and (self.table_mode or (shares and "variance" in
-                                                                    shares)):
+        # The "variance" part: a basis's variances and bar; the bar alone of a statistic with
+        # a spectrum of its own, where a bound is chosen (maybe below the robust maximum).
+        if (not statistic.releases_spectrum and (self.table_mode or (shares and "variance"
+                                                                     in shares))) \
+                or (statistic.releases_spectrum and "bound_select" in active):
             active.append("variance")
         self.active = tuple(active)
         if pure and not self.active:
@@ -195,6 +199,8 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
         statistic_parts = self.active
         if self.holdout_fraction is not None:
             self.held_out_sizes()  # refuses a split too small, before the data
+            if statistic.releases_spectrum:  # no bound chosen on its rows: no bar to cover
+                self.active = held_parts
             statistic_parts = tuple(part for part in self.active if part not in held_parts)
             if isinstance(self.centering, str):
                 # The held-out mean is off the statistic's rows' own mean by its sampling
@@ -491,45 +497,77 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
     def rotate_to_spectrum(self, prepared: PreparedRows, components: NDArray[np.float64],
                            rng: np.random.Generator) -> ComponentSpectrum:
         """The "variance" part, then ``components`` rotated to the eigenvectors of the private
-        ``VᵀGV``, with feasible variances, ratios and the bar
-        (:func:`~privpca.pipeline.basis_error.rotate_component_spectrum`); in the papers'
-        setting (part not active) the components unchanged, NaN variances and no bar.
-
-        The part releases :func:`~privpca.pipeline.basis_error.basis_moments` of
-        :meth:`_variance_rows` in one Gaussian release of **Δ = √2·D²** for the whole vector
-        (the proof is in :mod:`privpca.pipeline.basis_error`).
-        """
+        ``VᵀGV``, with variances and bar; in the papers' setting the components unchanged."""
         if "variance" not in self.plan:
             return rotate_component_spectrum(components, None)
+        released, sd, extra, _ = self._release_variance(prepared, components, rng)
+        return rotate_component_spectrum(components, released, sd, extra_perturbation=extra)
+
+    def spectrum_bar(self, prepared: PreparedRows, components: NDArray[np.float64],
+                     noise_error: float | None, rng: np.random.Generator,
+                     refinement: Any = None) -> float | None:
+        """The bar of a statistic with a spectrum of its own (Analyze Gauss, MOD-SuLQ) where
+        the bound selection chose its bound: the "variance" part's residual bar against the
+        rows :meth:`_variance_rows` reads, the smaller of it and ``noise_error`` (the noise
+        bar, against the chosen bound's rows) where those are the same rows. After a scale
+        ``refinement`` the part reads the rows divided by its (public) factors: the units of
+        ``components``. ``noise_error`` unchanged where the part is not active."""
+        if "variance" not in self.plan or noise_error is None:
+            return noise_error
+        factors = None if refinement is None or refinement.is_identity else refinement.factors
+        released, sd, extra, reclipped = self._release_variance(prepared, components, rng,
+                                                                factors)
+        bar = component_error_bound(released[0], released[1], sd, components.shape[1], extra,
+                                    residual=released[2] if len(released) > 2 else None)
+        return bar if reclipped else min(bar, float(noise_error))
+
+    def _release_variance(self, prepared: PreparedRows, components: NDArray[np.float64],
+                          rng: np.random.Generator, factors: NDArray[np.float64] | None = None
+                          ) -> tuple[tuple[Any, ...], float, float, bool]:
+        """The "variance" part: :func:`~privpca.pipeline.basis_error.basis_moments` of
+        :meth:`_variance_rows` (divided by ``factors``, then bounded by ``D/min(factors)``)
+        in one Gaussian release of **Δ = √2·D²** for the whole vector (the proof is in
+        :mod:`privpca.pipeline.basis_error`). Returns the released moments
+        (:func:`~privpca.pipeline.basis_error.unpack_moments`), their noise std and the
+        centring's perturbation bound in variance units, and whether the rows were clipped
+        at the robust maximum rather than at the chosen bound."""
         k = components.shape[0]
         rows = self._variance_rows(prepared)
-        exact = basis_moments(rows, components)
-        sensitivity = math.sqrt(2.0) * rows.data_norm**2
+        shrink = 1.0 if factors is None else float(np.min(factors))
+        exact = basis_moments(rows, components, factors)
+        sensitivity = math.sqrt(2.0) * (rows.data_norm / shrink) ** 2
         sigma = self.plan["variance"].multiplier * sensitivity
         packed = gaussian_release(exact, sigma, rng, sensitivity=sensitivity)
         prepared.spends.append(self._spend(
             "variance", "gaussian: packed VᵀGV and tr G (explained variance along the "
             "components)" + (", ‖(I − VVᵀ)GV‖_F and λ_max((I − VVᵀ)G(I − VVᵀ)) (the error "
                              "bar)" if exact.size > k * (k + 1) // 2 + 1 else "")
-            + f" of the rows clipped at D = {rows.data_norm:.6g}", sensitivity, sigma))
+            + f" of the rows clipped at D = {rows.data_norm:.6g}"
+            + ("" if factors is None else ", divided by the scale refinement's factors"),
+            sensitivity, sigma))
         denom = self.denominator(prepared)
-        extra = self.mean_perturbation(prepared) / denom
-        return rotate_component_spectrum(components, unpack_moments(packed / denom, k),
-                                         sigma / denom, extra_perturbation=extra)
+        extra = self.mean_perturbation(prepared) / denom / shrink**2
+        return unpack_moments(packed / denom, k), sigma / denom, extra, rows is not prepared
 
     def _variance_rows(self, prepared: PreparedRows) -> PreparedRows:
         """The rows the "variance" part reads: where the bound selection chose below its
-        robust maximum, the same rows clipped at that maximum (a view; spends shared), so
-        that its bar covers the rotation clipping at the chosen bound causes and the
-        variances are those of rows clipped above (almost) every norm. Rows above the robust
-        maximum (about 4.5 noise deviations of the search's counts) are not covered: no
-        release at a bound below them sees them. Else the statistic's rows."""
+        reference, the same rows clipped at the reference (a view; spends shared), so that
+        its bar covers the rotation clipping at the chosen bound causes and the variances
+        are those of rows clipped above (almost) every norm. The reference is the robust
+        maximum where the released pilots show the top shell (the rows between it and the
+        top candidate) turning the subspace by no more than its own noise, itself below
+        half the largest distance; else the top candidate. Rows above the reference are
+        not covered: no release at a bound below them sees them. Else the statistic's
+        rows."""
         choice = self.bound_choice(prepared)
-        if choice is None or len(choice.candidates) < 2 or prepared.source is None \
-                or choice.candidates[-2] <= prepared.data_norm:
+        if choice is None or len(choice.candidates) < 2 or prepared.source is None:
             return prepared
-        return replace(prepared, data_norm=choice.candidates[-2], stored_rows=None,
-                       n_clipped=0)
+        shell, noise = choice.distances[-1], choice.noise[-1]
+        quiet = noise < choice.resolvable and shell <= noise
+        reference = choice.candidates[-2 if quiet else -1]
+        if reference <= prepared.data_norm:
+            return prepared
+        return replace(prepared, data_norm=reference, stored_rows=None, n_clipped=0)
 
     def mean_perturbation(self, prepared: PreparedRows) -> float:
         """Spectral-norm bound (w.p. ≈ 95 %) of ``n(x̄ − μ̂)(x̄ − μ̂)ᵀ`` in the prepared rows' units.
@@ -555,24 +593,6 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
         if choice is None or self.held_plan is not None or choice.chosen != prepared.data_norm:
             return None
         return choice
-
-    def clipping_error(self, prepared: PreparedRows, components: NDArray[np.float64],
-                       noise_error: float | None, refinement: Any = None) -> float | None:
-        """The error bar with the rotation clipping may cause
-        (:meth:`~privpca.pipeline.bound_selection.BoundChoice.clipping_error`) when the bound
-        was chosen on these rows; else ``noise_error`` unchanged (post-processing of released
-        pilots). After a scale ``refinement`` the pilots' units are the private scales': the
-        rotation is measured there and grown by the refinement's condition number."""
-        choice = self.bound_choice(prepared)
-        if choice is None or noise_error is None or "variance" in self.plan:
-            return noise_error  # the "variance" part's bar covers it (_variance_rows)
-        if refinement is None or refinement.is_identity:
-            return choice.clipping_error(components, float(noise_error))
-        bar = choice.clipping_error(refinement.components_before(components), noise_error)
-        if bar <= noise_error:  # no clipping term
-            return noise_error
-        k, p = components.shape
-        return min(math.sqrt(2.0 * min(k, p - k)), refinement.condition * bar)
 
     def denominator(self, prepared: PreparedRows) -> float:
         """n − 1 for centred rows (scikit-learn's covariance), n for the second moment."""

@@ -123,7 +123,7 @@ class PreparedRows:
         if self.stored_rows is not None or self.source is None:
             return gram_matrix(self.rows)
 
-        pilots = self.details.pop("pilot_grams", None)
+        pilots = self.details.get("pilot_grams")
         kept = None if pilots is None else pilots.take(self.data_norm)
         if kept is not None:  # the same rows, centre, scale and bound: the same matrix
             gram, n_clipped = kept
@@ -138,8 +138,13 @@ class PreparedRows:
         return gram
 
     def exact_gram(self) -> NDArray[np.float64]:
-        """``Σᵢ rowᵢ rowᵢᵀ`` by one pass, leaving the statistic's state alone (its kept pilot
-        and its clipping count and warning): a later part's private input."""
+        """``Σᵢ rowᵢ rowᵢᵀ`` (a new array), leaving the statistic's clipping count and warning
+        alone: a later part's private input. The bound selection's exact Gram at this bound
+        where it kept one (then every kept Gram is forgotten), else one pass."""
+        pilots = self.details.get("pilot_grams")
+        kept = None if pilots is None else pilots.take(self.data_norm, last=True)
+        if kept is not None:
+            return kept[0].copy()
         if self.stored_rows is not None or self.source is None:
             return gram_matrix(self.rows)
         return clipped_gram(self._pass_source(), self.mean, self.scale, self.data_norm)[0]
@@ -233,10 +238,13 @@ class PilotGrams:
             self._kept = dict(zip(bounds, grams, strict=True))
         return [gram.copy() for gram, _ in grams]
 
-    def take(self, bound: float) -> tuple[NDArray[np.float64], int] | None:
-        """The exact Gram at ``bound`` and its clipped-row count, once (then forgotten)."""
+    def take(self, bound: float, *, last: bool = False) -> tuple[NDArray[np.float64], int] | None:
+        """The exact Gram at ``bound`` and its clipped-row count, once (then forgotten; with
+        ``last``, every other kept Gram too). The statistic takes the chosen bound's, the
+        "variance" part its reference's."""
         found = self._kept.pop(float(bound), None)
-        self._kept.clear()
+        if last:
+            self._kept.clear()
         return found
 
 
