@@ -290,13 +290,16 @@ def test_provider_bound_power_answers_and_variances_match_the_closed_forms(mixed
     assert prov.noise_scale == pytest.approx(m_stat * math.sqrt(2) * D**2 / 6000, rel=1e-9)
     noise = np.random.default_rng([7, 0]).standard_normal((8, 2)) * prov.noise_scale
     np.testing.assert_allclose(reply.product, rows.T @ rows @ Q / 6000 + noise, rtol=1e-9)
-    # Variances: (u(QᵀXᵀXQ), ‖X‖²_F) + N(0, (m_var·√2·D²)²).
+    # Variances: (u(QᵀXᵀXQ), ‖WXᵀXQ‖_F, λ_max(WXᵀXW), ‖X‖²_F) + N(0, (m_var·√2·D²)²),
+    # W = I − QQᵀ: the residual pair of the error bar, at the same sensitivity.
     var = prov.answer_variance(VarianceQuery(Query.from_dense(Q, round=4)))
     rng = provider_noise_rng(7, 0, "variance")
     sigma = _closed_form_multiplier(1.0, 1e-5, "variance") * math.sqrt(2) * D**2
-    M = Q.T @ rows.T @ rows @ Q
-    np.testing.assert_allclose(var.packed, M[np.triu_indices(2)] + sigma * rng.standard_normal(3),
-                               rtol=1e-9)
+    G = rows.T @ rows
+    W = np.eye(8) - Q @ Q.T
+    exact = [*(Q.T @ G @ Q)[np.triu_indices(2)], np.linalg.norm(W @ G @ Q),
+             np.linalg.eigvalsh(W @ G @ W)[-1]]
+    np.testing.assert_allclose(var.packed, exact + sigma * rng.standard_normal(5), rtol=1e-9)
     assert var.total == pytest.approx(np.sum(rows**2) + sigma * rng.standard_normal(), rel=1e-12)
     with pytest.raises(BudgetExceededError, match=r"\(variance\)"):
         prov.answer_variance(VarianceQuery(Query.from_dense(Q)))
@@ -463,11 +466,14 @@ def test_server_runs_the_pipeline_steps_and_combines_means_and_variances(rng):
     assert server.phase == "variance" and server.step == 2
     vq = server.next_message()
     np.testing.assert_array_equal(vq.components.to_dense(), server.Q)
-    # Two providers' packed k×k sums and totals: the server sums, divides by Σn − 1, rotates.
+    # Two providers' packed k×k sums, residual pairs and totals: the server sums, divides by
+    # Σn − 1, rotates.
     A, B = np.array([[5.0, 2.0], [2.0, 1.0]]), np.array([[3.0, -1.0], [-1.0, 4.0]])
     iu = np.triu_indices(2)
-    server.receive([VarianceReply("0", 10, A[iu], 20.0), VarianceReply("1", 30, B[iu], 30.0)])
+    server.receive([VarianceReply("0", 10, np.append(A[iu], [0.5, 2.0]), 20.0),
+                    VarianceReply("1", 30, np.append(B[iu], [1.5, 1.0]), 30.0)])
     assert server.finished
+    assert server.residual == pytest.approx((2.0 / 39, 3.0 / 39))
     values, vectors = np.linalg.eigh((A + B) / 39)
     np.testing.assert_allclose(server.explained_variance, values[::-1], rtol=1e-12)
     np.testing.assert_allclose(server.explained_variance_ratio, values[::-1] / (50 / 39),

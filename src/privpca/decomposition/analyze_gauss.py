@@ -178,13 +178,13 @@ class AnalyzeGaussPCA(IncrementalGramMixin, PipelinePCA):
         Bound (probability ≈ 95 %) on ‖V̂V̂ᵀ − VVᵀ‖_F between ``components_`` and the exact
         PCA of the same centred, clipped rows, from released quantities only: the smaller of
         Davis–Kahan's and a parametric bootstrap's (:mod:`privpca.pipeline.spectrum`). With
-        ``data_norm='auto'`` and a bound chosen below the ladder's reference candidate, it is
-        raised to cover the rotation clipping may cause (the distance to the reference pilot
-        plus that pilot's own noise effect:
-        :meth:`~privpca.pipeline.bound_selection.BoundChoice.clipping_error`), so that it
-        bounds the distance to the PCA of the raw rows (but for rows above the reference).
-        Its maximum √(2k) means "no guarantee" (noise-dominated, or a clipping rotation the
-        pilots cannot resolve).
+        ``data_norm='auto'`` a 2 % "variance" part releases ``VᵀGV``, ``tr G`` and the
+        residual pair of the rows clipped at the ladder's reference (its robust maximum, or
+        its top where the pilots cannot rule out the top shell's rotation), and the bar is
+        Davis–Kahan's residual bound from them (:mod:`privpca.pipeline.basis_error`): it
+        covers the rotation clipping at a lower bound causes, so it bounds the distance to
+        the PCA of the raw rows but for rows above the reference. Its maximum √(2k) means "no
+        guarantee" (noise-dominated, or gaps the noise hides).
     noise_scale_ : float
         σ, the standard deviation of each upper-triangle entry of ``E``.
     privacy_ : PrivacyRecord

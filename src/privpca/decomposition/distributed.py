@@ -546,7 +546,7 @@ default="random"
         self.explained_variance_ratio_ = server.explained_variance_ratio
         self.expected_error_ = summed_error_bound(
             server.raw_variances, server.total_variance, [spends for spends, _ in per_provider],
-            int(self.provider_n_samples_.sum()), run.centering is not None, p)
+            int(self.provider_n_samples_.sum()), run.centering is not None, p, server.residual)
         return dataclasses.replace(run.record(
             summary, statistic,
             calibration="analytic (exact Gaussian composition of every part, dp-accounting)",

@@ -224,17 +224,20 @@ def rotate_component_spectrum(
 
 
 def summed_error_bound(values: NDArray[np.float64], total: float,
-                       spends: list[list[Any]], n: int, centred: bool, p: int) -> float:
+                       spends: list[list[Any]], n: int, centred: bool, p: int,
+                       residual: tuple[float, float] | None = None) -> float:
     """:func:`component_error_bound` for a spectrum summed over parties (DPS-PCA's server):
-    eigenvalues of the summed ``QᵀXᵢᵀXᵢQ + Eᵢ`` and the summed totals, each provider's noise
-    independent (std ``√Σσᵢ²`` over the denominator); the private mean's term from the last
-    mean round's summed noise (a rank-one PSD term, the assumption of
+    eigenvalues of the summed ``QᵀXᵢᵀXᵢQ + Eᵢ``, the summed totals and residual pairs (each
+    provider's pair bounds its share: ``‖Σ Rᵢ‖ ≤ Σ‖Rᵢ‖`` and ``λ_max`` is subadditive), each
+    provider's noise independent (std ``√Σσᵢ²`` over the denominator); the private mean's
+    term from the last mean round's summed noise (a rank-one PSD term, the assumption of
     :func:`~privpca.pipeline.spectrum.mean_perturbation_bound`)."""
     denom = float(n - 1 if centred and n > 1 else n)
     sd = _summed_scale(spends, "variance")
     mean_sd = _summed_scale(spends, "mean_refine") or _summed_scale(spends, "mean")
     extra = mean_perturbation_bound(n, mean_sd / n, p) / denom if mean_sd else 0.0
-    return component_error_bound(np.diag(values), total, sd / denom, p, extra)
+    return component_error_bound(np.diag(values), total, sd / denom, p, extra,
+                                 residual=residual)
 
 
 def _summed_scale(spends: list[list[Any]], part: str) -> float:

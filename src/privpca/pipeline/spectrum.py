@@ -24,9 +24,9 @@ Error estimate
   same prepared rows* (centred, scaled, clipped). Given a post-processing stream, the bar is
   the smaller of this and a parametric bootstrap around the released matrix
   (:func:`bootstrap_error_bound`), much tighter where the analytic noise norm is loose.
-  Clipping is not noise: where the bound selection clipped below its reference candidate,
-  :meth:`ReleasePipeline.clipping_error <privpca.pipeline.release.ReleasePipeline.clipping_error>`
-  raises the bar to cover the rotation it may cause.
+  Clipping is not noise: where the bound selection chose the bound, the bar is the residual
+  bound of a release on the rows clipped at its reference
+  (:meth:`ReleasePipeline.spectrum_bar <privpca.pipeline.release.ReleasePipeline.spectrum_bar>`).
 
 Noise-debiased eigenvalues
 --------------------------

@@ -64,6 +64,7 @@ from privpca.federated.protocol.secure_sums import SecureAgreement, ShareReply
 from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.randomness import check_noise_rng
 from privpca.mechanisms.sensitivity import power_sensitivity
+from privpca.pipeline.basis_error import RESIDUAL_MAX_FEATURES, residual_moments
 from privpca.pipeline.budget import BudgetPlan
 from privpca.pipeline.preprocessing import (
     BoundNotFoundError,
@@ -490,9 +491,11 @@ class ProviderState(ProviderPrivacy):
         return Reply(self.provider_id, int(query.round), self.n_samples, P)
 
     def answer_variance(self, query: VarianceQuery) -> VarianceReply | ShareReply:
-        """Release ``u(QᵀXᵢᵀXᵢQ) + z`` and ``‖Xᵢ‖²_F + z₀`` (Δ = √2·Dᵢ²).
-
-        The sensitivity is derived in :mod:`privpca.federated.protocol` (Privacy).
+        """Release ``u(QᵀXᵢᵀXᵢQ)``, up to
+        :data:`~privpca.pipeline.basis_error.RESIDUAL_MAX_FEATURES` features the residual pair
+        ``(‖WXᵢᵀXᵢQ‖_F, λ_max(WXᵢᵀXᵢW))`` (``W = I − QQᵀ``; the server sums each, an upper
+        bound of the pooled one's), and ``‖Xᵢ‖²_F``, with noise (Δ = √2·Dᵢ² for the whole
+        vector: :mod:`privpca.pipeline.basis_error`).
 
         Raises
         ------
@@ -508,23 +511,29 @@ class ProviderState(ProviderPrivacy):
         rows = self._prepared_rows("the variance query")
         index = self.counter.reserve("variance")
         rng = provider_noise_rng(self.noise_seed, index, "variance")
-        if rows is None:
+        k, p = self.n_components, self.n_features
+        residual: tuple[float, ...] = ()
+        if p <= RESIDUAL_MAX_FEATURES:
+            components = np.zeros((k, p))
+            components[:, q.support] = q.block.T
+            gram = rows.T @ rows if rows is not None else self._streamed_pass(
+                reductions.clipped_product, np.eye(p), np.arange(p))[0]
+            matrix, row_total, residual = residual_moments(gram, components)
+        elif rows is None:
             Q_S = np.ascontiguousarray(q.block, dtype=np.float64)
             matrix, row_total = self._streamed_pass(reductions.projected_moments, Q_S.T,
                                                     q.support)
         else:
             proj = rows[:, q.support] @ q.block
             matrix, row_total = proj.T @ proj, self._total
-        k = self.n_components
         iu = np.triu_indices(k)
         sensitivity = math.sqrt(2.0) * self.data_norm_**2
         sigma = self._plan["variance"].multiplier * sensitivity
-        # One Gaussian release of k(k+1)/2 + 1 coordinates: the packed matrix, then the total.
+        # One Gaussian release: the packed matrix, the residual pair, then the total.
+        value = np.concatenate([matrix[iu], residual, [row_total]])
         if self.secure is not None:
-            return self._share("variance", self.n_rounds + 1, np.append(matrix[iu], row_total),
-                               sigma, sensitivity, rng)
-        released = gaussian_release(np.append(matrix[iu], row_total), sigma, rng,
-                                    sensitivity=sensitivity)
+            return self._share("variance", self.n_rounds + 1, value, sigma, sensitivity, rng)
+        released = gaussian_release(value, sigma, rng, sensitivity=sensitivity)
         packed, total = released[:-1], float(released[-1])
         return VarianceReply(self.provider_id, self.n_samples, packed, float(total))
 

@@ -29,6 +29,7 @@ from privpca.federated.protocol.messages import (
     VarianceReply,
 )
 from privpca.federated.protocol.secure_sums import OpenedSum, secure_preparation
+from privpca.pipeline.basis_error import RESIDUAL_MAX_FEATURES
 from privpca.pipeline.spectrum import feasible_spectrum
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.power import random_orthonormal_basis, thin_qr, top_row_support
@@ -85,6 +86,10 @@ class ServerState:
         The eigenvalues of the summed noisy ``QᵀΣQ`` before that (the error bound reads them).
     total_variance : float
         The summed noisy total over the same denominator (NaN before the variance round).
+    residual : tuple of float or None
+        Up to :data:`~privpca.pipeline.basis_error.RESIDUAL_MAX_FEATURES` features, the summed
+        noisy ``(‖WΣᵢXᵢᵀXᵢQ‖_F, λ_max(WΣᵢXᵢᵀXᵢW))`` upper bounds over the same denominator
+        (each provider's own pair, summed: the error bound reads them).
     dropped : dict
         provider id → power round at which it stopped answering (0 during the mean and
         prepare steps, T + 1 at the variances; ``on_dropout="continue"``).
@@ -112,6 +117,7 @@ class ServerState:
     explained_variance_ratio: NDArray[np.float64] | None = field(init=False, default=None)
     raw_variances: NDArray[np.float64] | None = field(init=False, default=None)
     total_variance: float = field(init=False, default=math.nan)
+    residual: tuple[float, float] | None = field(init=False, default=None)
     variance_noise_scale: float = field(init=False, default=math.nan)
     _rotated: NDArray[np.float64] | None = field(init=False, default=None)
     data_norm: float | None = field(init=False, default=None)
@@ -324,7 +330,8 @@ class ServerState:
         ordered = self._ordered(replies, VarianceReply)
         k = self.n_components
         iu = np.triu_indices(k)
-        acc, total, n = np.zeros(len(iu[0])), 0.0, 0
+        paired = self.n_features <= RESIDUAL_MAX_FEATURES  # each reply ends with its pair
+        acc, total, n = np.zeros(len(iu[0]) + 2 * paired), 0.0, 0
         for reply in ordered:
             packed = np.asarray(reply.packed, dtype=np.float64)
             if packed.shape != acc.shape or not np.all(np.isfinite(packed)) or not (
@@ -335,9 +342,11 @@ class ServerState:
             total += float(reply.total)
             n += reply.n_samples
         matrix = np.zeros((k, k))
-        matrix[iu] = acc
+        matrix[iu] = acc[:len(iu[0])]
         matrix = matrix + np.triu(matrix, 1).T
         denom = float(n - 1 if self.centering is not None and n > 1 else n)
+        if paired:  # a sum of each provider's pair bounds the pooled pair above
+            self.residual = (float(acc[-2]) / denom, float(acc[-1]) / denom)
         values, vectors = np.linalg.eigh(matrix / denom)
         values, vectors = values[::-1], vectors[:, ::-1]
         components = fix_signs(self.Q).T
