@@ -79,9 +79,10 @@ __all__ = [
 ]
 
 #: The ``variance`` part carries the residual pair up to this many features: it reads the
-#: p×p Gram (one ``O(np²)`` pass, where the part alone needs ``O(npk)``) and one top
-#: eigenvalue. Public, so the release's layout is too.
-RESIDUAL_MAX_FEATURES = 1024
+#: p×p Gram (one ``O(np²)`` pass where the part alone needs ``O(npk)``; none with the bound
+#: selection, whose pass kept it, up to the same 256 features) and one top eigenvalue.
+#: Public, so the release's layout is too.
+RESIDUAL_MAX_FEATURES = 256
 
 
 def small_noise_norm_bound(sigma: float, k: int, alpha: float) -> float:

@@ -554,16 +554,14 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
         reference, the same rows clipped at the reference (a view; spends shared), so that
         its bar covers the rotation clipping at the chosen bound causes and the variances
         are those of rows clipped above (almost) every norm. The reference is the robust
-        maximum where the released pilots show the top shell (the rows between it and the
-        top candidate) turning the subspace by no more than its own noise, itself below
-        half the largest distance; else the top candidate. Rows above the reference are
-        not covered: no release at a bound below them sees them. Else the statistic's
-        rows."""
+        maximum where the released pilots put the top shell's possible rotation (the rows
+        between it and the top candidate: its step's distance plus its noise's) below half
+        the largest distance; else the top candidate. Rows above the reference are not
+        covered: no release at a bound below them sees them. Else the statistic's rows."""
         choice = self.bound_choice(prepared)
         if choice is None or len(choice.candidates) < 2 or prepared.source is None:
             return prepared
-        shell, noise = choice.distances[-1], choice.noise[-1]
-        quiet = noise < choice.resolvable and shell <= noise
+        quiet = choice.distances[-1] + choice.noise[-1] < choice.resolvable
         reference = choice.candidates[-2 if quiet else -1]
         if reference <= prepared.data_norm:
             return prepared

@@ -20,7 +20,7 @@ setting (``centering=None`` and a public ``data_norm``) only the power rounds. P
 provider, replace one of its records: each release is a Gaussian mechanism whose sensitivity
 depends on public inputs and the provider's earlier releases (mean sums Δ = 2Rᵢ; power
 answers Δ = Δ(Dᵢ, k) for an orthonormal Q, which is why a provider refuses any other; the
-variances Δ = √2·Dᵢ²), split exactly by the provider's own
+variances and the error bar's residual pair Δ = √2·Dᵢ²), split exactly by the provider's own
 :class:`~privpca.pipeline.budget.BudgetPlan`; each provider draws its own noise, so every
 record is protected at its provider's (ε, δ) whatever the others do. The steps, the
 sensitivities, what the server sees and the refusals in full: docs/DISTRIBUTED.md.
