@@ -52,6 +52,7 @@ from privpca.mechanisms.bingham_sampler import (
 )
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import Statistic, Table
+from privpca.pipeline.spectrum import HIGH_PILOT_NOTE
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.gram import gram_matrix
 
@@ -499,6 +500,8 @@ class BinghamPCA(PipelinePCA):
         if not run.paper_mode:
             notes += (" The Gaussian preprocessing parts and the exponential mechanism compose "
                       "by basic composition to the requested (epsilon, delta).")
+        if spectrum.read_off_high_pilot:
+            notes += HIGH_PILOT_NOTE
         self.components_ = components
         return Release(spend, "exponential mechanism", notes)
 

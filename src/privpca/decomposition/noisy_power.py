@@ -61,6 +61,7 @@ from privpca.mechanisms.gaussian import certified_epsilon
 from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.pipeline.release import ReleasePipeline
 from privpca.pipeline.rows import Statistic, Table
+from privpca.pipeline.spectrum import HIGH_PILOT_NOTE
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.gram import gram_matrix
 from privpca.solvers.power import power_step, random_orthonormal_basis
@@ -320,6 +321,8 @@ class NoisyPowerPCA(PipelinePCA):
             "post-processing. For comparison, Hardt & Price's entry-level calibration "
             f"would use sigma = {paper_sigma:.4g}·‖Q‖_∞ (not a row-level guarantee)."
         )
+        if spectrum.read_off_high_pilot:
+            notes += HIGH_PILOT_NOTE
         self.components_ = components
         self.n_iter_ = T
         self.noise_scale_ = sigma

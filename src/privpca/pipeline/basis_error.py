@@ -49,7 +49,7 @@ Everything here is post-processing of released values and public parameters.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -63,6 +63,7 @@ from privpca.pipeline.spectrum import (
     feasible_spectrum,
     mean_perturbation_bound,
     noise_norm_bound,
+    read_off,
 )
 from privpca.solvers.eigen import fix_signs
 
@@ -74,6 +75,7 @@ __all__ = [
     "residual_moments",
     "rotate_component_spectrum",
     "small_noise_norm_bound",
+    "spectrum_off_high_pilot",
     "summed_error_bound",
     "unpack_moments",
 ]
@@ -192,6 +194,31 @@ class ComponentSpectrum:
     explained_variance_ratio: NDArray[np.float64]
     total_variance: float
     expected_error: float | None
+    #: The variances were read off the bound selection's pilot at the robust maximum
+    #: (:func:`spectrum_off_high_pilot`; the record's notes say so).
+    read_off_high_pilot: bool = False
+
+
+def spectrum_off_high_pilot(choice: Any, spectrum: ComponentSpectrum,
+                            denominator: float) -> ComponentSpectrum:
+    """``spectrum`` with its variances read off the bound selection's pilot at the robust
+    maximum, ``vᵀĜv`` along its components and ``tr Ĝ`` (post-processing), where ``choice``
+    (a :class:`~privpca.pipeline.bound_selection.BoundChoice` or None) chose a bound below
+    its top candidate. That pilot
+    carries a tenth of the noise of the 2 % ``variance`` part or less (a fifth of the budget
+    over the ladder's shells) and reads nearly every row; the basis was chosen without its
+    noise, so its readings need no debias. A reading within
+    :data:`~privpca.pipeline.spectrum.VARIANCE_SHIFT_SDS` of its own noise is 0."""
+    if (choice is None or choice.high_pilot is None or choice.chosen == choice.high
+            or not np.all(np.isfinite(spectrum.explained_variance))):
+        return spectrum
+    V = spectrum.components
+    read = read_off(V, choice.high_pilot, choice.high_sigma, None, math.nan, 0.0, denominator)
+    assert read is not None
+    order, variance, ratio, feasible_total = read
+    return replace(spectrum, components=V[order], explained_variance=variance,
+                   explained_variance_ratio=ratio, total_variance=feasible_total,
+                   read_off_high_pilot=True)
 
 
 def rotate_component_spectrum(

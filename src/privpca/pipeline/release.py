@@ -51,6 +51,7 @@ from privpca.pipeline.basis_error import (
     basis_moments,
     component_error_bound,
     rotate_component_spectrum,
+    spectrum_off_high_pilot,
     unpack_moments,
 )
 from privpca.pipeline.bound_selection import MAX_FEATURES as SELECT_MAX_FEATURES
@@ -174,8 +175,7 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
                     and self.n_features <= SELECT_MAX_FEATURES):
                 active.append("bound_select")
         self.table_mode = bool(active) or self.scale is not False or self.centering is not None
-        # The "variance" part: a basis's variances and bar; the bar alone of a statistic with
-        # a spectrum of its own, where a bound is chosen (maybe below the robust maximum).
+        # The "variance" part: a basis's bar (and variances); a spectrum's bar, on a chosen D.
         if (not statistic.releases_spectrum and (self.table_mode or (shares and "variance"
                                                                      in shares))) \
                 or (statistic.releases_spectrum and "bound_select" in active):
@@ -496,12 +496,14 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
     # ------------------------------------------------------------------ variances
     def rotate_to_spectrum(self, prepared: PreparedRows, components: NDArray[np.float64],
                            rng: np.random.Generator) -> ComponentSpectrum:
-        """The "variance" part, then ``components`` rotated to the eigenvectors of the private
-        ``VᵀGV``, with variances and bar; in the papers' setting the components unchanged."""
+        """The "variance" part, then ``components`` rotated to the private ``VᵀGV``'s
+        eigenvectors with variances and bar (papers' setting: the components unchanged)."""
         if "variance" not in self.plan:
             return rotate_component_spectrum(components, None)
         released, sd, extra, _ = self._release_variance(prepared, components, rng)
-        return rotate_component_spectrum(components, released, sd, extra_perturbation=extra)
+        spectrum = rotate_component_spectrum(components, released, sd, extra_perturbation=extra)
+        return spectrum_off_high_pilot(self.bound_choice(prepared), spectrum,
+                                       self.denominator(prepared))
 
     def spectrum_bar(self, prepared: PreparedRows, components: NDArray[np.float64],
                      noise_error: float | None, rng: np.random.Generator,

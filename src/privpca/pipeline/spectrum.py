@@ -87,6 +87,7 @@ __all__ = [
     "noise_norm_bound",
     "noisy_eigenvalues",
     "projected_noise_bound",
+    "read_off",
     "released_total",
     "subspace_error_bound",
     "variances_off_high_pilot",
@@ -262,7 +263,7 @@ def variances_along(fit: SpectrumFit, final: NDArray[np.float64], final_sd: floa
     debiased at ``final_sd`` (:func:`debiased_eigenvalues`).
     """
     V = fit.components
-    read = _read_off(V, released, noise_sd, np.einsum("ij,jk,ik->i", V, final, V),
+    read = read_off(V, released, noise_sd, np.einsum("ij,jk,ik->i", V, final, V),
                      float(np.trace(final)), final_sd, denominator,
                      debias_sd=final_sd if shares_noise else 0.0)
     if read is None:
@@ -273,23 +274,24 @@ def variances_along(fit: SpectrumFit, final: NDArray[np.float64], final_sd: floa
                    entry_noise=final_sd / denominator if shares_noise else 0.0)
 
 
-def _read_off(V: NDArray[np.float64], M: NDArray[np.float64], noise_sd: float,
-              current: NDArray[np.float64], current_total: float, current_sd: float,
-              denominator: float, *, debias_sd: float = 0.0,
-              ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64], float] | None:
+def read_off(V: NDArray[np.float64], M: NDArray[np.float64], noise_sd: float,
+             current: NDArray[np.float64] | None, current_total: float, current_sd: float,
+             denominator: float, *, debias_sd: float = 0.0,
+             ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64], float] | None:
     """The variances ``vᵢᵀMvᵢ`` and total ``tr M`` along the rows of ``V`` (``M`` of noise std
     ``noise_sd``), where they differ from ``current`` and ``current_total`` (same units,
     noise std ``current_sd``) by more than :data:`VARIANCE_SHIFT_SDS` of the difference's
-    noise; None otherwise. Debiased at ``debias_sd`` when ``M`` shares the noise that chose
-    ``V``; a reading within :data:`VARIANCE_SHIFT_SDS` of its own noise is 0 (not resolved).
-    Returns the order (largest first, as scikit-learn's) and the feasible spectrum over
-    ``denominator``."""
+    noise (always with ``current`` None); None otherwise. Debiased at ``debias_sd`` when
+    ``M`` shares the noise that chose ``V``; a reading within :data:`VARIANCE_SHIFT_SDS` of
+    its own noise is 0 (not resolved). Returns the order (largest first, as scikit-learn's)
+    and the feasible spectrum over ``denominator``."""
     p = M.shape[0]
     values = np.einsum("ij,jk,ik->i", V, M, V)
     total = float(np.trace(M))
     spread = math.hypot(noise_sd, current_sd)
-    moved = (np.abs(values - current).max() > VARIANCE_SHIFT_SDS * math.sqrt(2.0) * spread
-             or abs(total - current_total) > VARIANCE_SHIFT_SDS * math.sqrt(p) * spread)
+    moved = current is None or (
+        np.abs(values - current).max() > VARIANCE_SHIFT_SDS * math.sqrt(2.0) * spread
+        or abs(total - current_total) > VARIANCE_SHIFT_SDS * math.sqrt(p) * spread)
     if not moved:
         return None
     if debias_sd:
@@ -305,8 +307,8 @@ HIGH_PILOT_NOTE = (
     " The bound chosen was below the ladder's top: explained_variance_ and its ratio are read "
     "off the pilot Gram released at the robust maximum (post-processing), the variances of "
     "rows clipped at a bound above (almost) every norm, not of rows clipped at the chosen "
-    "bound (kept where the two differ by less than their noise: "
-    "privpca.pipeline.spectrum.variances_along).")
+    "bound (for a statistic with a spectrum of its own, where the two differ by more than "
+    "their noise: privpca.pipeline.spectrum.variances_along).")
 
 
 def variances_off_high_pilot(choice: Any, fit: SpectrumFit, final: NDArray[np.float64],
