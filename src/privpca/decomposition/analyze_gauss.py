@@ -231,7 +231,7 @@ class AnalyzeGaussPCA(IncrementalGramMixin, PipelinePCA):
     >>> est.components_.shape, est.mean_.shape
     ((2, 10), (10,))
     >>> [s.mechanism.split(":")[0] for s in est.privacy_.spends][4:]
-    ['bound', 'bound_select', 'statistic']
+    ['bound', 'bound_select', 'statistic', 'variance']
     >>> paper = AnalyzeGaussPCA(2, epsilon=1.0, centering=None, data_norm=1.0, random_state=0)
     >>> round(paper.fit(X).privacy_.sensitivity, 4)
     1.4142
