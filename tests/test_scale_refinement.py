@@ -42,16 +42,6 @@ def test_unscaled_fits_and_basis_releases_get_the_identity():
     assert refine_scales(M, 0.1, scale=np.array([2.0, 1.0])).is_identity
 
 
-def test_components_before_the_refinement_are_orthonormal_directions_r_v():
-    refinement = refine_scales(np.diag([4.0, 1.0, 1.0]), 1e-9, scale=True)
-    V = np.array([[1.0, 1.0, 0.0]]) / np.sqrt(2)
-    before = refinement.components_before(V)
-    np.testing.assert_allclose(before @ before.T, np.eye(1), atol=1e-12)
-    direction = V[0] * refinement.factors
-    np.testing.assert_allclose(np.abs(before[0]), np.abs(direction) / np.linalg.norm(direction),
-                               rtol=1e-12)
-
-
 def _distances(X: np.ndarray, seeds: range) -> list[float]:
     reference = PCA(2).fit(StandardScaler().fit_transform(X)).components_.T
     out = []

@@ -56,12 +56,6 @@ class ScaleRefinement:
     def is_identity(self) -> bool:
         return bool(np.all(self.factors == 1.0))
 
-    @property
-    def condition(self) -> float:
-        """``max r / min r``: how far the refinement can turn a subspace (sin Θ grows by at
-        most this factor under ``R⁻¹``)."""
-        return float(self.factors.max() / self.factors.min())
-
     def matrix(self, M: NDArray[np.float64]) -> NDArray[np.float64]:
         """``R⁻¹MR⁻¹`` (a new array)."""
         return M / np.outer(self.factors, self.factors)
@@ -75,12 +69,6 @@ class ScaleRefinement:
         """The root mean square entry std of ``R⁻¹ER⁻¹``: ``sd·mean(r⁻²)`` (what debiases the
         eigenvalues; :meth:`noise_sd` bounds every entry, for the error bar)."""
         return sd * float(np.mean(self.factors**-2.0)) if self.factors.size else sd
-
-    def components_before(self, components: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``components`` (k×p, in the refined units) as orthonormal rows in the units before
-        the refinement: a direction ``v`` of ``R⁻¹x`` is ``Rv`` of ``x``."""
-        basis, _ = np.linalg.qr((components * self.factors).T)
-        return np.asarray(basis.T)
 
 
 def refine_scales(M: NDArray[np.float64], noise_sd: float, scale: Any) -> ScaleRefinement:
