@@ -115,13 +115,50 @@ def _clipped_grams(rows: np.ndarray):
     return grams_at, float(np.median(norms)), 2 * float(norms.max())
 
 
-def test_choose_bound_prefers_the_low_bound_when_the_high_one_is_only_noisier():
+def test_choose_bound_stays_low_when_the_high_one_is_only_noisier():
+    # No rotation: the steps resolve nothing, and the drift rule's false alarms (the pilots'
+    # noise energy is subtracted on average, not at a high quantile) may move the bound a
+    # step or two up, never to where the final noise is more than 2× + 0.02 of the low one's.
     X = _elliptical()
     grams_at, low, high = _clipped_grams(X - X.mean(axis=0))
-    choice = choose_bound(grams_at, 2, low, high, 2.0, 0.7, np.random.default_rng(1))
-    assert choice.chosen == low
-    assert choice.finals[0] < choice.finals[-1]
-    assert "low candidate" in choice.describe()
+    lows = 0
+    for seed in range(10):
+        choice = choose_bound(grams_at, 2, low, high, 2.0, 0.7, np.random.default_rng(seed))
+        assert choice.finals[0] < choice.finals[-1]
+        assert sum(choice.steps) == 0.0
+        j = choice.candidates.index(choice.chosen)
+        assert choice.finals[j] <= 2 * choice.finals[0] + 0.02
+        lows += j == 0
+    assert lows >= 2
+    choice = choose_bound(grams_at, 2, low, high, 2.0, 0.7, np.random.default_rng(2))
+    assert choice.chosen == low and "low candidate" in choice.describe()
+
+
+def _log_normal_factors(seed: int, n: int = 30_000) -> np.ndarray:
+    """Two factors through ``exp``: the large rows carry the components, and clipping at the
+    median turns the subspace by about 0.16, spread over the whole ladder."""
+    rng = np.random.default_rng(seed)
+    loadings = np.linalg.qr(rng.standard_normal((8, 2)))[0].T
+    z = (rng.standard_normal((n, 2)) * [1.0, 0.6]) @ loadings + 0.3 * rng.standard_normal((n, 8))
+    return np.exp(z) * 100.0
+
+
+def test_the_drift_rule_finds_a_rotation_no_single_step_resolves(monkeypatch):
+    # Each shell turns the subspace by less than its own noise, so the steps sum to about
+    # nothing; the distance to a pilot several steps up, beyond the two pilots' noise, does
+    # not. The fits with the drift rule are closer to scikit-learn's PCA than without it.
+    X = _log_normal_factors(0)
+    ref = PCA(2).fit(X).components_.T
+
+    def mean_distance() -> float:
+        return float(np.mean([subspace_distance(AnalyzeGaussPCA(
+            2, random_state=seed, ledger=PrivacyLedger()).fit(X).components_.T, ref)
+            for seed in range(4)]))
+
+    with_drift = mean_distance()
+    monkeypatch.setattr(bound_selection, "DRIFT_SEEN", 0.0)  # no pair is looked at
+    without = mean_distance()
+    assert with_drift < 0.85 * without  # measured 0.141 against 0.178
 
 
 def test_choose_bound_takes_the_high_bound_when_clipping_turns_the_subspace():
@@ -151,16 +188,16 @@ def test_select_spends_the_pilots_inside_the_request_and_says_what_it_chose(cls)
 
 
 def test_select_chooses_for_the_table():
-    # At n = 2·10⁵ (pilots resolve the rotation): the elliptical cloud keeps the median
-    # (less noise, no rotation); the skewed tail gets the high bound and a far better
-    # subspace than the median would give.
-    # (Seed 1: under seed 0 the median and the third candidate tie at an estimated 0.0015.)
+    # At n = 2·10⁵ (pilots resolve the rotation): the elliptical cloud stays below the top
+    # (no rotation; the drift rule's false alarms may move it a step or two above the
+    # median, where the noise is still small); the skewed tail gets the high bound and a far
+    # better subspace than the median would give.
     elliptical = _elliptical(n=200_000)
     est = AnalyzeGaussPCA(2, epsilon=1.0, data_norm="select", random_state=1,
                           ledger=PrivacyLedger()).fit(elliptical)
-    assert "(low candidate)" in _choice(est)
+    assert "(high candidate)" not in _choice(est)
     ref = PCA(2).fit(elliptical)
-    assert subspace_distance(est.components_.T, ref.components_.T) < 0.05
+    assert subspace_distance(est.components_.T, ref.components_.T) < 0.01
 
     skewed = _skewed_tail(n=200_000)
     est = AnalyzeGaussPCA(2, epsilon=1.0, data_norm="select", random_state=0,
@@ -264,8 +301,9 @@ def test_with_the_low_bound_the_variances_are_read_off_the_high_pilot():
     # spectrum is flatter); the pilot released at the high bound gives the table's.
     X = _elliptical(n=50_000)
     ref = PCA(2).fit(X)
-    # (Seed 1: under seed 0 the median and the third candidate tie, 0.006 each.)
-    est = AnalyzeGaussPCA(2, epsilon=1.0, random_state=1, ledger=PrivacyLedger()).fit(X)
+    # (Seed 4: a seed whose rule keeps the median; in others the third to fifth candidates
+    # win by less than 0.005 of estimated error, and fewer rows are clipped.)
+    est = AnalyzeGaussPCA(2, epsilon=1.0, random_state=4, ledger=PrivacyLedger()).fit(X)
     assert "(low candidate)" in _choice(est)
     assert "read off the pilot Gram released at the robust maximum" in est.privacy_.notes
     np.testing.assert_allclose(est.explained_variance_ratio_, ref.explained_variance_ratio_,
