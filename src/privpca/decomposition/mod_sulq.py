@@ -222,19 +222,21 @@ class ModSuLQPCA(PipelinePCA):
         n, d = table.n_samples, table.n_features
         k = check_n_components_spec(self.n_components, d, self)
         n_stat = [n]  # the statistic's rows: n, or the rows not held out (public)
+        noise = [math.nan]  # σ/Δ, once the statistic's budget is known (public)
         run = ReleasePipeline(
             self, self._settings(), n, d,
             Statistic("gaussian (MOD-SuLQ): packed upper triangle of XᵀX/n",
                       lambda D: math.sqrt(2.0) * D**2 / n_stat[0], kind="approx",
                       releases_spectrum=True,
-                      subspace_rank=k if isinstance(k, int) else 0),
+                      subspace_rank=k if isinstance(k, int) else 0,
+                      noise_multiplier=lambda: noise[0]),
             neighbouring=Neighbouring.REPLACE_ONE,
         )
         n = n_stat[0] = run.n_statistic
         eps_s, delta_s = run.statistic_budget.epsilon, run.statistic_budget.delta
         beta = mod_sulq_beta(n, d, eps_s, delta_s)
         # σ/Δ = D²β/(√2·D²/n) does not depend on D: the event is known before the data.
-        multiplier = beta * n / math.sqrt(2.0)
+        multiplier = noise[0] = beta * n / math.sqrt(2.0)
         return FitPlan(run, charge={"statistic_event": dp_accounting.GaussianDpEvent(multiplier)},
                        settings={"k": k, "n": n, "d": d, "beta": beta, "multiplier": multiplier})
 

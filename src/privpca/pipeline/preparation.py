@@ -310,7 +310,9 @@ class RowPreparation:
             # The median read inside its last step; the robust maximum (all but ~4.5σ rows).
             low, high = float(rel.interpolated()[0, 0]), float(values[1])
             stat = self.plan["statistic"]
-            final = stat.multiplier if stat.gaussian else self.plan.total_multiplier
+            own = self.statistic.noise_multiplier
+            final = (stat.multiplier if stat.gaussian else own() if own is not None
+                     else self.plan.total_multiplier)
             # The private centre's noise per coordinate, in the scaled rows' units.
             centre_sd = float(details.get("mean_noise_scale", 0.0)) / (
                 1.0 if scale is None else float(np.min(scale)))

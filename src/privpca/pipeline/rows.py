@@ -66,6 +66,10 @@ class Statistic:
         The statistic may read the differences of row pairs in place of rows centred on a
         private mean, where :func:`~privpca.pipeline.budget.pairs_pay` says so (wide tables,
         :mod:`privpca.pipeline.pairing`).
+    noise_multiplier : callable or None
+        For an ``"approx"`` statistic whose noise is Gaussian but calibrated by the estimator
+        (MOD-SuLQ): ``() ↦ σ/Δ``, public once the plan is made. The bound selection models
+        the final release's noise with it (else with the plan's multiplier).
     """
 
     mechanism: str
@@ -75,6 +79,7 @@ class Statistic:
     releases_spectrum: bool = False
     subspace_rank: int = 0
     pairable: bool = False
+    noise_multiplier: Callable[[], float] | None = None
 
 
 @dataclass
