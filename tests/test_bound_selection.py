@@ -349,3 +349,22 @@ def test_the_private_centres_rank_one_term_weighs_most_where_the_gap_is_smallest
     assert centred.finals[-2] < 0.05  # the robust maximum's is not
     assert (centred.candidates.index(centred.chosen)
             >= plain.candidates.index(plain.chosen) > 0)
+
+
+def test_the_rule_models_mod_sulq_with_its_own_noise(monkeypatch):
+    # MOD-SuLQ's Gaussian is calibrated by Chaudhuri et al.'s theorem, several times noisier
+    # than the plan's multiplier at p = 54: modelled with the latter, the rule took a higher
+    # bound than the release could afford (Covertype's 54 columns: 0.35 → 0.56).
+    finals = []
+
+    def spy(*args, **kwargs):
+        finals.append(args[5])
+        return choose_bound(*args, **kwargs)
+
+    monkeypatch.setattr(preparation, "choose_bound", spy)
+    X = _elliptical(n=8_000)
+    est = ModSuLQPCA(2, epsilon=1.0, random_state=0, ledger=PrivacyLedger()).fit(X)
+    n = X.shape[0]
+    assert finals == [pytest.approx(est.beta_ * n / math.sqrt(2.0))]
+    statistic = next(s for s in est.privacy_.spends if s.mechanism.startswith("statistic"))
+    assert statistic.noise_scale / statistic.sensitivity == pytest.approx(finals[0])
