@@ -2,9 +2,10 @@
 
 For AnalyzeGaussPCA's defaults on suite tables (ε = 1, the suite's seeds), reads what the
 ``variance`` part released (post-processing only) and prints the distance to scikit-learn's
-PCA, the bar, the released residual norm ρ, the noise margin τz, the separation
-``λ_min(VᵀGV) − ‖E_k‖ − λ_max(WGW) − τz`` (the bar is the cap √(2k) where it is ≤ 0) and the
-noise-only floor ``√2·τz/separation`` of the residual bound (docs/REAL_DATA.md).
+PCA, the bar, the released residual norm ρ, the noise margin τz (z one-sided at α/4), the
+separation ``λ_min(VᵀGV) − zτ√(2 − 1/k) − λ_max(WGW) − τz`` (the bar is the cap √(2k) where
+it is ≤ 0) and the noise-only floor ``√2·τz/separation`` of the residual bound
+(docs/REAL_DATA.md).
 
     python benchmarks/bar_floor.py [table ...]
 """
@@ -16,13 +17,14 @@ import math
 import warnings
 
 import numpy as np
+import scipy.stats
 from sklearn.decomposition import PCA
 
 import privpca.pipeline.release as release
 from privpca import AnalyzeGaussPCA
 from privpca.experiments.real_data import load_table
 from privpca.experiments.real_data_suite import _fit_row, _table_seed_key
-from privpca.pipeline.basis_error import component_error_bound, small_noise_norm_bound
+from privpca.pipeline.basis_error import component_error_bound
 from privpca.pipeline.spectrum import ERROR_ALPHA
 
 TABLES = ("covtype", "china_patches", "fair", "norm_octaves", "survey_binary", "digits",
@@ -36,9 +38,9 @@ def main() -> None:
     seen: dict[str, float] = {}
 
     def spy(matrix, total, sd, p, extra=0.0, alpha=ERROR_ALPHA, residual=None):  # type: ignore[no-untyped-def]
-        z = math.sqrt(2.0 * math.log(10.0 / alpha))
-        lowest = float(np.linalg.eigvalsh(matrix)[0]) - small_noise_norm_bound(
-            sd, matrix.shape[0], alpha / 5) - extra
+        k = matrix.shape[0]  # the margins of component_error_bound, with the residual pair
+        z = float(scipy.stats.norm.isf(alpha / 4))
+        lowest = float(np.linalg.eigvalsh(matrix)[0]) - z * sd * math.sqrt(2 - 1 / k) - extra
         seen.update(rho=math.nan if residual is None else residual[0], margin=sd * z,
                     separation=math.nan if residual is None
                     else lowest - residual[1] - sd * z - extra)

@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.stats
 from sklearn.decomposition import PCA
 
 from privpca import BinghamPCA, NoisyPowerPCA, PrivacyLedger
@@ -16,7 +17,6 @@ from privpca.metrics import subspace_distance
 from privpca.pipeline.basis_error import (
     component_error_bound,
     residual_moments,
-    small_noise_norm_bound,
 )
 
 
@@ -117,19 +117,40 @@ def test_residual_bound_covers_with_noise():
                                           residual=(noisy[-2], noisy[-1])))
     bars = np.array(bars)
     assert np.mean(bars >= true) >= 0.95
-    assert np.median(bars) < 4.0 * true
+    assert np.median(bars) < 1.75 * true  # 1.64; 1.81 with two-sided margins
 
 
-def test_small_noise_norm_bound_covers():
+def test_an_upper_bound_below_zero_gives_the_cap():
+    """ρ, ω and the energy outside Q are ≥ 0: a draw that puts one's upper bound below 0
+    shows the noise fell in the α event, so the bar is the cap √(2k), not 0."""
+    matrix, tau, cap = np.diag([10.0, 8.0]), 0.1, 2.0
+    assert component_error_bound(matrix, 18.0 - 5.0, tau, 30) == cap
+    assert component_error_bound(matrix, 18.0 + 5.0, tau, 30, residual=(-5.0, 1.0)) == cap
+    assert component_error_bound(matrix, 18.0 + 5.0, tau, 30, residual=(0.0, -5.0)) == cap
+    assert component_error_bound(matrix, 18.0 + 5.0, tau, 30, residual=(0.0, 1.0)) < 0.1
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_the_lowest_eigenvalue_margin_holds_at_its_level(k):
+    """λ_min(M + E) ≤ uᵀ(M + E)u = λ_min(M) + uᵀEu, u M's lowest eigenvector (fixed before
+    the noise): a Gaussian of variance τ²(2 − Σuᵢ⁴) ≤ τ²(2 − 1/k). The bar's one-sided margin
+    zτ√(2 − 1/k) is exceeded at most α/4 of the time, and about that often where u is spread
+    evenly over the coordinates (the variance's maximum), so it is not looser than needed."""
     rng = np.random.default_rng(7)
-    for k in (1, 2, 4):
-        bound = small_noise_norm_bound(1.0, k, 0.05)
-        norms = []
-        for _ in range(2000):
-            E = np.triu(rng.standard_normal((k, k)))
-            E = E + np.triu(E, 1).T
-            norms.append(np.linalg.norm(E, 2))
-        assert np.mean(np.array(norms) > bound) <= 0.05
+    alpha, draws = 0.05, 40_000
+    z = float(scipy.stats.norm.isf(alpha / 4))
+    H = np.linalg.qr(rng.standard_normal((k, k)))[0] if k > 1 else np.ones((1, 1))
+    if k > 1:  # a rotation whose first column is the even vector 1/√k
+        even = np.ones(k) / math.sqrt(k)
+        H = np.linalg.qr(np.column_stack([even, H[:, 1:]]))[0]
+    M = H @ np.diag(1.0 + 50.0 * np.arange(k)) @ H.T
+    E = np.triu(rng.standard_normal((draws, k, k)))
+    E = E + np.triu(E, 1).transpose(0, 2, 1)
+    lowest = np.linalg.eigvalsh(M + E)[:, 0]
+    rate = float(np.mean(lowest - 1.0 > z * math.sqrt(2.0 - 1.0 / k)))
+    slack = 4.0 * math.sqrt(alpha / 4 / draws)
+    assert rate <= alpha / 4 + slack
+    assert rate >= alpha / 4 - slack
 
 
 @pytest.mark.parametrize("cls", [NoisyPowerPCA, BinghamPCA])

@@ -12,15 +12,21 @@ Everything here is post-processing of released values and public parameters.
   ``s = ‖sin Θ‖²_F = Σ_{i≤k}(1 − cᵢ)``, the energy ``G`` keeps outside ``Q``,
   ``r = tr G − tr QᵀGQ = Σᵢ λᵢ(1 − cᵢ) ≥ λ_k·s`` (G is PSD). So ``s ≤ r/λ_k``, and
   ``λ_k ≥ λ_min(QᵀGQ)`` (Courant–Fischer).
-* **Noise.** ``Q`` is fixed before the noise is drawn, so with probability ≥ 1 − α (α/3 each,
-  α/5 with the residual pair): ``‖E_k‖₂ ≤`` :func:`small_noise_norm_bound` ``(τ, k)``,
-  ``|tr E_k| ≤ τ√k·z`` and ``|e| ≤ τz`` with ``z = √(2 ln(6/α))`` (``√(2 ln(10/α))``). A
-  further perturbation ``c`` of ``G`` in spectral norm and of rank ≤ 2 (the private centring)
-  moves a trace by at most ``2c``.
-* Hence ``‖V̂V̂ᵀ − VVᵀ‖_F = √(2s) ≤ √(2 r⁺/λ⁻)`` with ``r⁺ = t̃ − tr M̃ + τz(1 + √k) + 4c``
-  and ``λ⁻ = λ_min(M̃) − ‖E_k‖ − c``, capped at ``√(2·min(k, p − k))`` ("no information"),
-  which is also reported when ``λ⁻ ≤ 0``. It is vacuous when the tail energy exceeds ``λ_k``:
-  a basis and its own variances cannot tell the true ``λ_{k+1}``.
+* **Noise.** ``Q`` is fixed before the noise is drawn, and so is ``u``, the lowest
+  eigenvector of ``M = QᵀGQ``. Courant–Fischer gives ``λ_min(M̃) ≤ uᵀM̃u = λ_min(M) +
+  uᵀE_ku``, a Gaussian of variance ``τ²(2 − Σuᵢ⁴) ≤ τ²(2 − 1/k)``; the trace's error
+  ``e − tr E_k`` has variance ``τ²(1 + k)``. The bound needs only one side of each, so with
+  probability ≥ 1 − α (α/2 each, α/4 with the residual pair): ``λ_min(M) ≥ λ_min(M̃) −
+  zτ√(2 − 1/k)`` and ``tr G − tr M ≤ t̃ − tr M̃ + zτ√(1 + k)``, with ``z`` the standard
+  Gaussian's upper α/2 (α/4) quantile: 2.24 at α = 0.05 with the pair, where a two-sided
+  bound on ``‖E_k‖₂`` took 4.8τ. The energy outside Q, ρ and ω (below) are ≥ 0: where one's
+  upper bound is below 0 the draw fell in the α event, and the bar is the cap. A further
+  perturbation ``c`` of ``G`` in spectral norm and
+  of rank ≤ 2 (the private centring) moves a trace by at most ``2c``.
+* Hence ``‖V̂V̂ᵀ − VVᵀ‖_F = √(2s) ≤ √(2 r⁺/λ⁻)`` with ``r⁺ = t̃ − tr M̃ + zτ√(1 + k) + 4c``
+  and ``λ⁻ = λ_min(M̃) − zτ√(2 − 1/k) − c``, capped at ``√(2·min(k, p − k))`` ("no
+  information"), which is also reported when ``λ⁻ ≤ 0``. It is vacuous when the tail energy
+  exceeds ``λ_k``: a basis and its own variances cannot tell the true ``λ_{k+1}``.
 * **Davis–Kahan residual** (where ``p ≤`` :data:`RESIDUAL_MAX_FEATURES`: the same release
   carries ``ρ̃ = ‖R‖_F + e_ρ`` and ``ω̃ = λ_max(WGW) + e_ω``, with ``W = I − QQᵀ`` and
   ``R = WGQ``). ``λ_{k+1}(G) ≤ λ_max(WGW)`` (Courant–Fischer: the max over a subspace of
@@ -62,7 +68,6 @@ from privpca.pipeline.spectrum import (
     ERROR_ALPHA,
     feasible_spectrum,
     mean_perturbation_bound,
-    noise_norm_bound,
     read_off,
 )
 from privpca.solvers.eigen import fix_signs
@@ -74,7 +79,6 @@ __all__ = [
     "component_error_bound",
     "residual_moments",
     "rotate_component_spectrum",
-    "small_noise_norm_bound",
     "spectrum_off_high_pilot",
     "summed_error_bound",
     "unpack_moments",
@@ -85,17 +89,6 @@ __all__ = [
 #: selection, whose pass kept it, up to the same 256 features) and one top eigenvalue.
 #: Public, so the release's layout is too.
 RESIDUAL_MAX_FEATURES = 256
-
-
-def small_noise_norm_bound(sigma: float, k: int, alpha: float) -> float:
-    """‖E‖₂ for a k×k symmetric Gaussian ``E`` (entries on and above the diagonal of std σ),
-    w.p. ≥ 1 − α: the smaller of :func:`~privpca.pipeline.spectrum.noise_norm_bound` and
-    ``‖E‖_F ≤ σ√(2χ²)``, with ``χ²`` the ``1 − α`` quantile of ``χ²_{k(k+1)/2}``
-    (``‖E‖²_F ≤ 2Σ_{i≤j} E²_ij``). The choice depends on (k, α) only, so the bound keeps its
-    level; the second is the tighter for small k (2×2 at α = 0.01: 4.8σ against 7.4σ)."""
-    frobenius = float(sigma) * math.sqrt(2.0 * float(scipy.stats.chi2.ppf(1.0 - alpha,
-                                                                          k * (k + 1) // 2)))
-    return min(noise_norm_bound(sigma, k, alpha), frobenius)
 
 
 def component_error_bound(
@@ -118,21 +111,25 @@ def component_error_bound(
     released = (*np.ravel(matrix), total, *(residual or ()))
     if not all(math.isfinite(v) for v in released):
         return cap
-    events = 3 if residual is None else 5  # α shared over the noise draws bounded below
-    z = math.sqrt(2.0 * math.log(2.0 * events / alpha))
+    # One-sided Gaussian events, α shared over them: λ_min's and the trace's, and ρ's and
+    # ω's with the residual pair (module docstring, "Noise").
+    z = float(scipy.stats.norm.isf(alpha / (2 if residual is None else 4)))
     tau, c = float(noise_sd), float(extra_perturbation)
-    lowest = float(np.linalg.eigvalsh(matrix)[0]) - small_noise_norm_bound(tau, k,
-                                                                        alpha / events) - c
+    lowest = float(np.linalg.eigvalsh(matrix)[0]) - z * tau * math.sqrt(2.0 - 1.0 / k) - c
     if not lowest > 0:
         return cap
-    outside = float(total) - float(np.trace(matrix)) + tau * z * (1.0 + math.sqrt(k)) + 4.0 * c
-    bound = math.sqrt(2.0 * max(outside, 0.0) / lowest)
+    outside = float(total) - float(np.trace(matrix)) + z * tau * math.sqrt(1.0 + k) + 4.0 * c
+    uppers = [outside]
     if residual is not None:
         norm, top_outside = residual
-        separation = lowest - (top_outside + tau * z + c)
+        uppers += [norm + z * tau + math.sqrt(2.0) * c, top_outside + z * tau + c]
+    if min(uppers) < 0:  # an upper bound of a quantity ≥ 0 below 0: the draw is in the α event
+        return cap
+    bound = math.sqrt(2.0 * outside / lowest)
+    if residual is not None:
+        separation = lowest - uppers[2]
         if separation > 0:
-            bound = min(bound, math.sqrt(2.0) * max(norm + tau * z + math.sqrt(2.0) * c, 0.0)
-                        / separation)
+            bound = min(bound, math.sqrt(2.0) * uppers[1] / separation)
     return min(cap, bound)
 
 
