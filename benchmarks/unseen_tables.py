@@ -11,10 +11,11 @@ scikit-learn's ``PCA(2)`` of the raw table: the mean, the worst seed, and the or
 best mean over public bounds at the 50–100 % quantiles of the true centred norms, the same
 seeds), with the issue-36 targets (mean ≤ 1.25·oracle + 0.01, no seed above
 2·oracle + 0.02), and how the defaults' ``expected_error_`` did: the seeds it covered and
-the median of bar / distance. ``--estimator`` runs another Gram estimator instead.
+the median of bar / distance. ``--estimator`` runs another Gram estimator instead
+(``dps-pca``: one provider holding the table).
 
     python benchmarks/unseen_tables.py [--seeds 6] [--half tuning|fresh|all]
-        [--estimator analyze-gauss|noisy-power|bingham|mod-sulq] [family ...]
+        [--estimator analyze-gauss|noisy-power|bingham|mod-sulq|dps-pca] [family ...]
 """
 
 from __future__ import annotations
@@ -26,7 +27,14 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.decomposition import PCA
 
-from privpca import AnalyzeGaussPCA, BinghamPCA, ModSuLQPCA, NoisyPowerPCA, PrivacyLedger
+from privpca import (
+    DPSPCA,
+    AnalyzeGaussPCA,
+    BinghamPCA,
+    ModSuLQPCA,
+    NoisyPowerPCA,
+    PrivacyLedger,
+)
 from privpca.experiments.real_data_report import (
     MEAN_SLACK,
     MEAN_TARGET,
@@ -37,7 +45,7 @@ from privpca.metrics import subspace_distance
 
 QUANTILES = (50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 100.0)
 ESTIMATORS = {"analyze-gauss": AnalyzeGaussPCA, "noisy-power": NoisyPowerPCA,
-              "bingham": BinghamPCA, "mod-sulq": ModSuLQPCA}
+              "bingham": BinghamPCA, "mod-sulq": ModSuLQPCA, "dps-pca": DPSPCA}
 
 
 def _factors(rng: np.random.Generator, n: int, p: int, scales: tuple[float, float],

@@ -46,9 +46,17 @@ from privpca.federated.protocol import (
     select_replies,
 )
 from privpca.metrics import sin_theta, subspace_distance
+from privpca.pipeline.bound_selection import choose_bound
 from privpca.pipeline.budget import DEFAULT_SHARES
-from privpca.pipeline.preprocessing import private_norm_bound
+from privpca.pipeline.preprocessing import (
+    norm_bin_counts,
+    private_norm_bound,
+    private_norm_bound_from_counts,
+)
+from privpca.pipeline.rows import PilotGrams
+from privpca.pipeline.settings import BOUND_QUANTILES
 from privpca.solvers.power import random_orthonormal_basis, thin_qr
+from privpca.streaming.array_source import ArraySource
 
 
 @parametrize_with_checks(
@@ -223,7 +231,8 @@ def mixed():
 def _closed_form_multiplier(eps, delta, part, T=1):
     """m/√w (·√T): shares of the Gaussian budget 1/m² (no δ set aside: no histograms)."""
     shares = {k: DEFAULT_SHARES[k] for k in ("bound_raw", "mean", "bound_residual",
-                                             "mean_refine", "bound", "variance")}
+                                             "mean_refine", "bound", "bound_select",
+                                             "variance")}
     w = 1.0 - sum(shares.values()) if part == "statistic" else shares[part]
     m = float(dp_accounting.get_sigma_gaussian(eps, delta))
     return m / math.sqrt(w) * math.sqrt(T)
@@ -233,8 +242,10 @@ def test_provider_private_mean_rounds_match_the_closed_forms(mixed):
     X = mixed[:6000]
     prov = _table_provider(X)
     plan = prov.plan
-    assert prov.counter.limits == {"mean": 2, "bound": 1, "query": 3, "variance": 1}
-    for part in ("bound_raw", "mean", "bound_residual", "mean_refine", "bound", "variance"):
+    assert prov.counter.limits == {"mean": 2, "bound": 1, "bound_select": 1, "query": 3,
+                                   "variance": 1}
+    for part in ("bound_raw", "mean", "bound_residual", "mean_refine", "bound", "bound_select",
+                 "variance"):
         assert plan[part].multiplier == pytest.approx(_closed_form_multiplier(1.0, 1e-5, part),
                                                       rel=1e-9)
     assert prov.noise_multiplier == pytest.approx(
@@ -253,7 +264,8 @@ def test_provider_private_mean_rounds_match_the_closed_forms(mixed):
         expected = (clipped.sum(axis=0) + sigma * rng.standard_normal(8)) / 6000
         np.testing.assert_allclose(reply.mean, expected, rtol=1e-9, atol=1e-9 * R)
         centre = centre + reply.mean  # what the server broadcasts for one provider
-    assert prov.counter.counts() == {"mean": 2, "bound": 0, "query": 0, "variance": 0}
+    assert prov.counter.counts() == {"mean": 2, "bound": 0, "bound_select": 0, "query": 0,
+                                     "variance": 0}
     # The second round's bound is set around the first estimate: far below ‖x‖ ≈ 10⁶.
     assert prov.counter.recall("bound_residual") < 0.1 * prov.counter.recall("bound_raw")
     spends, _ = prov.spends()
@@ -276,11 +288,20 @@ def test_provider_bound_power_answers_and_variances_match_the_closed_forms(mixed
     prep = prov.prepare(PrepareMessage(mean))
     plan = prov.plan
     norms = np.linalg.norm(X - mean, axis=1)
-    (D,), rel = private_norm_bound(norms, plan["bound"].multiplier, 0.99,
-                                   provider_noise_rng(7, 0, "bound"))
-    assert prep.data_norm == D == prov.data_norm_
-    assert prep.clipped_estimate == pytest.approx(rel.above[0, 0])
-    assert 0.002 * 6000 < np.sum(norms > D) < 0.05 * 6000  # a 99 % quantile, roughly
+    # The bound: the median and the robust maximum, then the ladder's pilots over these rows
+    # choose among the candidates with the power answers' noise (the central rule).
+    values, rel = private_norm_bound_from_counts(
+        lambda base: norm_bin_counts(norms, base), 6000, plan["bound"].multiplier,
+        BOUND_QUANTILES, provider_noise_rng(7, 0, "bound"))
+    choice = choose_bound(PilotGrams(ArraySource(X), mean, None, same_rows=False), 2,
+                          float(rel.interpolated()[0, 0]), float(values[1]),
+                          plan["bound_select"].multiplier, prov.noise_multiplier,
+                          provider_noise_rng(7, 0, "bound_select"))
+    D = choice.chosen
+    assert prep.data_norm == D == prov.data_norm_ and D in choice.candidates
+    assert prep.clipped_estimate == pytest.approx(
+        rel.above[0 if D == choice.low else 1, 0])
+    assert prov.bound_choice == choice
     rows = (X - mean) * np.minimum(1.0, D / norms)[:, None]
     np.testing.assert_allclose(prov.rows, rows, rtol=1e-12, atol=1e-9)
     # Power answers: σᵢ = m_stat·√2·D² (k = 2), the stream of the papers' setting.
@@ -292,9 +313,14 @@ def test_provider_bound_power_answers_and_variances_match_the_closed_forms(mixed
     np.testing.assert_allclose(reply.product, rows.T @ rows @ Q / 6000 + noise, rtol=1e-9)
     # Variances: (u(QᵀXᵀXQ), ‖WXᵀXQ‖_F, λ_max(WXᵀXW), ‖X‖²_F) + N(0, (m_var·√2·D²)²),
     # W = I − QQᵀ: the residual pair of the error bar, at the same sensitivity.
+    # The variances read the rows clipped at the ladder's reference (the error bar covers
+    # the rotation clipping at D causes), at that bound's sensitivity.
     var = prov.answer_variance(VarianceQuery(Query.from_dense(Q, round=4)))
     rng = provider_noise_rng(7, 0, "variance")
-    sigma = _closed_form_multiplier(1.0, 1e-5, "variance") * math.sqrt(2) * D**2
+    ref = choice.reference
+    assert prov.variance_bound == ref >= D
+    sigma = _closed_form_multiplier(1.0, 1e-5, "variance") * math.sqrt(2) * ref**2
+    rows = (X - mean) * np.minimum(1.0, ref / norms)[:, None]
     G = rows.T @ rows
     W = np.eye(8) - Q @ Q.T
     exact = [*(Q.T @ G @ Q)[np.triu_indices(2)], np.linalg.norm(W @ G @ Q),
@@ -303,7 +329,8 @@ def test_provider_bound_power_answers_and_variances_match_the_closed_forms(mixed
     assert var.total == pytest.approx(np.sum(rows**2) + sigma * rng.standard_normal(), rel=1e-12)
     with pytest.raises(BudgetExceededError, match=r"\(variance\)"):
         prov.answer_variance(VarianceQuery(Query.from_dense(Q)))
-    assert prov.counter.counts() == {"mean": 2, "bound": 1, "query": 1, "variance": 1}
+    assert prov.counter.counts() == {"mean": 2, "bound": 1, "bound_select": 1, "query": 1,
+                                     "variance": 1}
 
 
 @pytest.mark.parametrize(
@@ -380,13 +407,14 @@ def test_file_counter_covers_every_part_and_a_restart_reuses_the_bound(mixed, tm
     while not server.finished:  # a fresh provider object for every message, as Flower does
         message = server.next_message()
         a, b = restarted().handle(message), reference.handle(message)
-        for field in ("mean", "product", "packed", "data_norm", "bound", "total"):
+        for field in ("mean", "product", "packed", "data_norm", "bound", "total", "pilot"):
             if hasattr(a, field):
                 np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
         server.receive([a])
     state = json.loads((tmp_path / "s.json").read_text())
-    assert state["by-kind"] == {"mean": 2, "bound": 1, "query": 2, "variance": 1}
-    assert state["releases"] == 6
+    assert state["by-kind"] == {"mean": 2, "bound": 1, "bound_select": 1, "query": 2,
+                                "variance": 1}
+    assert state["releases"] == 7
     assert state["released"]["prepared"]["data_norm"] == reference.data_norm_
     again = restarted()  # everything agreed is spent: every kind is refused
     assert again.data_norm_ == reference.data_norm_  # rebuilt from the file, not re-released
@@ -594,7 +622,7 @@ def test_pipeline_record_totals_the_request_and_lists_every_part(mixed):
     rec = est.privacy_
     parts = [s.mechanism.split(":")[0] for s in rec.spends]
     assert parts == ["bound_raw", "mean", "bound_residual", "mean_refine", "bound",
-                     "statistic", "variance"]
+                     "bound_select", "statistic", "variance"]
     assert (rec.epsilon, rec.delta, rec.model) == (1.0, 1e-5, "distributed")
     assert "replace one record of one provider" in rec.neighbouring
     # Each part once (every provider runs the same plan; parallel composition): the events
@@ -740,7 +768,9 @@ def test_the_server_publishes_a_feasible_spectrum_whoever_reads_it():
     finish_result(result, server, None)
     ev, ratio = np.array(result["explained_variance"]), np.array(result["explained_variance_ratio"])
     assert ev.min() >= 0 and ratio.min() >= 0 and ratio.sum() <= 1 + 1e-12
-    np.testing.assert_array_equal(ev, np.maximum(server.raw_variances, 0))
+    np.testing.assert_array_equal(ev, server.explained_variance)  # what the fit publishes
+    if not server.read_off_pilots:  # else read off the providers' pilots, feasible too
+        np.testing.assert_array_equal(ev, np.maximum(server.raw_variances, 0))
 
 
 @pytest.mark.parametrize("settings", [{"colluders": 1}, {"min_providers": 2}])

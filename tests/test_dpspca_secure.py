@@ -13,12 +13,14 @@ import privpca
 from privpca import DPSPCA, PrivacyLedger
 from privpca.federated.protocol import ProviderState, ServerState
 from privpca.federated.protocol.messages import Query, Reply
+from privpca.federated.protocol.privacy import dpspca_pipeline
 from privpca.federated.protocol.secure_sums import (
     SecureAgreement,
     ShareReply,
     combine_replies,
 )
 from privpca.federated.secure import SecureAggregationAborted, run_secure_aggregation
+from privpca.pipeline.settings import PipelineSettings
 
 pytestmark = pytest.mark.filterwarnings("ignore::privpca.exceptions.RowClippingWarning")
 
@@ -152,19 +154,23 @@ def test_the_table_setting_with_a_public_mean_opens_the_variances_too():
 
 
 def test_on_defaults_the_union_is_prepared_from_opened_counts_and_sums():
-    """Private mean and bound searched on the union (one central noise each), not per provider."""
+    """Private mean and bound searched on the union (one central noise each), not per provider.
+    The union's bound is its opened quantile: no provider runs a ladder of its own."""
     X = _table(6_000) * 4.0 + 2.0
     one = DPSPCA(2, n_providers=1, random_state=0).fit(X)
     secure = DPSPCA(2, n_providers=3, aggregation="secure", random_state=0).fit(X)
     local = DPSPCA(2, n_providers=3, random_state=0).fit(X)
-    # The same parts at the same calibration (σ/Δ) as one provider holding the union.
-    def calibration(est):
-        return [(s.mechanism.split(":")[0], round(s.noise_scale / s.sensitivity, 9))
-                for s in est.privacy_.spends]
+    settings = PipelineSettings(epsilon=1.0, delta=1e-5, centering="private", data_norm="auto")
+    union = dpspca_pipeline("union", settings, 6_000, 8, 2, 10, select_bound=False)
+    # The union's plan, at the calibration (σ/Δ) of one provider holding the union without
+    # the ladder: that provider's parts but "bound_select", whose share the others take.
+    def parts(est):
+        return [s.mechanism.split(":")[0] for s in est.privacy_.spends]
 
-    assert calibration(secure) == calibration(one)
+    assert parts(secure) == [part for part in parts(one) if part != "bound_select"]
+    assert secure.noise_multiplier_ == pytest.approx(union.statistic_multiplier(), rel=1e-12)
     assert secure.noise_level_ / secure.data_norm_**2 == pytest.approx(
-        one.noise_level_ / one.data_norm_**2, rel=1e-9)
+        union.statistic_multiplier() * math.sqrt(2) / 6_000, rel=1e-9)
     assert local.noise_level_ / local.data_norm_**2 > 1.5 * (
         secure.noise_level_ / secure.data_norm_**2)
     assert secure.provider_data_norms_.tolist() == [secure.data_norm_] * 3  # one D for all

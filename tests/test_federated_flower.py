@@ -343,11 +343,12 @@ def test_release_pipeline_over_flower_matches_in_process_estimator_bitwise(feder
     for pid, rec in result["privacy"].items():
         assert (rec["epsilon"], rec["delta"], rec["model"]) == (EPS, DELTA, "distributed")
         assert [s["mechanism"].split(":")[0] for s in rec["spends"]] == [
-            "bound_raw", "mean", "bound_residual", "mean_refine", "bound", "statistic",
-            "variance"]
+            "bound_raw", "mean", "bound_residual", "mean_refine", "bound", "bound_select",
+            "statistic", "variance"]
         assert "n_clipped" not in rec  # a count of the provider's data: never sent
         state = json.loads((tmp_path / f"state-{pid}.json").read_text())
-        assert state["by-kind"] == {"mean": 2, "bound": 1, "query": T, "variance": 1}
+        assert state["by-kind"] == {"mean": 2, "bound": 1, "bound_select": 1, "query": T,
+                                    "variance": 1}
     # The counters persist: a second run is refused at the handshake, before any message.
     config["output-path"] = str(tmp_path / "second.json")
     federation.run_app(config)

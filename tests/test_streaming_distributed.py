@@ -26,6 +26,7 @@ from privpca.federated.protocol import (
     VarianceQuery,
     provider_release_limits,
 )
+from privpca.metrics import subspace_distance
 from privpca.solvers.power import random_orthonormal_basis
 from privpca.streaming import ArraySource, ChunkSource
 from privpca.streaming.reductions import _block_clipped_product
@@ -275,11 +276,15 @@ def test_dps_pca_on_a_local_cluster_equals_the_in_memory_fit(table):
 
 
 def test_the_accuracy_is_the_in_memory_one(table):
-    """Not only equal bits: the streamed fit finds the leading direction of the data."""
+    """Not only equal bits: the streamed fit finds the data's top-3 subspace and its leading
+    direction (each provider's bound chosen by its ladder; in-memory over seeds 0–3 and 11:
+    distance 0.03–0.09, the leading direction's cosine 0.988–0.997; 0.12–0.16 and 0.999
+    with the 99 % quantile)."""
     fit = _fit(da.from_array(table, chunks=(6_000, 9)), n_providers=2)
     Xc = (table - table.mean(axis=0))
-    top = np.linalg.eigh(Xc.T @ Xc)[1][:, -1]
-    assert abs(float(fit.components_[0] @ top)) > 0.99
+    vectors = np.linalg.eigh(Xc.T @ Xc)[1]
+    assert subspace_distance(fit.components_.T, vectors[:, -3:]) < 0.1
+    assert abs(float(fit.components_[0] @ vectors[:, -1])) > 0.98
     assert math.isfinite(fit.noise_level_)
 
 

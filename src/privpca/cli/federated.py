@@ -118,8 +118,9 @@ def _tls_args(insecure: bool, root_certificates: Path | None) -> list[str]:
               show_default=True, help="'private': take part in the private mean; 'none': the "
               "papers' uncentred second moment (the server must use the same).")
 @click.option("--data-norm", type=_DataNorm(), default="auto", show_default=True,
-              help="'auto' (a private 99 % quantile of this provider's centred row norms) or "
-              "a public bound.")
+              help="'auto' (chosen by a ladder of private pilot Grams over this provider's "
+              "centred rows; the private 99 % quantile of their norms where it has too few "
+              "rows) or a public bound.")
 @click.option("--budget-shares", default=None,
               help="JSON object of part -> share of this provider's budget, e.g. "
               "'{\"mean\": 0.05}'.")

@@ -405,7 +405,7 @@ def union_plan(hellos: dict[int, dict[str, Any]], centering: Any, data_norm: Any
                                 data_norm=data_norm, scale=False,
                                 budget_shares=json.loads(shares) if shares else None)
     run = dpspca_pipeline("the secure run's server", settings, total_rows, n_features,
-                          n_components, n_rounds)
+                          n_components, n_rounds, select_bound=False)
     return run.plan
 
 

@@ -179,7 +179,7 @@ def _provider_meta(provider: ProviderState) -> dict[str, Any]:
 
 
 #: The reply's public fields (what ``_reply_from_content`` returns as its meta).
-_ARRAY_FIELDS = ("product", "mean", "packed")
+_ARRAY_FIELDS = ("product", "mean", "packed", "pilot")
 #: The fields of a share announcement (not the provider's public meta).
 _SECURE_FIELDS = ("share", "plan", "keys")
 
@@ -197,6 +197,8 @@ def _reply_to_content(reply: Any, provider: ProviderState) -> RecordDict:
     elif isinstance(reply, VarianceReply):
         meta["total"] = reply.total
         _put_array(meta, "packed", reply.packed, np.float64)
+        if reply.pilot is not None:
+            _put_array(meta, "pilot", reply.pilot, np.float64)
     else:
         raise TypeError(f"Not a protocol reply: {type(reply).__name__}")
     return _record(meta)
@@ -221,7 +223,8 @@ def _reply_from_content(content: RecordDict, kind: str = "query") -> tuple[Any, 
     elif kind == "prepare":
         reply = PrepareReply(pid, n, float(meta["bound"]), float(meta["clipped-estimate"]))
     elif kind == "variance":
-        reply = VarianceReply(pid, n, _get_array(meta, "packed"), float(meta["total"]))
+        reply = VarianceReply(pid, n, _get_array(meta, "packed"), float(meta["total"]),
+                              _get_array(meta, "pilot") if "pilot.dtype" in meta else None)
     else:
         raise ValueError(f"Unknown message kind {kind!r}")
     public = {key: value for key, value in meta.items()

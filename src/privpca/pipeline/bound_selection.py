@@ -212,6 +212,17 @@ class BoundChoice:
     seen: tuple[bool, ...] = ()
 
     @property
+    def reference(self) -> float:
+        """The bound the ``variance`` part reads the rows at, so that the error bar covers
+        the rotation clipping at the chosen bound causes: the robust maximum where the top
+        shell's pilot puts its possible rotation (its step's distance plus its noise) below
+        :attr:`resolvable`, else the top candidate. Rows above it are not covered."""
+        if len(self.candidates) < 2:
+            return self.chosen
+        quiet = self.distances[-1] + self.noise[-1] < self.resolvable
+        return max(self.chosen, self.candidates[-2 if quiet else -1])
+
+    @property
     def steps(self) -> tuple[float, ...]:
         """``max(0, d_j − ν_j)``: the rotation resolved between candidates j and j + 1 (0
         where the shell's noise alone moves the pilot by :attr:`resolvable` or more, or where

@@ -553,21 +553,15 @@ class ReleasePipeline(RowPreparation, PrivacyRecording):
 
     def _variance_rows(self, prepared: PreparedRows) -> PreparedRows:
         """The rows the "variance" part reads: where the bound selection chose below its
-        reference, the same rows clipped at the reference (a view; spends shared), so that
-        its bar covers the rotation clipping at the chosen bound causes and the variances
-        are those of rows clipped above (almost) every norm. The reference is the robust
-        maximum where the released pilots put the top shell's possible rotation (the rows
-        between it and the top candidate: its step's distance plus its noise's) below half
-        the largest distance; else the top candidate. Rows above the reference are not
-        covered: no release at a bound below them sees them. Else the statistic's rows."""
+        :attr:`~privpca.pipeline.bound_selection.BoundChoice.reference`, the same rows
+        clipped there (a view; spends shared), so that its bar covers the rotation clipping
+        at the chosen bound causes and the variances are those of rows clipped above
+        (almost) every norm. Rows above the reference are not covered: no release at a
+        bound below them sees them. Else the statistic's rows."""
         choice = self.bound_choice(prepared)
-        if choice is None or len(choice.candidates) < 2 or prepared.source is None:
+        if choice is None or prepared.source is None or choice.reference <= prepared.data_norm:
             return prepared
-        quiet = choice.distances[-1] + choice.noise[-1] < choice.resolvable
-        reference = choice.candidates[-2 if quiet else -1]
-        if reference <= prepared.data_norm:
-            return prepared
-        return replace(prepared, data_norm=reference, stored_rows=None, n_clipped=0)
+        return replace(prepared, data_norm=choice.reference, stored_rows=None, n_clipped=0)
 
     def mean_perturbation(self, prepared: PreparedRows) -> float:
         """Spectral-norm bound (w.p. ≈ 95 %) of ``n(x̄ − μ̂)(x̄ − μ̂)ᵀ`` in the prepared rows' units.

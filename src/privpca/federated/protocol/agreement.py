@@ -31,7 +31,8 @@ def provider_release_limits(n_rounds: int, centering: Any = None, data_norm: Any
                             scale: Any = False, secure: bool = False) -> dict[str, int]:
     """Releases of each kind a provider agrees to for a setting (what its counter enforces).
 
-    ``"mean"``: 2 with private centring; ``"bound"``: 1 with ``data_norm="auto"``; ``"query"``:
+    ``"mean"``: 2 with private centring; ``"bound"`` and ``"bound_select"`` (at most): 1 with
+    ``data_norm="auto"``; ``"query"``:
     T; ``"variance"``: 1 outside the papers' setting. A secure run shares counts instead of
     its own quantiles: ``"count"``, one per bisection round of each search (the mean rounds'
     bounds and the bound).
@@ -45,6 +46,7 @@ def provider_release_limits(n_rounds: int, centering: Any = None, data_norm: Any
         searches += 1
         if not secure:
             limits["bound"] = 1
+            limits["bound_select"] = 1  # the ladder's pilots, where the plan has them
     if secure and searches:
         limits["count"] = searches * QUERY_ROUNDS
     limits["query"] = int(n_rounds)

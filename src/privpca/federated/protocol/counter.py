@@ -16,8 +16,9 @@ from typing import Any
 
 from privpca.exceptions import BudgetExceededError
 
-#: Kinds of release a provider counts ("query": the T power answers).
-RELEASE_KINDS: tuple[str, ...] = ("mean", "bound", "query", "variance", "count")
+#: Kinds of release a provider counts ("query": the T power answers; "bound_select": the
+#: ladder's pilots, where a provider chooses its own bound).
+RELEASE_KINDS: tuple[str, ...] = ("mean", "bound", "bound_select", "query", "variance", "count")
 
 
 class AgreementMismatchError(BudgetExceededError):

@@ -160,12 +160,16 @@ class VarianceQuery:
 
 @dataclass(frozen=True)
 class VarianceReply:
-    """Noisy packed upper triangle of ``QᵀXᵢᵀXᵢQ`` (k(k+1)/2 values) and noisy ``‖Xᵢ‖²_F``."""
+    """Noisy packed upper triangle of ``QᵀXᵢᵀXᵢQ`` (k(k+1)/2 values) and noisy ``‖Xᵢ‖²_F``;
+    where the provider's bound ladder chose below its top, ``pilot``: the same basis read off
+    its pilot Gram at the robust maximum (packed ``QᵀĜQ``, ``tr Ĝ``, then that pilot's noise
+    std per entry; post-processing of a release, so free)."""
 
     provider_id: str
     n_samples: int
     packed: NDArray[np.float64]
     total: float
+    pilot: NDArray[np.float64] | None = None
 
 
 Message = MeanQuery | PrepareMessage | Query | VarianceQuery | CountQuery | SumQuery

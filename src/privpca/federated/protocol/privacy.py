@@ -158,7 +158,8 @@ def local_noise_pipeline(owner: Any, settings: Any, sizes: Sequence[int], ids: S
     for n, pid in sorted(zip(sizes, ids, strict=True), key=lambda pair: pair[0]):
         if n in runs:
             continue
-        run = dpspca_pipeline(owner, settings, n, n_features, n_components, n_rounds)
+        run = dpspca_pipeline(owner, settings, n, n_features, n_components, n_rounds,
+                              select_bound=True)
         try:
             run.check_rows()
         except BoundNotFoundError as exc:
@@ -206,16 +207,30 @@ def local_noise_notes(providers: Sequence[Any], listed: BudgetPlan, epsilon: flo
 
 
 def dpspca_pipeline(owner: Any, settings: Any, n_samples: int, n_features: int,
-                    n_components: int, n_rounds: int) -> Any:
+                    n_components: int, n_rounds: int, *, select_bound: bool) -> Any:
     """The release pipeline DPS-PCA's parties plan with: T power answers of sensitivity
     Δ(D, k), distributed model, replace one record. The estimator, each provider (over its
     nᵢ, or Σ nᵢ in a secure run) and a secure run's Flower server build it here, so their
-    budget plans agree."""
+    budget plans agree. ``select_bound``: with ``data_norm="auto"`` each provider chooses
+    its own bound by the ladder's pilots (the "bound_select" part), unless the ladder's share
+    would leave its quantile searches too few rows where the 99 % quantile alone has enough
+    (public: nᵢ, ε, δ); a secure run's bound is the union's quantile, opened by secure
+    aggregation, so it passes False."""
+    from privpca.pipeline.preprocessing import BoundNotFoundError
     from privpca.pipeline.release import ReleasePipeline
     from privpca.pipeline.rows import Statistic
 
-    return ReleasePipeline(
-        owner, settings, n_samples, n_features,
-        Statistic(STATISTIC_MECHANISM, lambda D: power_sensitivity(D, n_components),
-                  count=n_rounds),
-        model="distributed", neighbouring=Neighbouring.DISTRIBUTED_REPLACE_ONE)
+    def plan(select: bool) -> Any:
+        return ReleasePipeline(
+            owner, settings, n_samples, n_features,
+            Statistic(STATISTIC_MECHANISM, lambda D: power_sensitivity(D, n_components),
+                      count=n_rounds, subspace_rank=n_components if select else 0),
+            model="distributed", neighbouring=Neighbouring.DISTRIBUTED_REPLACE_ONE)
+
+    run = plan(select_bound)
+    if "bound_select" in run.active:
+        try:
+            run.check_rows()
+        except BoundNotFoundError:
+            return plan(False)  # too few rows for the ladder: the quantile (or its refusal)
+    return run

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privpca._validation import check_data, warn_clipped
+from privpca._validation import check_data, row_norms, warn_clipped
 from privpca.federated.protocol.agreement import (
     MEAN_PARTS,
     is_table_mode,
@@ -54,7 +54,9 @@ from privpca.federated.protocol.provider_rows import (
     centred,
     clip_rows,
     memory_mean,
+    pilot_readings,
     public_scale,
+    stored_pilot,
     streamed_mean,
     streamed_norm_counts,
     streamed_pass,
@@ -65,20 +67,23 @@ from privpca.mechanisms.noise import gaussian_release
 from privpca.mechanisms.randomness import check_noise_rng
 from privpca.mechanisms.sensitivity import power_sensitivity
 from privpca.pipeline.basis_error import RESIDUAL_MAX_FEATURES, residual_moments
+from privpca.pipeline.bound_selection import BoundChoice, choose_bound
 from privpca.pipeline.budget import BudgetPlan
 from privpca.pipeline.preprocessing import (
     BoundNotFoundError,
-    private_norm_bound,
+    norm_bin_counts,
     private_norm_bound_from_counts,
 )
-from privpca.pipeline.settings import DEFAULT_NORM_QUANTILE, PipelineSettings
+from privpca.pipeline.rows import PilotGrams
+from privpca.pipeline.settings import BOUND_QUANTILES, DEFAULT_NORM_QUANTILE, PipelineSettings
 from privpca.streaming import reductions
+from privpca.streaming.array_source import ArraySource
 from privpca.streaming.sources import RowSource
 
 _T = TypeVar("_T")
 
 #: Spawn keys of the noise streams of the other kinds (the power answers keep their streams).
-_KIND_CODES = {"mean": 1, "bound": 2, "variance": 3, "count": 4}
+_KIND_CODES = {"mean": 1, "bound": 2, "variance": 3, "count": 4, "bound_select": 5}
 
 
 def provider_noise_rng(noise_seed: int | None, release: int,
@@ -138,8 +143,8 @@ class ProviderState(ProviderPrivacy):
     n_rounds : int
         T: the number of power answers it agrees to make, ever (for this data and counter).
     data_norm : "auto" or float, default=1.0
-        Bound D on the L2 norm of the (centred) rows: ``"auto"`` releases a private 99 %
-        quantile of its own centred row norms; a float is a public bound.
+        Bound D on the L2 norm of the (centred) rows: ``"auto"`` chooses it by the pilots of
+        a ladder over its rows (a private 99 % quantile without); a float is a public bound.
     centering : "private", None or array of shape (n_features,), default=None
         ``"private"``: take part in the two rounds of the private mean; ``None``: no centring
         (the papers' second moment); an array: a public mean (free), which the server's
@@ -231,6 +236,15 @@ class ProviderState(ProviderPrivacy):
         self.rows: NDArray[np.float64] | None = None
         self.mean_: NDArray[np.float64] | None = None
         self.clipped_estimate = math.nan
+        #: The ladder's outcome where this provider chose its bound (publishable), its
+        #: candidates (kept for the record across a restart) and the bound the "variance"
+        #: part reads the rows at (:attr:`BoundChoice.reference`; Dᵢ without a ladder).
+        self.bound_choice: BoundChoice | None = None
+        self.pilot_candidates: list[float] | None = None
+        self.variance_bound = math.nan
+        #: Its pilot at the robust maximum and that pilot's noise std, where the ladder chose
+        #: below its top (the variances are read off it: :func:`.pilot_readings`).
+        self.high_pilot: tuple[NDArray[np.float64], float] | None = None
         if self.table_mode:
             self._start_pipeline(Xv)
         else:
@@ -271,7 +285,8 @@ class ProviderState(ProviderPrivacy):
         )
         n_plan = self.n_samples if self.secure is None else self.secure.total_rows
         self._run = dpspca_pipeline(self, settings, n_plan, self.n_features,
-                                    self.n_components, self.n_rounds)
+                                    self.n_components, self.n_rounds,
+                                    select_bound=self.secure is None)
         try:  # too few rows for the private bounds: refused before anything is released
             self._run.check_rows()
         except BoundNotFoundError as exc:
@@ -294,6 +309,9 @@ class ProviderState(ProviderPrivacy):
             self._prepare_rows(mean, float(stored["data_norm"]), warn=False)
             stored_clipped = stored.get("clipped_estimate")  # None: no bound was released
             self.clipped_estimate = math.nan if stored_clipped is None else float(stored_clipped)
+            self.variance_bound = float(stored.get("variance_bound", stored["data_norm"]))
+            self.pilot_candidates = stored.get("candidates")
+            self.high_pilot = stored_pilot(stored.get("high_pilot"), self.n_features)
 
     # ------------------------------------------------------------------ helpers
     def _set_bound(self, data_norm: float) -> None:
@@ -430,33 +448,51 @@ class ProviderState(ProviderPrivacy):
             D = float(self.data_norm)
             self._prepare_rows(mean, D, warn=True)
         self.clipped_estimate = clipped
-        self.counter.remember("prepared", {
+        choice = self.bound_choice
+        self.variance_bound = D if choice is None else choice.reference
+        if choice is not None and choice.high_pilot is not None and choice.chosen != choice.high:
+            self.high_pilot = (choice.high_pilot, choice.high_sigma)
+        self.counter.remember("prepared", {  # released values only: a restart reads them
             "mean": None if mean is None else mean.tolist(), "data_norm": D,
-            "clipped_estimate": None if math.isnan(clipped) else clipped})
+            "clipped_estimate": None if math.isnan(clipped) else clipped,
+            "variance_bound": self.variance_bound, "high_pilot": stored_pilot(self.high_pilot),
+            "candidates": None if choice is None else list(choice.candidates)})
         return PrepareReply(self.provider_id, self.n_samples, float(D), clipped)
 
     def _release_bound(self, mean: NDArray[np.float64] | None) -> tuple[float, float]:
-        """Book and release ``Dᵢ``, a private quantile of the centred row norms; return it
-        and the private estimate of the rows above it."""
-        index = self.counter.reserve("bound")
-        rng = provider_noise_rng(self.noise_seed, index, "bound")
-        b = self._plan["bound"]
+        """Book and release ``Dᵢ``, a private quantile of the centred row norms or, with the
+        "bound_select" part, the candidate the ladder's pilots over this provider's rows
+        choose (:func:`~privpca.pipeline.bound_selection.choose_bound`, its power answers'
+        noise in the rule; its own releases: parallel composition over the providers);
+        return it and the private estimate of the rows above it."""
+        rng = provider_noise_rng(self.noise_seed, self.counter.reserve("bound"), "bound")
         what = f"provider {self.provider_id}'s " + ("centred row norms" if mean is not None
                                                     else "row norms")
+        scale = public_scale(self.scale)
+        selects = "bound_select" in self._plan
+        if self.stream is not None:  # one pass: the norms' counts on the log grid
+            counts = partial(streamed_norm_counts, self.stream, self.n_features, mean, scale)
+        else:
+            counts = partial(norm_bin_counts, row_norms(self._centred(mean)))
         try:
-            if self.stream is not None:  # one pass: the norms' counts on the log grid
-                (D,), rel = private_norm_bound_from_counts(
-                    partial(streamed_norm_counts, self.stream, self.n_features, mean,
-                            public_scale(self.scale)),
-                    self.n_samples, b.multiplier, DEFAULT_NORM_QUANTILE, rng, what=what)
-            else:
-                rows = self._centred(mean)
-                norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-                (D,), rel = private_norm_bound(norms, b.multiplier,
-                                               DEFAULT_NORM_QUANTILE, rng, what=what)
+            values, rel = private_norm_bound_from_counts(
+                counts, self.n_samples, self._plan["bound"].multiplier,
+                BOUND_QUANTILES if selects else DEFAULT_NORM_QUANTILE, rng, what=what)
         except BoundNotFoundError as exc:
             raise BoundNotFoundError(f"provider {self.provider_id}: {exc}") from exc
-        return D, float(rel.above[0, 0])
+        if not selects:
+            return float(values[0]), float(rel.above[0, 0])
+        select = self.counter.reserve("bound_select")
+        source = self.stream if self.stream is not None else ArraySource(self.X, validated=True)
+        shift = mean if scale is None or mean is not None else np.zeros(self.n_features)
+        # The median read inside its last step; the robust maximum (all but ~4.5σ rows).
+        choice = choose_bound(PilotGrams(source, shift, scale, same_rows=False),
+                              self.n_components, float(rel.interpolated()[0, 0]),
+                              float(values[1]), self._plan["bound_select"].multiplier,
+                              self.noise_multiplier,
+                              provider_noise_rng(self.noise_seed, select, "bound_select"))
+        self.bound_choice, self.pilot_candidates = choice, list(choice.candidates)
+        return choice.chosen, float(rel.above[0 if choice.chosen == choice.low else 1, 0])
 
     def answer_query(self, query: Query) -> Reply | ShareReply:
         """Validate, book one release, and return ``Hᵢ = Σ̂ᵢQ + Gᵢ/nᵢ``.
@@ -509,6 +545,9 @@ class ProviderState(ProviderPrivacy):
             raise QueryRefusedError(f"Expected a VarianceQuery; got {type(query).__name__}.")
         q = validate_query(query.components, self.n_features, self.n_components)
         rows = self._prepared_rows("the variance query")
+        bound = self.variance_bound  # above Dᵢ where the ladder chose below its reference
+        if rows is not None and bound > self.data_norm_:
+            rows = clip_rows(self._centred(self.mean_), bound, copy=True)[0]
         index = self.counter.reserve("variance")
         rng = provider_noise_rng(self.noise_seed, index, "variance")
         k, p = self.n_components, self.n_features
@@ -517,17 +556,18 @@ class ProviderState(ProviderPrivacy):
             components = np.zeros((k, p))
             components[:, q.support] = q.block.T
             gram = rows.T @ rows if rows is not None else self._streamed_pass(
-                reductions.clipped_product, np.eye(p), np.arange(p))[0]
+                reductions.clipped_product, np.eye(p), np.arange(p), bound)[0]
             matrix, row_total, residual = residual_moments(gram, components)
         elif rows is None:
             Q_S = np.ascontiguousarray(q.block, dtype=np.float64)
             matrix, row_total = self._streamed_pass(reductions.projected_moments, Q_S.T,
-                                                    q.support)
+                                                    q.support, bound)
         else:
             proj = rows[:, q.support] @ q.block
-            matrix, row_total = proj.T @ proj, self._total
+            matrix, row_total = proj.T @ proj, (self._total if bound == self.data_norm_ else
+                                                float(np.einsum("ij,ij->", rows, rows)))
         iu = np.triu_indices(k)
-        sensitivity = math.sqrt(2.0) * self.data_norm_**2
+        sensitivity = math.sqrt(2.0) * bound**2
         sigma = self._plan["variance"].multiplier * sensitivity
         # One Gaussian release: the packed matrix, the residual pair, then the total.
         value = np.concatenate([matrix[iu], residual, [row_total]])
@@ -535,7 +575,8 @@ class ProviderState(ProviderPrivacy):
             return self._share("variance", self.n_rounds + 1, value, sigma, sensitivity, rng)
         released = gaussian_release(value, sigma, rng, sensitivity=sensitivity)
         packed, total = released[:-1], float(released[-1])
-        return VarianceReply(self.provider_id, self.n_samples, packed, float(total))
+        return VarianceReply(self.provider_id, self.n_samples, packed, float(total),
+                             pilot_readings(self.high_pilot, q.support, q.block))
 
     def _share(self, kind: str, round: int, value: NDArray[np.float64], sigma: float,
                sensitivity: float, rng: np.random.Generator) -> ShareReply:
@@ -546,7 +587,10 @@ class ProviderState(ProviderPrivacy):
                           plan.share(value.reshape(-1), rng), plan)
 
     def _streamed_pass(self, reduction: Callable[..., _T], basis: NDArray[np.float64],
-                       support: ArrayLike) -> _T:
-        """One statistic pass over the streamed table, prepared (:func:`.streamed_pass`)."""
+                       support: ArrayLike, bound: float | None = None) -> _T:
+        """One statistic pass over the streamed table, prepared (:func:`.streamed_pass`);
+        clipped at ``bound`` instead of Dᵢ where given."""
         assert self.stream is not None and self._stream_prepared is not None
-        return streamed_pass(self.stream, self._stream_prepared, reduction, basis, support)
+        mean, scale, D = self._stream_prepared
+        return streamed_pass(self.stream, (mean, scale, D if bound is None else bound),
+                             reduction, basis, support)

@@ -41,6 +41,8 @@ class ProviderPrivacy:
     noise_multiplier: float
     data_norm_: float
     data_norm: float | str
+    variance_bound: float
+    pilot_candidates: list[float] | None
     mean_: NDArray[np.float64] | None
     scale: Any
     clipped_estimate: float
@@ -78,10 +80,15 @@ class ProviderPrivacy:
             spends.append(run._spend(
                 "bound", "noisy bisection of the centred row norms (private quantile), " + who,
                 search.sensitivity, search.noise))
+        if counts.get("bound_select", 0):
+            spends += run._pilot_spends(tuple(self.pilot_candidates or ()))
         if counts.get("variance", 0):
-            sens = math.sqrt(2.0) * self.data_norm_**2
+            bound = self.variance_bound
+            sens = math.sqrt(2.0) * bound**2
             spends.append(run._spend(
-                "variance", "gaussian: packed QᵀXᵢᵀXᵢQ and ‖Xᵢ‖²_F (explained variance)",
+                "variance", "gaussian: packed QᵀXᵢᵀXᵢQ and ‖Xᵢ‖²_F (explained variance)"
+                + ("" if bound == self.data_norm_ else
+                   f", of the rows clipped at the ladder's reference {bound:.6g}"),
                 sens, sens * self.plan["variance"].multiplier))
         stat = self.plan["statistic"]
         statistic = PrivacySpend(

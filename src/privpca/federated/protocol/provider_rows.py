@@ -145,3 +145,33 @@ def streamed_mean(stream: RowSource, n_samples: int, centre: NDArray[np.float64]
     m = private_mean_from_sum(seen["sums"].clipped_sum(R, seen["base"]), n_samples,
                               R, sum_multiplier, rng)
     return float(R), m.mean
+
+
+def pilot_readings(pilot: tuple[NDArray[np.float64], float] | None,
+                   support: NDArray[np.intp], block: NDArray[np.float64],
+                   ) -> NDArray[np.float64] | None:
+    """The basis ``Q`` (``block`` on ``support``) read off a provider's pilot at the robust
+    maximum (``pilot``: the released matrix and its noise std, where its bound ladder chose
+    below the top): packed ``QᵀĜQ``, ``tr Ĝ`` and that std (post-processing of a release).
+    They are the variances of rows clipped above (almost) every norm, with a fraction of the
+    ``variance`` part's noise (centrally:
+    :func:`~privpca.pipeline.basis_error.spectrum_off_high_pilot`). None without one."""
+    if pilot is None:
+        return None
+    M, sigma = pilot
+    V = np.zeros((block.shape[1], M.shape[0]))
+    V[:, support] = block.T
+    return np.concatenate([(V @ M @ V.T)[np.triu_indices(block.shape[1])],
+                           [np.trace(M), sigma]])
+
+
+def stored_pilot(pilot: Any, n_features: int = 0) -> Any:
+    """A provider's pilot at the robust maximum to its state file's JSON (``(upper triangle,
+    σ)``) and back (with ``n_features``: the symmetric matrix and σ); None stays None."""
+    if pilot is None:
+        return None
+    if not n_features:
+        return (pilot[0][np.triu_indices(pilot[0].shape[0])].tolist(), float(pilot[1]))
+    M = np.zeros((n_features, n_features))
+    M[np.triu_indices(n_features)] = pilot[0]
+    return M + np.triu(M, 1).T, float(pilot[1])

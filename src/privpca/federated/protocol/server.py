@@ -30,7 +30,7 @@ from privpca.federated.protocol.messages import (
 )
 from privpca.federated.protocol.secure_sums import OpenedSum, secure_preparation
 from privpca.pipeline.basis_error import RESIDUAL_MAX_FEATURES
-from privpca.pipeline.spectrum import feasible_spectrum
+from privpca.pipeline.spectrum import VARIANCE_SHIFT_SDS, feasible_spectrum
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.power import random_orthonormal_basis, thin_qr, top_row_support
 
@@ -86,6 +86,9 @@ class ServerState:
         The eigenvalues of the summed noisy ``QᵀΣQ`` before that (the error bound reads them).
     total_variance : float
         The summed noisy total over the same denominator (NaN before the variance round).
+    read_off_pilots : bool
+        Whether the explained variances were read off the providers' pilot readings (every
+        provider's bound ladder chose below its top; :class:`VarianceReply`'s ``pilot``).
     residual : tuple of float or None
         Up to :data:`~privpca.pipeline.basis_error.RESIDUAL_MAX_FEATURES` features, the summed
         noisy ``(‖WΣᵢXᵢᵀXᵢQ‖_F, λ_max(WΣᵢXᵢᵀXᵢW))`` upper bounds over the same denominator
@@ -118,6 +121,7 @@ class ServerState:
     raw_variances: NDArray[np.float64] | None = field(init=False, default=None)
     total_variance: float = field(init=False, default=math.nan)
     residual: tuple[float, float] | None = field(init=False, default=None)
+    read_off_pilots: bool = field(init=False, default=False)
     variance_noise_scale: float = field(init=False, default=math.nan)
     _rotated: NDArray[np.float64] | None = field(init=False, default=None)
     data_norm: float | None = field(init=False, default=None)
@@ -355,7 +359,34 @@ class ServerState:
         # Made feasible here, so the in-process fit and a Flower run publish the same numbers.
         self.explained_variance, self.explained_variance_ratio, _ = feasible_spectrum(
             values, self.total_variance if total > 0 else math.nan)
+        pilots = [reply.pilot for reply in ordered]
+        if all(pilot is not None for pilot in pilots):
+            self._read_off_pilots(np.asarray(pilots, dtype=np.float64), vectors, denom)
         self.variances_done = True
+
+    def _read_off_pilots(self, pilots: NDArray[np.float64], vectors: NDArray[np.float64],
+                         denom: float) -> None:
+        """The variances along the rotated components read off the providers' pilot
+        readings (``pilots``: one row per provider, each ladder having chosen below its
+        top), as the central pipeline reads them off its pilot at the robust maximum
+        (:func:`~privpca.pipeline.basis_error.spectrum_off_high_pilot`): summed, a reading
+        within :data:`~privpca.pipeline.spectrum.VARIANCE_SHIFT_SDS` of its noise is 0, and
+        the components are reordered by them. The error bar keeps the ``variance`` part's."""
+        self.read_off_pilots = True
+        k = self.n_components
+        iu = np.triu_indices(k)
+        M = np.zeros((k, k))
+        M[iu] = pilots[:, :len(iu[0])].sum(axis=0)
+        M = M + np.triu(M, 1).T
+        values = np.einsum("ji,jk,ki->i", vectors, M, vectors)
+        sd = math.sqrt(float(np.sum(pilots[:, -1] ** 2)))  # independent noise per provider
+        values = np.where(values > VARIANCE_SHIFT_SDS * math.sqrt(2.0) * sd, values, 0.0)
+        order = np.argsort(-values, kind="stable")
+        assert self._rotated is not None
+        self._rotated = np.ascontiguousarray(self._rotated[order])
+        self.explained_variance, self.explained_variance_ratio, _ = feasible_spectrum(
+            values[order] / denom, float(pilots[:, -2].sum()) / denom)
+        self.read_off_pilots = True
 
     def components(self) -> NDArray[np.float64]:
         """The output as ``(k, d)`` orthonormal rows, signs fixed (``components_``).
