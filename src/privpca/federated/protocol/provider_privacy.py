@@ -78,7 +78,8 @@ class ProviderPrivacy:
                                       and getattr(self, "prepared", False)):
             search = run._search("bound", self.plan["bound"], self.n_samples)
             spends.append(run._spend(
-                "bound", "noisy bisection of the centred row norms (private quantile), " + who,
+                "bound", "noisy bisection of the centred row norms (private quantiles "
+                f"{', '.join(f'{q:g}' for q in search.quantiles)}), " + who,
                 search.sensitivity, search.noise))
         if counts.get("bound_select", 0):
             spends += run._pilot_spends(tuple(self.pilot_candidates or ()))
