@@ -276,9 +276,10 @@ def variances_along(fit: SpectrumFit, final: NDArray[np.float64], final_sd: floa
 
 def read_off(V: NDArray[np.float64], M: NDArray[np.float64], noise_sd: float,
              current: NDArray[np.float64] | None, current_total: float, current_sd: float,
-             denominator: float, *, debias_sd: float = 0.0,
+             denominator: float, *, debias_sd: float = 0.0, total: float | None = None,
              ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64], float] | None:
-    """The variances ``vᵢᵀMvᵢ`` and total ``tr M`` along the rows of ``V`` (``M`` of noise std
+    """The variances ``vᵢᵀMvᵢ`` and total ``tr M`` (or ``total``, where ``M`` is the release
+    projected on a basis) along the rows of ``V`` (``M`` of noise std
     ``noise_sd``), where they differ from ``current`` and ``current_total`` (same units,
     noise std ``current_sd``) by more than :data:`VARIANCE_SHIFT_SDS` of the difference's
     noise (always with ``current`` None); None otherwise. Debiased at ``debias_sd`` when
@@ -287,7 +288,7 @@ def read_off(V: NDArray[np.float64], M: NDArray[np.float64], noise_sd: float,
     and the feasible spectrum over ``denominator``."""
     p = M.shape[0]
     values = np.einsum("ij,jk,ik->i", V, M, V)
-    total = float(np.trace(M))
+    total = float(np.trace(M)) if total is None else float(total)
     spread = math.hypot(noise_sd, current_sd)
     moved = current is None or (
         np.abs(values - current).max() > VARIANCE_SHIFT_SDS * math.sqrt(2.0) * spread

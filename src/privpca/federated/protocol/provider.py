@@ -54,9 +54,10 @@ from privpca.federated.protocol.provider_rows import (
     centred,
     clip_rows,
     memory_mean,
+    pilot_from_state,
     pilot_readings,
+    pilot_to_state,
     public_scale,
-    stored_pilot,
     streamed_mean,
     streamed_norm_counts,
     streamed_pass,
@@ -311,7 +312,7 @@ class ProviderState(ProviderPrivacy):
             self.clipped_estimate = math.nan if stored_clipped is None else float(stored_clipped)
             self.variance_bound = float(stored.get("variance_bound", stored["data_norm"]))
             self.pilot_candidates = stored.get("candidates")
-            self.high_pilot = stored_pilot(stored.get("high_pilot"), self.n_features)
+            self.high_pilot = pilot_from_state(stored.get("high_pilot"), self.n_features)
 
     # ------------------------------------------------------------------ helpers
     def _set_bound(self, data_norm: float) -> None:
@@ -455,7 +456,7 @@ class ProviderState(ProviderPrivacy):
         self.counter.remember("prepared", {  # released values only: a restart reads them
             "mean": None if mean is None else mean.tolist(), "data_norm": D,
             "clipped_estimate": None if math.isnan(clipped) else clipped,
-            "variance_bound": self.variance_bound, "high_pilot": stored_pilot(self.high_pilot),
+            "variance_bound": self.variance_bound, "high_pilot": pilot_to_state(self.high_pilot),
             "candidates": None if choice is None else list(choice.candidates)})
         return PrepareReply(self.provider_id, self.n_samples, float(D), clipped)
 

@@ -165,13 +165,18 @@ def pilot_readings(pilot: tuple[NDArray[np.float64], float] | None,
                            [np.trace(M), sigma]])
 
 
-def stored_pilot(pilot: Any, n_features: int = 0) -> Any:
-    """A provider's pilot at the robust maximum to its state file's JSON (``(upper triangle,
-    σ)``) and back (with ``n_features``: the symmetric matrix and σ); None stays None."""
+def pilot_to_state(pilot: tuple[NDArray[np.float64], float] | None) -> Any:
+    """A provider's pilot at the robust maximum as its state file's JSON: ``(upper triangle,
+    σ)`` (a released value; None stays None)."""
     if pilot is None:
         return None
-    if not n_features:
-        return (pilot[0][np.triu_indices(pilot[0].shape[0])].tolist(), float(pilot[1]))
+    return pilot[0][np.triu_indices(pilot[0].shape[0])].tolist(), float(pilot[1])
+
+
+def pilot_from_state(stored: Any, n_features: int) -> tuple[NDArray[np.float64], float] | None:
+    """:func:`pilot_to_state`'s inverse: the symmetric matrix and σ."""
+    if stored is None:
+        return None
     M = np.zeros((n_features, n_features))
-    M[np.triu_indices(n_features)] = pilot[0]
-    return M + np.triu(M, 1).T, float(pilot[1])
+    M[np.triu_indices(n_features)] = stored[0]
+    return M + np.triu(M, 1).T, float(stored[1])

@@ -30,7 +30,7 @@ from privpca.federated.protocol.messages import (
 )
 from privpca.federated.protocol.secure_sums import OpenedSum, secure_preparation
 from privpca.pipeline.basis_error import RESIDUAL_MAX_FEATURES
-from privpca.pipeline.spectrum import VARIANCE_SHIFT_SDS, feasible_spectrum
+from privpca.pipeline.spectrum import feasible_spectrum, read_off
 from privpca.solvers.eigen import fix_signs
 from privpca.solvers.power import random_orthonormal_basis, thin_qr, top_row_support
 
@@ -370,22 +370,19 @@ class ServerState:
         readings (``pilots``: one row per provider, each ladder having chosen below its
         top), as the central pipeline reads them off its pilot at the robust maximum
         (:func:`~privpca.pipeline.basis_error.spectrum_off_high_pilot`): summed, a reading
-        within :data:`~privpca.pipeline.spectrum.VARIANCE_SHIFT_SDS` of its noise is 0, and
-        the components are reordered by them. The error bar keeps the ``variance`` part's."""
-        self.read_off_pilots = True
+        within two of its noise's deviations is 0
+        (:func:`~privpca.pipeline.spectrum.read_off`), and the components are reordered by
+        them. The error bar keeps the ``variance`` part's."""
         k = self.n_components
         iu = np.triu_indices(k)
         M = np.zeros((k, k))
         M[iu] = pilots[:, :len(iu[0])].sum(axis=0)
-        M = M + np.triu(M, 1).T
-        values = np.einsum("ji,jk,ki->i", vectors, M, vectors)
         sd = math.sqrt(float(np.sum(pilots[:, -1] ** 2)))  # independent noise per provider
-        values = np.where(values > VARIANCE_SHIFT_SDS * math.sqrt(2.0) * sd, values, 0.0)
-        order = np.argsort(-values, kind="stable")
-        assert self._rotated is not None
+        read = read_off(vectors.T, M + np.triu(M, 1).T, sd, None, math.nan, 0.0, denom,
+                        total=float(pilots[:, -2].sum()))
+        assert read is not None and self._rotated is not None  # no current: always read
+        order, self.explained_variance, self.explained_variance_ratio, _ = read
         self._rotated = np.ascontiguousarray(self._rotated[order])
-        self.explained_variance, self.explained_variance_ratio, _ = feasible_spectrum(
-            values[order] / denom, float(pilots[:, -2].sum()) / denom)
         self.read_off_pilots = True
 
     def components(self) -> NDArray[np.float64]:
